@@ -1,0 +1,1 @@
+"""The scalekit command line (installed as the ``scalekit_cli`` package)."""

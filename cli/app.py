@@ -1,0 +1,77 @@
+"""Entry point of the ``scalekit`` command.
+
+Each command group lives in its own module with a ``register(app)`` function;
+modules import only typer at top level so that ``scalekit --help`` is instant.
+Exit codes: 0 success, 2 bad input (one line, no traceback), 1 internal error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+from typer.exceptions import TyperException
+
+from scalekit import __version__
+from scalekit.errors import InputError
+
+COMMAND_MODULES = (
+    "scalekit_cli.fit",
+    "scalekit_cli.store",
+)
+
+app = typer.Typer(
+    name="scalekit",
+    help="Fit scaling laws to learning curves, with honest uncertainty, and plan compute.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"scalekit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Fit scaling laws to learning curves, with honest uncertainty, and plan compute."""
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (0 ok, 1 internal error, 2 bad input)."""
+    try:
+        app(args=argv, prog_name="scalekit", standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        typer.echo("Aborted.", err=True)
+        return 1
+    except TyperException as exc:  # usage errors: unknown option, bad value, missing argument
+        show = getattr(exc, "show", None)
+        show() if show else typer.echo(f"error: {exc.format_message()}", err=True)
+        return 2
+    except InputError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+        if os.environ.get("SCALEKIT_DEBUG"):
+            raise
+        typer.echo(f"internal error: {type(exc).__name__}: {exc} "
+                   "(set SCALEKIT_DEBUG=1 for the traceback)", err=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""`scalekit fit` (being built)."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `fit` command to ``app``."""

@@ -1,0 +1,31 @@
+"""scalekit: read learning curves, fit scaling laws with honest uncertainty, plan compute.
+
+The top-level namespace is light: subpackages are imported on first use so that
+``scalekit --help`` stays instant and torch is never imported outside
+:mod:`scalekit.train`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from scalekit._version import __version__
+from scalekit.errors import InputError, NotFittedError, ScalekitError
+
+_LAZY = {
+    "CurveStore": "scalekit.curves",
+    "read_curves": "scalekit.curves",
+    "Law": "scalekit.laws",
+    "get_law": "scalekit.laws",
+    "law_from_expression": "scalekit.laws",
+    "fit_law": "scalekit.fit",
+    "FitResult": "scalekit.fit",
+}
+
+__all__ = ["__version__", "InputError", "NotFittedError", "ScalekitError", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'scalekit' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""Outputs of analyses: strict JSON reports, rich tables and plots."""

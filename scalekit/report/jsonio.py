@@ -1,0 +1,75 @@
+"""Strict, versioned JSON reports.
+
+Every report carries ``format`` (a name and version such as
+``"scalekit.fit/1"``), the package ``version``, the ``input_sha256`` of what was
+read, the ``seed`` and the ``settings``. Non-finite floats are written as
+``null`` so the output is strict JSON that any parser reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalekit._version import __version__
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays, paths and non-finite floats to plain JSON values."""
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    if isinstance(obj, Path):
+        return str(obj)
+    if obj is None or isinstance(obj, str):
+        return obj
+    raise TypeError(f"cannot write {type(obj).__name__} to JSON")
+
+
+def dumps(obj: Any) -> str:
+    """Serialise ``obj`` as strict JSON (no NaN or infinity), indented."""
+    return json.dumps(to_jsonable(obj), indent=2, allow_nan=False)
+
+
+def sha256_of(*paths: str | Path) -> str:
+    """SHA-256 of the bytes of one or more files, in order."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def envelope(kind: str, body: Mapping[str, Any], *, input_sha256: str | None,
+             seed: int | None, settings: Mapping[str, Any], format_version: int = 1) -> dict:
+    """Wrap an analysis result ``body`` in the common report header."""
+    return {
+        "format": f"scalekit.{kind}/{format_version}",
+        "version": __version__,
+        "input_sha256": input_sha256,
+        "seed": seed,
+        "settings": dict(settings),
+        **body,
+    }
+
+
+def write(path: str | Path, obj: Any) -> None:
+    """Write ``obj`` as strict JSON to ``path``."""
+    Path(path).write_text(dumps(obj) + "\n", encoding="utf-8")
