@@ -1,0 +1,75 @@
+"""Pieces every command shares: the --store option, --map parsing, reading input, printing.
+
+Only typer and the standard library are imported at module level.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+DEFAULT_STORE = Path("scalekit.db")
+
+
+def store_option(default: Optional[Path] = DEFAULT_STORE) -> Any:
+    """The ``--store PATH`` option (SQLite curve store)."""
+    return typer.Option(default, "--store", help="Curve store (SQLite file)"
+                        + (f"; default ./{DEFAULT_STORE}." if default else "."))
+
+
+def parse_mapping(items: list[str]) -> dict[str, str] | None:
+    """Parse repeated ``--map role=column`` options."""
+    from scalekit.errors import InputError
+
+    mapping = {}
+    for item in items:
+        role, sep, column = item.partition("=")
+        if not sep or not role.strip() or not column.strip():
+            raise InputError(f"--map takes role=column, got {item!r}")
+        mapping[role.strip()] = column.strip()
+    return mapping or None
+
+
+def input_sha256(path: Path) -> str:
+    """SHA-256 of a file, or of every file under a directory in sorted order."""
+    from scalekit.report.jsonio import sha256_of
+
+    if path.is_dir():
+        return sha256_of(*sorted(p for p in path.rglob("*") if p.is_file()))
+    return sha256_of(path)
+
+
+def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, str] | None,
+               *, metric: str = "loss"):
+    """Read the tidy curve frame from ``file`` or ``store``; return it with its input hash."""
+    from scalekit.errors import InputError
+
+    if (file is None) == (store is None):
+        raise InputError("give either a curves FILE or --store DB (one of them)")
+    if file is not None:
+        from scalekit.curves import read_curves
+
+        if not file.exists():
+            raise InputError("no such file or directory", source=str(file))
+        return read_curves(file, mapping=mapping, metric=metric), input_sha256(file)
+    from scalekit.curves import CurveStore
+
+    if not store.exists():
+        raise InputError("no such store", source=str(store))
+    with CurveStore(store) as opened:
+        frame = opened.curves(metric=metric)
+    if frame.empty:
+        raise InputError(f"the store holds no points of metric {metric!r}", source=str(store))
+    digest = hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
+    return frame, digest
+
+
+def print_renderable(renderable: Any) -> None:
+    """Print a rich renderable to standard output (plain text when not a terminal)."""
+    from rich.console import Console
+
+    Console(file=sys.stdout, soft_wrap=False).print(renderable)

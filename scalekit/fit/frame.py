@@ -1,0 +1,143 @@
+"""Fit a law to a tidy curve frame: pick the law, the points and the inputs.
+
+This is what ``scalekit fit`` does between reading a file and printing a report,
+kept here so that a notebook gets the same result in one call::
+
+    frame = read_curves("curves.csv")
+    result = fit_frame(frame, drop_top=5)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from scalekit.checks import check_number, fail
+from scalekit.errors import InputError
+from scalekit.laws import Law, get_law
+
+#: Words that name a registered law rather than an expression.
+_LAW_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class FitInput:
+    """The points a law is fitted to, and how they were chosen.
+
+    Attributes
+    ----------
+    law : Law
+        The law to fit.
+    X : dict of str to ndarray
+        Inputs of the law, by input name.
+    y : ndarray
+        The metric.
+    frame : DataFrame
+        The rows used, in the order of ``y``.
+    notes : list of str
+        How the points were chosen (law picked, rows dropped, last point per run).
+    """
+
+    law: Law
+    X: dict[str, np.ndarray]
+    y: np.ndarray
+    frame: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_law(spec: str) -> Law:
+    """A registered law by name, or a custom law from an expression string."""
+    if _LAW_NAME.match(spec):
+        return get_law(spec)
+    from scalekit.laws import law_from_expression
+
+    return law_from_expression(spec)
+
+
+def choose_law(frame: pd.DataFrame, *, x: str | None = None) -> Law:
+    """Pick a law from the columns of ``frame``.
+
+    N and D that both vary give Chinchilla; compute gives the compute frontier;
+    an explicit ``x`` column gives the saturating power law.
+    """
+    def varies(column: str) -> bool:
+        return column in frame and frame[column].nunique() > 1
+
+    if x is None and varies("params") and varies("tokens"):
+        return get_law("chinchilla")
+    if x is None and varies("compute"):
+        return get_law("frontier")
+    if x is not None:
+        return get_law("saturating_power")
+    raise InputError("cannot choose a law: the data have neither varying params and tokens "
+                     "nor compute; name the x column with --x or the law with --law")
+
+
+def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
+                y: str = "loss", all_points: bool = False, drop_top: int = 0) -> FitInput:
+    """Choose the law and the points of ``frame`` to fit.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Tidy curve frame (see :mod:`scalekit.curves`).
+    law : Law or str, optional
+        A law, a registered name or an expression; chosen from the columns if omitted.
+    x : str, optional
+        Column that feeds the law's ``x`` input (or the only input of a one-input law).
+    y : str
+        Metric column to fit.
+    all_points : bool
+        Fit every logged point; by default only the last point of each run is used,
+        since the laws describe final losses of runs trained to their length.
+    drop_top : int
+        Drop the ``drop_top`` highest values of ``y`` first (Besiroglu et al. 2024
+        drop the five highest Chinchilla losses).
+    """
+    drop_top = check_number("drop_top", drop_top, low=0, integer=True)
+    if y not in frame:
+        raise fail("y", y, "a column of the data (" + ", ".join(map(str, frame.columns)) + ")")
+    if x is not None and x not in frame:
+        raise fail("x", x, "a column of the data (" + ", ".join(map(str, frame.columns)) + ")")
+    law = resolve_law(law) if isinstance(law, str) else law or choose_law(frame, x=x)
+    notes = [f"law: {law.name}"]
+    rows = frame
+    if not all_points and "run" in frame and "step" in frame and frame["run"].duplicated().any():
+        rows = frame.sort_values(["run", "step"]).groupby("run", sort=False).tail(1)
+        notes.append(f"last point of each of {len(rows)} runs (use all points with --all-points)")
+    if drop_top:
+        if drop_top >= len(rows):
+            raise fail("drop_top", drop_top, f"< the number of points ({len(rows)})")
+        rows = rows.drop(rows[y].nlargest(drop_top).index)
+        notes.append(f"dropped the {drop_top} highest values of {y}")
+    rows = rows.reset_index(drop=True)
+    X = {}
+    for name in law.inputs:
+        column = x if (name == "x" or len(law.inputs) == 1) and x is not None else name
+        if column not in rows:
+            raise InputError(f"law {law.name!r} needs input {name!r}, but the data have no "
+                             f"column {column!r}" + ("; name it with --x" if name == "x" else ""))
+        X[name] = rows[column].to_numpy(dtype=float)
+    return FitInput(law=law, X=X, y=rows[y].to_numpy(dtype=float), frame=rows, notes=notes)
+
+
+def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
+              y: str = "loss", all_points: bool = False, drop_top: int = 0, **fit_options):
+    """Choose law and points with :func:`prepare_fit`, then :func:`~scalekit.fit.fit_law`.
+
+    ``fit_options`` go to :func:`~scalekit.fit.fit_law` (``loss``, ``delta``,
+    ``bootstrap``, ``ci_level``, ``seed``, ``n_jobs``).
+
+    Returns
+    -------
+    result : FitResult
+    prepared : FitInput
+        The law, points and notes the fit used.
+    """
+    from scalekit.fit import fit_law
+
+    prepared = prepare_fit(frame, law=law, x=x, y=y, all_points=all_points, drop_top=drop_top)
+    return fit_law(prepared.law, prepared.X, prepared.y, **fit_options), prepared

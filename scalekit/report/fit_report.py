@@ -1,0 +1,84 @@
+"""The fit report: fixed sections as rich renderables and as a JSON body.
+
+Sections, always in this order: law and formula; fit statistics; parameters
+with standard error and interval; derived quantities; the plan for a target
+compute (when asked); notes and warnings. The CLI prints them; nothing here
+prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int,)) and not isinstance(value, bool):
+        return f"{value:,}"
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if value != value:  # NaN
+        return "–"
+    return f"{value:.4g}" if 1e-3 <= abs(value) < 1e5 or value == 0 else f"{value:.4e}"
+
+
+def _interval(pair: Sequence[float] | None) -> str:
+    return "–" if pair is None else f"[{_num(pair[0])}, {_num(pair[1])}]"
+
+
+def _section(title: str) -> Text:
+    return Text(title, style="bold underline")
+
+
+def _pairs_table(rows: Mapping[str, Any]) -> Table:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="cyan")
+    table.add_column(justify="right")
+    for key, value in rows.items():
+        table.add_row(key, _interval(value) if isinstance(value, (list, tuple)) else _num(value))
+    return table
+
+
+def fit_renderables(result, *, notes: Sequence[str] = (), plan: Mapping[str, Any] | None = None,
+                    title: str | None = None) -> Group:
+    """The fit report of ``result`` (a :class:`~scalekit.fit.FitResult`) as one rich group."""
+    level = f"{result.ci_level:.0%}"
+    parts: list[Any] = []
+    if title:
+        parts.append(Text(title, style="bold"))
+    parts += [_section("Law"), Text(f"{result.law.name}:  {result.law.formula}"), Text("")]
+
+    parts += [_section("Fit statistics"), _pairs_table(result.stats), Text("")]
+
+    params = Table(box=None, pad_edge=False)
+    params.add_column("parameter", style="cyan")
+    params.add_column("value", justify="right")
+    params.add_column("stderr", justify="right")
+    params.add_column(f"{level} CI", justify="right")
+    for name, value in result.values.items():
+        params.add_row(name, _num(value), _num(result.stderr.get(name)),
+                       _interval(result.ci.get(name) if result.ci else None))
+    parts += [_section("Parameters"), params, Text("")]
+
+    if result.derived:
+        parts += [_section("Derived quantities"), _pairs_table(result.derived), Text("")]
+
+    if plan is not None:
+        parts += [_section(f"Plan at compute {_num(plan['compute'])} FLOPs"),
+                  _pairs_table({k: v for k, v in plan.items() if k != "compute"}), Text("")]
+
+    if notes or result.warnings:
+        parts.append(_section("Notes and warnings"))
+        parts += [Text(f"note: {n}") for n in notes]
+        parts += [Text(f"warning: {w}", style="yellow") for w in result.warnings]
+    return Group(*parts)
