@@ -1,0 +1,77 @@
+"""The columns IsoFLOP analyses read, and the FLOP convention that links them.
+
+Two conventions, stated in every report:
+
+* ``"6ND"`` — compute is ``k·N·D`` with ``k = flops_per_param_token`` (6 for a
+  dense transformer's forward and backward pass, Kaplan et al. 2020); given two
+  of compute, params and tokens the third follows.
+* ``"counted"`` — the data carry counted FLOPs in ``compute`` and those are
+  used as they are; missing tokens are still derived as ``C / (k·N)``.
+
+Whether N counts embedding parameters is whatever the ``params`` column holds;
+choose the column (``--map params=...``) to change it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from scalekit.checks import check_choice, check_number
+from scalekit.errors import InputError
+
+CONVENTIONS = ("6ND", "counted")
+
+
+def convention_text(convention: str, flops_per_param_token: float) -> str:
+    """One line naming the FLOP convention, for reports."""
+    if convention == "6ND":
+        return f"C = {flops_per_param_token:g}·N·D (N as given in the params column)"
+    return (f"counted FLOPs as given; missing tokens derived as D = C/({flops_per_param_token:g}·N)")
+
+
+def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
+                   flops_per_param_token: float = 6.0, source: str | None = None) -> pd.DataFrame:
+    """Return a frame with ``compute``, ``params``, ``tokens``, ``loss`` (and ``run`` if given).
+
+    Parameters
+    ----------
+    data : DataFrame or mapping of arrays
+        Tidy points with at least two of ``compute``, ``params``, ``tokens`` and ``loss``.
+    loss : str
+        Name of the metric column.
+    convention : {"6ND", "counted"}
+    flops_per_param_token : float
+        k in C = k·N·D.
+    source : str, optional
+        File name for error messages.
+    """
+    check_choice("convention", convention, CONVENTIONS)
+    check_number("flops_per_param_token", flops_per_param_token, low=0, low_open=True)
+    frame = pd.DataFrame(dict(data)) if isinstance(data, Mapping) else pd.DataFrame(data)
+    if frame.empty:
+        raise InputError("no points to analyse", source=source)
+    if loss not in frame:
+        raise InputError(f"no {loss!r} column", source=source)
+    have = {name for name in ("compute", "params", "tokens") if name in frame}
+    if "params" not in have or len(have) < 2 or (convention == "counted" and "compute" not in have):
+        need = "compute and params" if convention == "counted" else "two of compute, params, tokens (with params)"
+        raise InputError(f"IsoFLOP analysis needs {need}; the data have "
+                         f"{', '.join(sorted(have)) or 'none of them'}", source=source)
+    out = pd.DataFrame({"run": frame["run"]} if "run" in frame else {}, index=frame.index)
+    for name in sorted(have) + [loss]:
+        values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero(~(np.isfinite(values) & (values > 0)))
+        if bad.size:
+            raise InputError(f"{name} must be a positive finite number, got "
+                             f"{frame[name].iloc[bad[0]]!r} (data row {bad[0] + 1})",
+                             source=source, column=name)
+        out[name if name != loss else "loss"] = values
+    k = flops_per_param_token
+    if "tokens" not in have:
+        out["tokens"] = out["compute"] / (k * out["params"])
+    if convention == "6ND" and "tokens" in have:
+        out["compute"] = k * out["params"] * out["tokens"]
+    return out.reset_index(drop=True)

@@ -1,0 +1,135 @@
+"""Approach 2 (IsoFLOP profiles) against a known truth, a slow reference and published values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isoflop.isoflop_synthetic import A_TRUE, B_TRUE, sweep
+from scalekit.errors import InputError
+from scalekit.isoflop import IsoFLOPProfiles, assign_budgets, round_significant
+from scalekit.isoflop.parabolas import Groups, fit_parabolas, resample_within_groups, vertices
+
+CHINCHILLA_BUDGETS = [6e18, 1e19, 3e19, 6e19, 1e20, 3e20, 6e20, 1e21, 3e21]  # Hoffmann et al. 2022
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("profile", ["params", "tokens"])
+def test_centred_sweep_recovers_exponents(seed, profile):
+    model = IsoFLOPProfiles(profile=profile, n_boot=200, seed=seed).fit(sweep(seed=seed))
+    assert model.params_law_.exponent == pytest.approx(A_TRUE, abs=0.02)
+    assert model.tokens_law_.exponent == pytest.approx(B_TRUE, abs=0.02)
+    assert not any("outer quarter" in w for w in model.warnings_)
+
+
+def test_bootstrap_interval_covers_truth_and_has_the_level():
+    model = IsoFLOPProfiles(n_boot=400, ci_level=0.9, seed=3).fit(sweep(seed=3, noise=0.01))
+    lo, hi = model.params_law_.exponent_ci
+    assert lo < A_TRUE < hi and hi - lo < 0.1
+    assert model.params_law_.ci_level == 0.9 and model.params_law_.ci_method == "bootstrap percentile"
+
+
+def test_off_centre_grid_warns_per_budget():
+    model = IsoFLOPProfiles(n_boot=0).fit(sweep(seed=1, shift=0.6))
+    off = model.budgets_["flags"].str.contains("off_centre")
+    assert off.all()
+    assert sum("outer quarter" in w for w in model.warnings_) == len(model.budgets_)
+    # a constant shift moves every vertex alike, so the exponent survives
+    assert model.params_law_.exponent == pytest.approx(A_TRUE, abs=0.03)
+
+
+def test_drifting_grid_flags_the_extreme_budgets_and_biases_a():
+    # grid centres follow C^(a + 0.4): the parabola pulls vertices toward the centres
+    model = IsoFLOPProfiles(n_boot=0).fit(sweep(seed=2, drift=0.4))
+    flags = model.budgets_["flags"]
+    assert "off_centre" in flags.iloc[0] and "off_centre" in flags.iloc[-1]
+    assert flags.iloc[3] == ""
+    assert model.params_law_.exponent - A_TRUE > 0.015
+
+
+def test_downward_parabola_is_flagged_and_left_out():
+    data = sweep(seed=0)
+    last = data["compute"] == data["compute"].max()
+    data.loc[last, "loss"] = 5 - (np.log(data.loc[last, "params"]) - 20) ** 2 / 50
+    model = IsoFLOPProfiles(n_boot=50).fit(data)
+    assert model.budgets_["flags"].iloc[-1] == "downward"
+    assert np.isnan(model.budgets_["params_opt"].iloc[-1])
+    assert model.params_law_.n_points == len(model.budgets_) - 1
+
+
+def test_vertices_match_a_loop_of_polyfit():
+    data = sweep(seed=4, noise=0.02).sort_values(["compute", "params"])
+    x, y = np.log(data["params"].to_numpy()), data["loss"].to_numpy()
+    groups = Groups.from_sorted_codes(data["compute"].to_numpy())
+    indices = resample_within_groups(groups, 30, np.random.default_rng(0))
+    fast = vertices(fit_parabolas(x, y, groups, indices), x, groups)[0]
+    member = groups.member
+    for b in range(indices.shape[0]):
+        for k in range(groups.sizes.size):
+            idx = indices[b][member == k]
+            assert np.all(member[idx] == k)  # resampled within the budget
+            c2, c1, _ = np.polyfit(x[idx], y[idx], 2)
+            if c2 > 0:
+                assert fast[b, k] == pytest.approx(-c1 / (2 * c2), abs=1e-9)
+            else:  # no minimum: no vertex
+                assert np.isnan(fast[b, k])
+
+
+def test_rounding_and_nominal_budgets():
+    assert round_significant([1.25e16, 9.96e18, 1.0049e19], 2).tolist() == [1.3e16, 1e19, 1e19]
+    got = assign_budgets([5.5e18, 1.1e19, 2e19], nominal=[6e18, 1e19], tolerance=0.1)
+    assert got.budget[:2].tolist() == [6e18, 1e19] and np.isnan(got.budget[2])
+    assert got.n_left_out == 1
+
+
+def test_chinchilla_published_exponent(shared_data):
+    data = pd.read_csv(shared_data / "chinchilla_epoch_svg.csv")
+    data = data.rename(columns={"Model Size": "params", "Training FLOP": "compute"})
+    model = IsoFLOPProfiles(budgets=CHINCHILLA_BUDGETS, n_boot=200).fit(data)
+    assert len(model.budgets_) == 9
+    assert model.params_law_.exponent == pytest.approx(0.49, abs=0.03)
+    assert model.tokens_law_.exponent == pytest.approx(0.51, abs=0.03)
+
+
+def tuned_refinedweb(shared_data):
+    """Porian et al. (2024): RefinedWeb, tuned hyper-parameters, short warm-up, constant
+    learning rate, standard parameter count, validation loss (their a = 0.497)."""
+    data = pd.read_csv(shared_data / "porian2024_isoflops.csv")
+    keep = ((data["dataset"] == "rw") & (data["hparams"] == "tuned") & (data["warmup"] == "short")
+            & (data["decay"] == "const") & (data["param_count"] == "standard")
+            & (data["loss_split"] == "val"))
+    return data[keep].rename(columns={"flops": "compute", "N": "params", "D": "tokens"})
+
+
+def test_porian_tuned_refinedweb_exponent(shared_data):
+    import json
+
+    published = json.loads((shared_data / "porian2024_fit_results.json").read_text())
+    config = next(r for r in published if r["dataset"] == "rw" and r["hparams"] == "tuned"
+                  and r["param_count"] == "standard")
+    assert config["basic"]["n_exponent"] == pytest.approx(0.497, abs=5e-4)
+    model = IsoFLOPProfiles(n_boot=200).fit(tuned_refinedweb(shared_data))
+    assert len(model.budgets_) == len(config["optimal_pairs"])
+    assert model.params_law_.exponent == pytest.approx(0.497, abs=0.03)
+
+
+def test_one_budget_is_rejected():
+    data = sweep(budgets=np.array([1e19]))
+    with pytest.raises(InputError, match="at least two compute budgets"):
+        IsoFLOPProfiles().fit(data)
+
+
+def test_budget_with_two_points_is_rejected():
+    data = sweep()
+    data = data.drop(data.index[(data["compute"] == data["compute"].min())][2:])
+    with pytest.raises(InputError, match="at least three"):
+        IsoFLOPProfiles().fit(data)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1e19, np.nan])
+def test_non_positive_compute_is_rejected(bad):
+    data = sweep().drop(columns=["tokens"])
+    data.loc[3, "compute"] = bad
+    with pytest.raises(InputError, match="compute"):
+        IsoFLOPProfiles().fit(data)
