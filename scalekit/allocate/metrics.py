@@ -1,0 +1,63 @@
+"""Measures of an allocation, defined in ``docs/allocate.md``.
+
+- best final loss: the lowest loss among the last points the runs reached;
+- relative improvement over uniform: ``(L_uniform - L) / L_uniform``;
+- compute fraction: FLOPs spent over the FLOPs of the exhaustive sweep;
+- frontier-law error: relative gap between the law ``L(C) = E + A C^-alpha``
+  fitted to the loss-compute frontier of the explored points and the same law
+  fitted to the frontier of all points, at a given compute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from scalekit.allocate.sweep import Curve
+
+
+def best_final_loss(observed: Mapping[str, Curve]) -> float:
+    """Lowest loss among the last points reached by the runs (NaN if none)."""
+    last = [c.loss[-1] for c in observed.values() if len(c)]
+    return float(min(last)) if last else float("nan")
+
+
+def relative_improvement(loss: float, reference: float) -> float:
+    """``(reference - loss) / reference``: positive when ``loss`` is lower."""
+    return float((reference - loss) / reference)
+
+
+def frontier_points(observed: Mapping[str, Curve]) -> tuple[np.ndarray, np.ndarray]:
+    """The loss-compute frontier of the pooled points: each point lower than every cheaper one."""
+    compute = np.concatenate([c.compute for c in observed.values()] or [np.empty(0)])
+    loss = np.concatenate([c.loss for c in observed.values()] or [np.empty(0)])
+    order = np.lexsort((loss, compute))
+    compute, loss = compute[order], loss[order]
+    keep = loss < np.minimum.accumulate(np.concatenate([[np.inf], loss[:-1]]))
+    return compute[keep], loss[keep]
+
+
+def fit_frontier(observed: Mapping[str, Curve], *, seed: int = 0):
+    """Fit ``L(C) = E + A C^-alpha`` (law ``frontier``) to the frontier of ``observed``.
+
+    Returns the :class:`~scalekit.fit.FitResult`, or None with fewer than four
+    frontier points (three parameters need more than three points).
+    """
+    from scalekit.fit import fit_law
+    from scalekit.laws import get_law
+
+    compute, loss = frontier_points(observed)
+    if len(compute) < 4:
+        return None
+    return fit_law(get_law("frontier"), {"compute": compute}, loss, seed=seed)
+
+
+def frontier_law_error(fit, reference, computes) -> np.ndarray:
+    """Relative gap ``|L_fit(C) - L_ref(C)| / L_ref(C)`` at each of ``computes`` (NaN without a fit)."""
+    computes = np.asarray(computes, dtype=float)
+    if fit is None or reference is None:
+        return np.full(len(computes), np.nan)
+    ours = np.asarray(fit.predict({"compute": computes}), float).ravel()
+    ref = np.asarray(reference.predict({"compute": computes}), float).ravel()
+    return np.abs(ours - ref) / ref

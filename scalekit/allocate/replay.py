@@ -1,0 +1,194 @@
+"""Replay allocation policies on complete curves.
+
+Each policy is simulated on the same candidates at the same budget: the
+complete curves play the trainers (advancing a run reveals its points up to the
+new resource), so the outcome of a policy can be compared with what the
+exhaustive sweep and a uniform split of the budget would have found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from scalekit.allocate import metrics
+from scalekit.allocate.engine import Allocation, drive, successive_halving
+from scalekit.allocate.policies import POLICIES, Policy
+from scalekit.allocate.schedules import SuccessiveHalving, bracket_to, check_eta, floor_log
+from scalekit.allocate.sweep import Sweep
+from scalekit.checks import check_choice, check_number, fail
+
+
+def reveal(sweep: Sweep) -> Callable:
+    """Executor of advance orders that reads the points from the complete curves."""
+    def execute(batch):
+        return {a.run: sweep.curves[a.run].until(a.stop, a.start) for a in batch}
+    return execute
+
+
+def planned_cost(sweep: Sweep, runs: Sequence[str], bracket: SuccessiveHalving) -> list[float]:
+    """Worst-case FLOPs of each rung: the ``n_i`` costliest advances among ``runs``."""
+    costs, previous = [], 0.0
+    for rung in bracket.rungs:
+        steps = sorted((sweep.cost(r, previous, rung.resource) for r in runs), reverse=True)
+        costs.append(float(sum(steps[: rung.runs])))
+        previous = rung.resource
+    return costs
+
+
+def fit_bracket(sweep: Sweep, runs: Sequence[str], budget: float, *, eta: int = 3,
+                min_resource: float | None = None,
+                max_resource: float | None = None) -> SuccessiveHalving:
+    """The SH bracket for ``runs`` under ``budget``.
+
+    With ``min_resource`` the bracket runs from it to ``max_resource`` (default:
+    the longest run). Without it the bracket halves down to one run
+    (``floor(log_eta n) + 1`` rungs) and its top rung is the largest resource
+    up to ``max_resource`` whose worst-case planned cost fits the budget.
+    """
+    eta = check_eta(eta)
+    top = float(max_resource or max(sweep.max_resource[r] for r in runs))
+    if min_resource is not None:
+        return SuccessiveHalving(len(runs), min_resource, top, eta)
+    levels = floor_log(len(runs), eta) + 1
+    if sum(planned_cost(sweep, runs, bracket_to(len(runs), top, eta, levels))) <= budget:
+        return bracket_to(len(runs), top, eta, levels)
+    low, high = np.log(top) - 80.0, np.log(top)
+    for _ in range(80):
+        mid = 0.5 * (low + high)
+        cost = sum(planned_cost(sweep, runs, bracket_to(len(runs), float(np.exp(mid)), eta,
+                                                           levels)))
+        low, high = (mid, high) if cost <= budget else (low, mid)
+    return bracket_to(len(runs), float(np.exp(low)), eta, levels)
+
+
+def uniform_allocation(sweep: Sweep, runs: Sequence[str], budget: float) -> Allocation:
+    """Every run gets the same FLOPs (runs that end sooner hand theirs back), all observed."""
+    totals = np.array([sweep.cost(r, 0.0, sweep.max_resource[r]) for r in runs])
+    share = _water_level(totals, budget)
+    observed, reached = {}, {}
+    for run, total in zip(runs, totals):
+        reached[run] = sweep.resource_after(run, 0.0, min(share, total))
+        observed[run] = sweep.curves[run].until(reached[run])
+    spent = float(np.minimum(totals, share).sum())
+    return Allocation(observed, reached, min(spent, budget), budget)
+
+
+def _water_level(totals: np.ndarray, budget: float) -> float:
+    """The share ``c`` with ``sum(min(totals, c)) = budget`` (or the largest total)."""
+    ordered = np.sort(totals)
+    spent_below = 0.0
+    for i, total in enumerate(ordered):
+        remaining = len(ordered) - i
+        if spent_below + remaining * total >= budget:
+            return (budget - spent_below) / remaining
+        spent_below += total
+    return float(ordered[-1])
+
+
+def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequence[str] | None = None,
+             eta: int = 3, min_resource: float | None = None, seed: int = 0,
+             policy_factory: Callable[[str], Policy] | None = None) -> tuple[Allocation, SuccessiveHalving | None]:
+    """Simulate one allocation of ``budget`` FLOPs over ``runs`` of a complete ``sweep``."""
+    check_number("budget", budget, low=0, low_open=True)
+    runs = list(runs if runs is not None else sweep.runs)
+    name = policy if isinstance(policy, str) else policy.name
+    if isinstance(policy, str):
+        check_choice("policy", policy, POLICIES)
+    if name == "uniform":
+        return uniform_allocation(sweep, runs, budget), None
+    if name == "exhaustive":
+        return uniform_allocation(sweep, runs, sweep.subset(runs).total_compute()), None
+    if isinstance(policy, str):
+        from scalekit.allocate.policies import get_policy
+        policy = (policy_factory or (lambda n: get_policy(n, seed=seed)))(policy)
+    bracket = fit_bracket(sweep, runs, budget, eta=eta, min_resource=min_resource)
+    allocation = drive(successive_halving(sweep, bracket, policy, budget, seed=seed, runs=runs),
+                       reveal(sweep))
+    return allocation, bracket
+
+
+@dataclass
+class ReplayResult:
+    """One row per (policy, budget, seed) in ``rows``; ``summary`` averages over seeds."""
+
+    rows: pd.DataFrame
+    summary: pd.DataFrame
+    exhaustive_compute: float
+
+
+def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | Policy],
+           budgets: Sequence[float], seeds: Sequence[int] | int = 20, eta: int = 3,
+           min_resource: float | None = None, n_candidates: int | None = None,
+           frontier: bool = True, policy_factory: Callable[[str, int], Policy] | None = None,
+           ) -> ReplayResult:
+    """Replay every policy at every budget and seed.
+
+    Parameters
+    ----------
+    sweeps : Sweep or callable
+        The complete curves, or ``seed -> Sweep`` (a fresh synthetic sweep per seed).
+    budgets : sequence of float
+        FLOPs, or, when a value is <= 1, a fraction of the exhaustive sweep.
+    seeds : int or sequence of int
+        Seeds; each draws ``n_candidates`` runs from the sweep (all when None)
+        and breaks ties.
+    frontier : bool
+        Fit the frontier law to each allocation's points (slower).
+    """
+    seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    if not seeds:
+        raise fail("seeds", seeds, "at least one seed")
+    rows = []
+    exhaustive_total = []
+    for seed in seeds:
+        sweep = sweeps(seed) if callable(sweeps) else sweeps
+        rng = np.random.default_rng(seed)
+        pool = sweep.runs
+        if n_candidates is not None:
+            check_number("n_candidates", n_candidates, low=1, high=len(pool), integer=True)
+            pool = [pool[i] for i in np.sort(rng.choice(len(pool), n_candidates, replace=False))]
+        sub = sweep.subset(pool)
+        total = sub.total_compute()
+        exhaustive_total.append(total)
+        largest = max(c.compute[-1] for c in sub.curves.values())
+        reference = metrics.fit_frontier(sub.curves, seed=seed) if frontier else None
+        exhaustive_best = min(sub.final_loss(r) for r in pool)
+        for budget in budgets:
+            flops = budget * total if budget <= 1 else float(budget)
+            outcomes = {}
+            for policy in policies:
+                name = policy if isinstance(policy, str) else policy.name
+                factory = (lambda n, s=seed: policy_factory(n, s)) if policy_factory else None
+                allocation, bracket = allocate(sub, policy, flops, runs=pool, eta=eta,
+                                               min_resource=min_resource, seed=seed,
+                                               policy_factory=factory)
+                outcomes[name] = allocation
+                fit = metrics.fit_frontier(allocation.observed, seed=seed) if frontier else None
+                errors = metrics.frontier_law_error(fit, reference, [largest, 10 * largest])
+                rows.append(dict(
+                    policy=name, budget=budget, budget_flops=flops, seed=seed,
+                    best_loss=metrics.best_final_loss(allocation.observed),
+                    exhaustive_best_loss=exhaustive_best,
+                    spent=allocation.spent, compute_fraction=allocation.spent / total,
+                    frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
+                    rungs=len(bracket.rungs) if bracket else 0,
+                    top_resource=bracket.rungs[-1].resource if bracket else np.nan))
+    frame = pd.DataFrame(rows)
+    uniform = frame[frame.policy == "uniform"].set_index(["budget", "seed"])["best_loss"]
+    if len(uniform):
+        ref = uniform.reindex(pd.MultiIndex.from_frame(frame[["budget", "seed"]])).to_numpy()
+        frame["improvement_vs_uniform"] = (ref - frame["best_loss"].to_numpy()) / ref
+    summary = (frame.groupby(["budget", "policy"], sort=False)
+               .agg(budget_flops=("budget_flops", "mean"), best_loss=("best_loss", "mean"),
+                    improvement_vs_uniform=("improvement_vs_uniform", "mean")
+                    if "improvement_vs_uniform" in frame else ("best_loss", "size"),
+                    compute_fraction=("compute_fraction", "mean"),
+                    frontier_error_at_max=("frontier_error_at_max", "median"),
+                    frontier_error_at_10x=("frontier_error_at_10x", "median"),
+                    seeds=("seed", "nunique"))
+               .reset_index())
+    return ReplayResult(frame, summary, float(np.mean(exhaustive_total)))
