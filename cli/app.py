@@ -20,6 +20,7 @@ from scalekit.errors import InputError
 COMMAND_MODULES = (
     "scalekit_cli.fit",
     "scalekit_cli.store",
+    "scalekit_cli.isoflop",
 )
 
 app = typer.Typer(

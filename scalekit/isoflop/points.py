@@ -75,3 +75,11 @@ def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
     if convention == "6ND" and "tokens" in have:
         out["compute"] = k * out["params"] * out["tokens"]
     return out.reset_index(drop=True)
+
+
+def final_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's last logged point (by step, else by compute); rows as they are without runs."""
+    if "run" not in frame or frame["run"].is_unique:
+        return frame
+    order = "step" if "step" in frame else "compute"
+    return frame.sort_values(["run", order]).groupby("run", sort=False).tail(1)

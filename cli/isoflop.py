@@ -1,0 +1,132 @@
+"""``scalekit isoflop`` (compute-optimal N*, D* three ways) and ``scalekit plan``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import open_frame, parse_mapping, print_renderable, store_option
+
+APPROACHES = ("1", "2", "3", "all")
+
+
+def _file_argument():
+    return typer.Argument(None, help="Points or curves file (CSV, JSONL, Parquet, W&B CSV, "
+                          "TensorBoard dir). Omit to read --store.")
+
+
+def _convention_options():
+    return (typer.Option("6ND", "--convention", help="FLOPs: 6ND (C = k·N·D) or counted "
+                         "(the compute column as logged)."),
+            typer.Option(6.0, "--flops-per-param-token", help="k in C = k·N·D."))
+
+
+def isoflop(
+    file: Optional[Path] = _file_argument(),
+    store: Optional[Path] = store_option(default=None),
+    approach: str = typer.Option("all", "--approach", help="1 (envelope), 2 (IsoFLOP profiles), "
+                                 "3 (parametric law) or all."),
+    profile: str = typer.Option("params", "--in", help="Approach 2: parabola in log params or "
+                                "log tokens."),
+    figures: int = typer.Option(2, "--figures", help="Round budgets to this many significant "
+                                "figures."),
+    budgets: Optional[str] = typer.Option(None, "--budgets", help="Nominal budgets, comma-separated "
+                                          "(e.g. 6e18,1e19,3e19); points join the nearest."),
+    tolerance: float = typer.Option(0.1, "--budget-tolerance", help="Decades a point may lie from "
+                                    "its nominal budget."),
+    target_compute: Optional[float] = typer.Option(None, "--target-compute",
+                                                   help="Compare N*, D* at this compute (FLOPs)."),
+    bootstrap: int = typer.Option(200, "--bootstrap", help="Bootstrap resamples (0 to skip)."),
+    ci_level: float = typer.Option(0.95, "--ci-level", help="Level of every interval."),
+    seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
+    convention: str = _convention_options()[0],
+    flops_per_param_token: float = _convention_options()[1],
+    mapping: list[str] = typer.Option([], "--map", help="Column role, as role=column (repeatable)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG figure here."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+) -> None:
+    """Compute-optimal N*(C) = k_N·C^a and D*(C) = k_D·C^b by three approaches, with intervals."""
+    from scalekit.checks import check_choice
+    from scalekit.isoflop.report import run_isoflop
+
+    check_choice("approach", approach, APPROACHES)
+    frame, input_sha = open_frame(file, store, parse_mapping(mapping))
+    settings = {"approach": approach, "profile": profile, "figures": figures,
+                "budgets": _floats("budgets", budgets), "budget_tolerance": tolerance,
+                "target_compute": target_compute, "bootstrap": bootstrap, "ci_level": ci_level,
+                "convention": convention, "flops_per_param_token": flops_per_param_token}
+    wanted = ("1", "2", "3") if approach == "all" else (approach,)
+    report = run_isoflop(frame, wanted, settings, seed=seed, source=str(file or store))
+    _finish(report, "isoflop", input_sha, seed, settings, json_out, quiet)
+    if plot is not None:
+        from scalekit.report.isoflop_plots import plot_isoflop
+
+        from scalekit.isoflop.report import NAMES
+
+        plot_isoflop({NAMES[k]: m for k, m in report.fitted.items()}, plot,
+                     target_compute=target_compute)
+
+
+def plan(
+    file: Optional[Path] = _file_argument(),
+    store: Optional[Path] = store_option(default=None),
+    compute: Optional[float] = typer.Option(None, "--compute", help="Budget in FLOPs: N*, D*, "
+                                            "tokens per parameter, loss with prediction interval."),
+    loss: Optional[float] = typer.Option(None, "--loss", help="Target loss: the least compute "
+                                         "reaching it."),
+    compare: Optional[str] = typer.Option(None, "--compare", help="N,D of a planned run: the "
+                                          "compute it spends beyond the optimum."),
+    bootstrap: int = typer.Option(200, "--bootstrap", help="Bootstrap resamples (0 to skip)."),
+    ci_level: float = typer.Option(0.95, "--ci-level", help="Level of every interval."),
+    seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
+    convention: str = _convention_options()[0],
+    flops_per_param_token: float = _convention_options()[1],
+    mapping: list[str] = typer.Option([], "--map", help="Column role, as role=column (repeatable)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+) -> None:
+    """Plan from the fitted Chinchilla law: by compute, by target loss, or against a chosen (N, D)."""
+    from scalekit.errors import InputError
+    from scalekit.isoflop.report import run_plan
+
+    if compute is None and loss is None and compare is None:
+        raise InputError("give at least one of --compute C, --loss L, --compare N,D")
+    pair = _floats("compare", compare)
+    if pair is not None and len(pair) != 2:
+        raise InputError(f"--compare takes N,D (two numbers), got {compare!r}")
+    frame, input_sha = open_frame(file, store, parse_mapping(mapping))
+    settings = {"compute": compute, "loss": loss, "compare": pair, "bootstrap": bootstrap,
+                "ci_level": ci_level, "convention": convention,
+                "flops_per_param_token": flops_per_param_token}
+    report = run_plan(frame, settings, seed=seed, source=str(file or store))
+    _finish(report, "plan", input_sha, seed, settings, json_out, quiet)
+
+
+def _finish(report, kind, input_sha, seed, settings, json_out, quiet) -> None:
+    from scalekit.report import jsonio
+
+    if not quiet:
+        print_renderable(report.renderables())
+    if json_out is not None:
+        jsonio.write(json_out, jsonio.envelope(kind, report.body, input_sha256=input_sha,
+                                               seed=seed, settings=settings))
+
+
+def _floats(name: str, text: Optional[str]) -> Optional[list[float]]:
+    if text is None:
+        return None
+    from scalekit.errors import InputError
+
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"--{name} takes comma-separated numbers, got {text!r}") from None
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``isoflop`` and ``plan`` commands to ``app``."""
+    app.command("isoflop")(isoflop)
+    app.command("plan")(plan)

@@ -1,0 +1,160 @@
+"""Approach 1: the envelope of learning curves (Hoffmann et al. 2022, §3.1).
+
+At log-spaced compute values take, over all runs, the lowest loss reached at
+that compute (each run's curve interpolated linearly in log compute); the run
+that reaches it gives N*(C) and its token count at C gives D*(C). Compute
+values where the best run is the smallest or largest run covering them are
+left out: there the optimum may lie beyond the sizes trained. Intervals come
+from resampling whole runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from scalekit.checks import check_number
+from scalekit.errors import InputError, NotFittedError
+from scalekit.isoflop.approach2 import approach_json
+from scalekit.isoflop.points import convention_text, isoflop_points
+from scalekit.isoflop.powerfit import fit_power_law
+
+
+class Envelope:
+    """Envelope estimate of the compute-optimal N*(C) and D*(C).
+
+    Parameters
+    ----------
+    n_grid : int
+        Log-spaced compute values between the least and most compute logged.
+    n_boot : int
+        Bootstrap resamples of whole runs; 0 for none.
+    ci_level : float
+    convention : {"6ND", "counted"}
+    flops_per_param_token : float
+    seed : int
+
+    Attributes
+    ----------
+    frontier_ : DataFrame
+        Per compute value: ``loss`` (lowest), ``run``, ``params``, ``tokens``, ``used``.
+    params_law_, tokens_law_ : PowerLawFit
+    warnings_ : list of str
+    """
+
+    def __init__(self, *, n_grid: int = 200, n_boot: int = 1000, ci_level: float = 0.95,
+                 convention: str = "6ND", flops_per_param_token: float = 6.0,
+                 seed: int = 0) -> None:
+        self.n_grid = n_grid
+        self.n_boot = n_boot
+        self.ci_level = ci_level
+        self.convention = convention
+        self.flops_per_param_token = flops_per_param_token
+        self.seed = seed
+
+    def settings(self) -> dict:
+        return {"n_grid": self.n_grid, "n_boot": self.n_boot, "ci_level": self.ci_level,
+                "convention": self.convention,
+                "flops_per_param_token": self.flops_per_param_token, "seed": self.seed}
+
+    def fit(self, data, *, source: str | None = None) -> "Envelope":
+        """Fit the envelope of ``data`` (tidy learning curves with ``run``)."""
+        check_number("n_grid", self.n_grid, low=3, integer=True)
+        check_number("n_boot", self.n_boot, low=0, integer=True)
+        points = isoflop_points(data, convention=self.convention,
+                                flops_per_param_token=self.flops_per_param_token, source=source)
+        if "run" not in points:
+            raise InputError("approach 1 needs learning curves: a run column", source=source)
+        curves = _curves(points, source)
+        runs = curves["runs"]
+        grid = np.exp(np.linspace(curves["log_c"].min(), curves["log_c"].max(), self.n_grid))
+        loss = _interpolate(curves, np.log(grid), "loss")            # (R, G)
+        log_tokens = _interpolate(curves, np.log(grid), "log_tokens")
+        params = curves["params"]
+
+        best, used = _envelope(loss, params, np.ones(len(runs), bool))
+        cols = np.arange(grid.size)
+        frame = pd.DataFrame({"compute": grid, "loss": loss[best, cols], "run": runs[best],
+                              "params": params[best], "tokens": np.exp(log_tokens[best, cols]),
+                              "used": used})
+        n_used = int(used.sum())
+        if n_used < 3:
+            raise InputError("the envelope has fewer than three compute values where the best "
+                             "run is not the smallest or largest one trained; approach 1 cannot "
+                             "fit N*(C)", source=source)
+        reps = {"params": None, "tokens": None}
+        if self.n_boot:
+            rng = np.random.default_rng(self.seed)
+            n_reps, t_reps = [], []
+            for _ in range(self.n_boot):
+                chosen = np.zeros(len(runs), bool)
+                chosen[rng.integers(0, len(runs), len(runs))] = True
+                b, u = _envelope(loss, params, chosen)
+                n_reps.append(np.where(u, params[b], np.nan))
+                t_reps.append(np.where(u, np.exp(log_tokens[b, cols]), np.nan))
+            reps = {"params": np.array(n_reps), "tokens": np.array(t_reps)}
+        self.frontier_ = frame
+        self.params_law_, self.tokens_law_ = (
+            fit_power_law(grid, np.where(used, frame[name], np.nan), replicates=reps[name],
+                          ci_level=self.ci_level) for name in ("params", "tokens"))
+        self.warnings_ = []
+        if n_used < grid.size:
+            self.warnings_.append(
+                f"at {grid.size - n_used} of {grid.size} compute values the best run is the "
+                "smallest or largest covering it (the optimum may lie beyond the sizes trained); "
+                "those values were left out")
+        if np.unique(frame.loc[used, "params"]).size < 3:
+            self.warnings_.append("the envelope passes through fewer than three model sizes; "
+                                  "N*(C) is poorly determined")
+        return self
+
+    def convention_text(self) -> str:
+        return convention_text(self.convention, self.flops_per_param_token)
+
+    def to_json(self) -> dict:
+        if not hasattr(self, "frontier_"):
+            raise NotFittedError.for_estimator(self)
+        return approach_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
+                             extra={"n_compute_values": int(self.frontier_["used"].sum()),
+                                    "convention": self.convention_text()})
+
+
+def _curves(points: pd.DataFrame, source) -> dict:
+    points = points.sort_values(["run", "compute"])
+    sizes = points.groupby("run", sort=True).size()
+    if (sizes < 2).all():
+        raise InputError("approach 1 needs learning curves (several points per run); every run "
+                         "has one point", source=source)
+    points = points[points["run"].map(sizes) >= 2]
+    runs = np.array(sorted(points["run"].unique()))
+    by_run = [g for _, g in points.groupby("run", sort=True)]
+    return {"runs": runs,
+            "params": np.array([g["params"].iloc[0] for g in by_run]),
+            "log_c": np.concatenate([np.log(g["compute"].to_numpy()) for g in by_run]),
+            "per_run": [(np.log(g["compute"].to_numpy()), g["loss"].to_numpy(),
+                         np.log(g["tokens"].to_numpy())) for g in by_run]}
+
+
+def _interpolate(curves: dict, log_grid: np.ndarray, what: str) -> np.ndarray:
+    column = {"loss": 1, "log_tokens": 2}[what]
+    out = np.full((len(curves["per_run"]), log_grid.size), np.nan)
+    for i, run in enumerate(curves["per_run"]):
+        log_c, values = run[0], run[column]
+        inside = (log_grid >= log_c[0]) & (log_grid <= log_c[-1])
+        out[i, inside] = np.interp(log_grid[inside], log_c, values)
+    return out
+
+
+def _envelope(loss: np.ndarray, params: np.ndarray, chosen: np.ndarray):
+    """Best run per compute value among ``chosen`` runs, and whether it is interior."""
+    masked = np.where(chosen[:, None] & np.isfinite(loss), loss, np.inf)
+    best = masked.argmin(axis=0)
+    covered = np.isfinite(masked)
+    size = np.where(covered, params[:, None], np.nan)
+    with np.errstate(invalid="ignore"):
+        smallest = np.nanmin(np.where(covered, size, np.inf), axis=0)
+        largest = np.nanmax(np.where(covered, size, -np.inf), axis=0)
+    best_size = params[best]
+    interior = np.isfinite(masked[best, np.arange(best.size)]) & (best_size > smallest) & (
+        best_size < largest)
+    return best, interior

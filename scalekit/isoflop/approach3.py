@@ -1,0 +1,128 @@
+"""Approach 3: the parametric law ``L(N, D) = E + A/N^alpha + B/D^beta``.
+
+Fitted by the foundation's engine (:func:`scalekit.fit.fit_law`); minimising it
+under ``C = k·N·D`` gives ``N* = G (C/k)^a`` and ``D* = G^-1 (C/k)^b`` with
+``a = beta/(alpha+beta)``, ``b = alpha/(alpha+beta)``,
+``G = (alpha A / (beta B))^(1/(alpha+beta))`` (Hoffmann et al. 2022, §3.3 and
+Appendix D), so ``k_N = G·k^-a`` and ``k_D = k^-b / G``. Intervals come from the
+engine's bootstrap parameter sets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scalekit.checks import check_number
+from scalekit.errors import NotFittedError
+from scalekit.isoflop.approach2 import approach_json
+from scalekit.isoflop.points import convention_text, isoflop_points
+from scalekit.isoflop.powerfit import PowerLawFit
+
+
+def allocation_lines(values: np.ndarray, flops_per_param_token: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(log k_N, a)`` and ``(log k_D, b)`` for Chinchilla parameter rows (..., 5).
+
+    Rows are ``E, A, B, alpha, beta`` in natural units.
+    """
+    values = np.asarray(values, dtype=float)
+    A, B, alpha, beta = values[..., 1], values[..., 2], values[..., 3], values[..., 4]
+    a, b = beta / (alpha + beta), alpha / (alpha + beta)
+    log_g = np.log(alpha * A / (beta * B)) / (alpha + beta)
+    log_k = np.log(flops_per_param_token)
+    return np.stack([log_g - a * log_k, a], -1), np.stack([-b * log_k - log_g, b], -1)
+
+
+class ParametricOptimum:
+    """Approach-3 estimate of N*(C), D*(C) through a fitted Chinchilla law.
+
+    Parameters
+    ----------
+    loss : {"huber", "squared"}
+        Objective of the fit engine (Huber on log residuals by default).
+    delta : float
+        Huber delta.
+    n_boot : int
+        Bootstrap resamples of the points, each a full multi-start fit.
+    ci_level : float
+    convention : {"6ND", "counted"}
+    flops_per_param_token : float
+    seed : int
+
+    Attributes
+    ----------
+    result_ : FitResult
+        The engine's fit of the Chinchilla law.
+    params_law_, tokens_law_ : PowerLawFit
+        ``N* = k_N·C^a`` and ``D* = k_D·C^b`` implied by the law.
+    G_ : float
+    warnings_ : list of str
+    """
+
+    def __init__(self, *, loss: str = "huber", delta: float = 1e-3, n_boot: int = 200,
+                 ci_level: float = 0.95, convention: str = "6ND",
+                 flops_per_param_token: float = 6.0, seed: int = 0) -> None:
+        self.loss = loss
+        self.delta = delta
+        self.n_boot = n_boot
+        self.ci_level = ci_level
+        self.convention = convention
+        self.flops_per_param_token = flops_per_param_token
+        self.seed = seed
+
+    def settings(self) -> dict:
+        return {"loss": self.loss, "delta": self.delta, "n_boot": self.n_boot,
+                "ci_level": self.ci_level, "convention": self.convention,
+                "flops_per_param_token": self.flops_per_param_token, "seed": self.seed}
+
+    def fit(self, data, *, source: str | None = None) -> "ParametricOptimum":
+        """Fit the Chinchilla law to ``data`` (points with params, tokens and loss)."""
+        from scalekit.fit import fit_law
+        from scalekit.laws import get_law
+
+        check_number("n_boot", self.n_boot, low=0, integer=True)
+        points = isoflop_points(data, convention=self.convention,
+                                flops_per_param_token=self.flops_per_param_token, source=source)
+        law = get_law("chinchilla")
+        X = {"params": points["params"].to_numpy(), "tokens": points["tokens"].to_numpy()}
+        self.result_ = fit_law(law, X, points["loss"].to_numpy(), loss=self.loss,
+                               delta=self.delta, bootstrap=self.n_boot,
+                               ci_level=self.ci_level, seed=self.seed)
+        theta = np.array([self.result_.values[name] for name in law.param_names])
+        boot = self.result_.bootstrap_values
+        k = self.flops_per_param_token
+        lines = allocation_lines(theta, k)
+        reps = allocation_lines(boot, k) if boot is not None and len(boot) else (None, None)
+        self.params_law_, self.tokens_law_ = (
+            _law_from_lines(line, rep, self.ci_level, points.shape[0])
+            for line, rep in zip(lines, reps))
+        alpha, beta = theta[3], theta[4]
+        self.G_ = float((alpha * theta[1] / (beta * theta[2])) ** (1 / (alpha + beta)))
+        self.warnings_ = list(self.result_.warnings)
+        return self
+
+    def convention_text(self) -> str:
+        return convention_text(self.convention, self.flops_per_param_token)
+
+    def to_json(self) -> dict:
+        if not hasattr(self, "result_"):
+            raise NotFittedError.for_estimator(self)
+        return approach_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
+                             extra={"G": self.G_, "law": self.result_.to_json(),
+                                    "convention": self.convention_text()})
+
+
+def _law_from_lines(line, replicates, ci_level, n_points) -> PowerLawFit:
+    tails = [50 * (1 - ci_level), 50 * (1 + ci_level)]
+    if replicates is not None:
+        replicates = replicates[np.isfinite(replicates).all(axis=1)]
+    if replicates is not None and len(replicates):
+        (c_lo, c_hi), (e_lo, e_hi) = np.percentile(replicates, tails, axis=0).T
+        method = "bootstrap percentile"
+    else:
+        c_lo = c_hi = e_lo = e_hi = np.nan
+        method, replicates = "none (no bootstrap)", None
+    return PowerLawFit(exponent=float(line[1]), coef=float(np.exp(line[0])),
+                       exponent_ci=(float(e_lo), float(e_hi)),
+                       coef_ci=(float(np.exp(c_lo)), float(np.exp(c_hi))), ci_level=ci_level,
+                       ci_method=method, n_points=n_points, log_residual_sd=float("nan"),
+                       replicates=replicates)

@@ -1,0 +1,182 @@
+"""Run the IsoFLOP analyses and plans the CLI asks for; results as a JSON body and rich tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scalekit.errors import InputError
+from scalekit.isoflop.approach1 import Envelope
+from scalekit.isoflop.approach2 import IsoFLOPProfiles
+from scalekit.isoflop.approach3 import ParametricOptimum
+from scalekit.isoflop.compare import comparison_table, spread_explained
+from scalekit.isoflop.points import convention_text, final_points
+
+NAMES = {"1": "1 envelope", "2": "2 IsoFLOP profiles", "3": "3 parametric law"}
+
+
+@dataclass
+class Report:
+    """What a command produced: the JSON body and the fitted estimators."""
+
+    title: str
+    body: dict
+    tables: list = field(default_factory=list)
+    fitted: dict = field(default_factory=dict)
+
+    def renderables(self):
+        from rich.console import Group
+        from rich.table import Table
+
+        parts = [f"[bold]{self.title}[/bold]", f"FLOPs: {self.body['convention']}"]
+        for table in self.tables:
+            grid = Table(title=table["title"], title_justify="left")
+            for column in table["columns"]:
+                grid.add_column(column)
+            for row in table["rows"]:
+                grid.add_row(*row)
+            parts.append(grid)
+        for line in self.body.get("warnings", []):
+            parts.append(f"[yellow]warning:[/yellow] {line}")
+        return Group(*parts)
+
+
+def _estimators(settings: dict, seed: int) -> dict:
+    common = {"ci_level": settings["ci_level"], "convention": settings["convention"],
+              "flops_per_param_token": settings["flops_per_param_token"], "seed": seed}
+    return {"1": lambda: Envelope(n_boot=settings["bootstrap"], **common),
+            "2": lambda: IsoFLOPProfiles(profile=settings["profile"], figures=settings["figures"],
+                                         budgets=settings["budgets"],
+                                         tolerance=settings["budget_tolerance"],
+                                         n_boot=settings["bootstrap"], **common),
+            "3": lambda: ParametricOptimum(n_boot=settings["bootstrap"], **common)}
+
+
+def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None) -> Report:
+    """Fit the ``wanted`` approaches ("1", "2", "3"); with several, skip those the data do not
+    support (the reason is reported) as long as one succeeds."""
+    makers = _estimators(settings, seed)
+    fitted, skipped, errors = {}, {}, []
+    for key in wanted:
+        data = frame if key == "1" else final_points(frame)
+        try:
+            fitted[key] = makers[key]().fit(data, source=source)
+        except InputError as exc:
+            if len(wanted) == 1:
+                raise
+            skipped[NAMES[key]] = exc.reason
+            errors.append(exc)
+    if not fitted:
+        raise errors[0]
+    named = {NAMES[k]: m for k, m in fitted.items()}
+    target = settings.get("target_compute")
+    table = comparison_table(named, target)
+    explained = spread_explained(named)
+    warnings = [f"approach {NAMES[k]}: {w}" for k, m in fitted.items() for w in m.warnings_]
+    warnings += [f"approach {name} skipped: {why}" for name, why in skipped.items()]
+    convention = convention_text(settings["convention"], settings["flops_per_param_token"])
+    body = {"convention": convention,
+            "approaches": {NAMES[k]: m.to_json() for k, m in fitted.items()},
+            "comparison": table.to_dict(orient="records"),
+            "spread_explained": explained, "skipped": skipped, "warnings": warnings}
+    return Report("IsoFLOP analysis: compute-optimal N*(C) = k_N·C^a, D*(C) = k_D·C^b", body,
+                  _tables(fitted, table, explained, target, settings["ci_level"]), fitted)
+
+
+def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> Report:
+    """Fit the Chinchilla law and answer the plan questions in ``settings``."""
+    from scalekit.fit.plan import plan_for_compute
+    from scalekit.isoflop.plan import compare_allocation, plan_for_loss
+
+    k = settings["flops_per_param_token"]
+    model = ParametricOptimum(n_boot=settings["bootstrap"], ci_level=settings["ci_level"],
+                              convention=settings["convention"], flops_per_param_token=k,
+                              seed=seed).fit(final_points(frame), source=source)
+    result = model.result_
+    body = {"convention": convention_text(settings["convention"], k),
+            "law": {name: result.values[name] for name in result.law.param_names},
+            "a": model.params_law_.exponent, "b": model.tokens_law_.exponent, "G": model.G_}
+    rows = []
+    if settings.get("compute") is not None:
+        body["by_compute"] = plan_for_compute(result, settings["compute"],
+                                              flops_per_param_token=k)
+        p = body["by_compute"]
+        rows.append(["compute", _g(p["compute"]), _g(p["params"]), _g(p["tokens"]),
+                     f"{p['tokens_per_param']:.1f}", _with_ci(p["loss"], p.get("loss_pi"), 4)])
+    if settings.get("loss") is not None:
+        body["by_loss"] = plan_for_loss(result, settings["loss"], flops_per_param_token=k)
+        p = body["by_loss"]
+        rows.append(["loss", _with_ci(p["compute"], p.get("compute_ci")), _g(p["params"]),
+                     _g(p["tokens"]), f"{p['tokens_per_param']:.1f}", f"{p['target_loss']:.4g}"])
+    if settings.get("compare") is not None:
+        n, d = settings["compare"]
+        body["compare"] = compare_allocation(result, n, d, flops_per_param_token=k)
+        p = body["compare"]
+        rows.append(["optimum for compared run", _g(p["optimal_compute"]), _g(p["optimal_params"]),
+                     _g(p["optimal_tokens"]), f"{p['optimal_tokens'] / p['optimal_params']:.1f}",
+                     f"{p['loss']:.4g}"])
+        body["compare_summary"] = (
+            f"N={_g(n)}, D={_g(d)} spends C={_g(p['compute'])} FLOPs; the optimum reaches the "
+            f"same loss with {_g(p['optimal_compute'])}: {_g(p['extra'])} FLOPs "
+            f"({p['extra_percent']:.1f}% of the optimum, {p['saving_percent']:.1f}% of the "
+            "planned compute) could be saved")
+    level = f"{100 * settings['ci_level']:g}%"
+    tables = [{"title": f"Plan from the Chinchilla law (intervals: {level}; loss: "
+                                "prediction interval)",
+                       "columns": ["by", "compute (FLOPs)", "N*", "D*", "D*/N*", "loss"],
+                       "rows": rows}]
+    body["warnings"] = list(model.warnings_) + (
+        [body["compare_summary"]] if "compare_summary" in body else [])
+    return Report("Compute plan", body, tables, {"3": model})
+
+
+def _tables(fitted, table, explained, target, level) -> list[dict]:
+    pct = f"{100 * level:g}%"
+    columns = ["approach", f"a [{pct}]", f"b [{pct}]", "k_N", "k_D"]
+    if target is not None:
+        columns += [f"N*({_g(target)}) [{pct}]", f"D*({_g(target)}) [{pct}]"]
+    rows = []
+    for _, r in table.iterrows():
+        row = [r["approach"], _with_ci(r["a"], (r["a_lo"], r["a_hi"]), 3),
+               _with_ci(r["b"], (r["b_lo"], r["b_hi"]), 3), _g(r["k_N"]), _g(r["k_D"])]
+        if target is not None:
+            row += [_with_ci(r["params"], (r["params_lo"], r["params_hi"])),
+                    _with_ci(r["tokens"], (r["tokens_lo"], r["tokens_hi"]))]
+        rows.append(row)
+    out = [{"title": "Compute-optimal allocation", "columns": columns, "rows": rows}]
+    if "2" in fitted:
+        m = fitted["2"]
+        var = m.profile
+        budget_rows = [[_g(r["budget"]), str(r["n_points"]),
+                        _with_ci(r[f"{var}_opt"], (r.get(f"{var}_lo"), r.get(f"{var}_hi"))),
+                        f"{r['loss_opt']:.4g}", f"{r['offset']:+.2f}", r["flags"] or "-"]
+                       for _, r in m.budgets_.iterrows()]
+        out.append({"title": f"Approach 2 budgets ({m.assignment_.method}); vertex in log {var}",
+                    "columns": ["budget", "points", f"{var}* [{pct}]", "loss*", "offset", "flags"],
+                    "rows": budget_rows})
+    if explained:
+        out.append({"title": "Spread of a, b across approaches explained by each approach-2 "
+                             "warning (refit without the flagged budgets)",
+                    "columns": ["warning", "budgets", "a without", "a spread explained",
+                                "b without", "b spread explained"],
+                    "rows": [[flag, str(e["budgets"]), _g(e["a_without"], 3),
+                              _pct(e["a_spread_explained"]), _g(e["b_without"], 3),
+                              _pct(e["b_spread_explained"])] for flag, e in explained.items()]})
+    return out
+
+
+def _g(value, digits: int = 3) -> str:
+    if value is None or not np.isfinite(value):
+        return "-"
+    return f"{value:.{digits}g}"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _with_ci(value, ci, digits: int = 3) -> str:
+    if ci is None or any(c is None or not np.isfinite(c) for c in ci):
+        return _g(value, digits)
+    return f"{_g(value, digits)} [{_g(ci[0], digits)}, {_g(ci[1], digits)}]"

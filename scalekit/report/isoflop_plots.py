@@ -1,0 +1,112 @@
+"""IsoFLOP figures: parabolas per budget with their vertices, and N*(C), D*(C).
+
+Matplotlib with the Agg backend, imported when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+
+def plot_isoflop(fitted: Mapping[str, object], path: str | Path, *,
+                 target_compute: float | None = None) -> Path:
+    """Draw the IsoFLOP report figure to ``path`` (PNG, SVG or PDF by suffix).
+
+    Parameters
+    ----------
+    fitted : mapping
+        Approach name → fitted estimator (``IsoFLOPProfiles``, ``Envelope``,
+        ``ParametricOptimum``); the parabola panel needs ``IsoFLOPProfiles``.
+    target_compute : float, optional
+        Budget the fits are extrapolated to (marked on the N*, D* panels).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from scalekit.isoflop.approach2 import IsoFLOPProfiles
+
+    profiles = next((m for m in fitted.values() if isinstance(m, IsoFLOPProfiles)), None)
+    panels = 3 if profiles is not None else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.4), constrained_layout=True)
+    if profiles is not None:
+        _parabolas(axes[0], profiles)
+    for ax, name in zip(axes[-2:], ("params", "tokens")):
+        _optimum_panel(ax, fitted, name, target_compute)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def _parabolas(ax, profiles) -> None:
+    import matplotlib.pyplot as plt
+
+    points, table, var = profiles.points_, profiles.budgets_, profiles.profile
+    colours = plt.cm.viridis(np.linspace(0, 0.9, len(table)))
+    # budgets_ rows follow the sorted budget labels of points_
+    for colour, (_, row), (_, pts) in zip(colours, table.iterrows(),
+                                          points.groupby("budget", sort=True)):
+        x = np.log(pts[var].to_numpy())
+        ax.scatter(pts[var], pts["loss"], s=12, color=colour)
+        if row["flags"] != "downward":
+            coef = np.polyfit(x, pts["loss"], 2)
+            grid = np.linspace(x.min(), x.max(), 100)
+            ax.plot(np.exp(grid), np.polyval(coef, grid), color=colour, lw=1,
+                    label=f"{row['budget']:.2g}")
+            err = None
+            if f"{var}_lo" in row:
+                err = [[row[f"{var}_opt"] - row[f"{var}_lo"]], [row[f"{var}_hi"] - row[f"{var}_opt"]]]
+            ax.errorbar([row[f"{var}_opt"]], [row["loss_opt"]], xerr=err, fmt="D", ms=5,
+                        color=colour, mec="black", capsize=3)
+    ax.set_xscale("log")
+    ax.set_xlabel("parameters N" if var == "params" else "tokens D")
+    ax.set_ylabel("loss")
+    ax.set_title("IsoFLOP profiles (vertex ± CI)")
+    ax.legend(title="budget (FLOPs)", fontsize=7, title_fontsize=7, ncol=2)
+
+
+def _optimum_panel(ax, fitted, name, target_compute) -> None:
+    from scalekit.isoflop.approach2 import IsoFLOPProfiles
+
+    lows, highs = [], []
+    for label, model in fitted.items():
+        if isinstance(model, IsoFLOPProfiles):
+            table = model.budgets_
+            c = table["budget"].to_numpy()
+            ax.errorbar(c, table[f"{name}_opt"],
+                        yerr=None if f"{name}_lo" not in table else
+                        [table[f"{name}_opt"] - table[f"{name}_lo"],
+                         table[f"{name}_hi"] - table[f"{name}_opt"]],
+                        fmt="o", ms=4, capsize=2, label=f"{label}: vertices")
+            lows.append(c.min())
+            highs.append(c.max())
+        elif hasattr(model, "frontier_"):
+            used = model.frontier_[model.frontier_["used"]]
+            ax.plot(used["compute"], used[name], ".", ms=3, alpha=0.5, label=f"{label}: envelope")
+            lows.append(used["compute"].min())
+            highs.append(used["compute"].max())
+    lo = min(lows) if lows else (target_compute or 1e20) / 1e3
+    hi = max(highs) if highs else lo * 1e3
+    end = max(hi, target_compute or hi)
+    for label, model in fitted.items():
+        law = model.params_law_ if name == "params" else model.tokens_law_
+        inside = np.geomspace(lo, hi, 50)
+        line, = ax.plot(inside, law.predict(inside), lw=1.2,
+                        label=f"{label}: {'a' if name == 'params' else 'b'} = {law.exponent:.3f}")
+        if end > hi:
+            beyond = np.geomspace(hi, end, 30)
+            ax.plot(beyond, law.predict(beyond), lw=1.2, ls="--", color=line.get_color())
+            band = law.interval(beyond)
+            ax.fill_between(beyond, band[0], band[1], color=line.get_color(), alpha=0.15)
+    if target_compute is not None:
+        ax.axvline(target_compute, color="grey", ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("compute C (FLOPs)")
+    ax.set_ylabel("optimal N*" if name == "params" else "optimal D*")
+    ax.set_title(f"{'N' if name == 'params' else 'D'}*(C); dashed: extrapolation")
+    ax.legend(fontsize=7)
