@@ -47,8 +47,14 @@ class IsoFLOPProfiles:
         The study's nominal budgets; each point joins the nearest within ``tolerance``.
     tolerance : float
         Decades of compute a point may lie from its nominal budget.
+    window : int, optional
+        Fit each parabola only to this many consecutive sizes centred on the budget's
+        lowest loss (at least 3). A parabola is a local approximation of the profile;
+        far points pull its vertex toward the centre of the grid.
     n_boot : int
-        Bootstrap resamples (points resampled within each budget); 0 for none.
+        Bootstrap resamples (points resampled within each budget); 0 for none. A
+        replicate's vertex farther than the sampled span beyond either end of the
+        sampled range counts as no vertex (``boot_no_vertex`` is their fraction).
     ci_level : float
     convention : {"6ND", "counted"}
         FLOP convention (see :mod:`scalekit.isoflop.points`).
@@ -69,13 +75,14 @@ class IsoFLOPProfiles:
     """
 
     def __init__(self, *, profile: str = "params", figures: int = 2, budgets=None,
-                 tolerance: float = 0.1, n_boot: int = 1000, ci_level: float = 0.95,
-                 convention: str = "6ND", flops_per_param_token: float = 6.0,
+                 tolerance: float = 0.1, window: int | None = None, n_boot: int = 1000,
+                 ci_level: float = 0.95, convention: str = "6ND", flops_per_param_token: float = 6.0,
                  seed: int = 0) -> None:
         self.profile = profile
         self.figures = figures
         self.budgets = budgets
         self.tolerance = tolerance
+        self.window = window
         self.n_boot = n_boot
         self.ci_level = ci_level
         self.convention = convention
@@ -86,8 +93,8 @@ class IsoFLOPProfiles:
         """The settings, as written into reports."""
         return {"profile": self.profile, "figures": self.figures,
                 "budgets": None if self.budgets is None else list(self.budgets),
-                "tolerance": self.tolerance, "n_boot": self.n_boot, "ci_level": self.ci_level,
-                "convention": self.convention,
+                "tolerance": self.tolerance, "window": self.window, "n_boot": self.n_boot,
+                "ci_level": self.ci_level, "convention": self.convention,
                 "flops_per_param_token": self.flops_per_param_token, "seed": self.seed}
 
     def fit(self, data, *, source: str | None = None) -> "IsoFLOPProfiles":
@@ -102,6 +109,9 @@ class IsoFLOPProfiles:
         points["budget"] = assignment.budget
         points = points[np.isfinite(points["budget"])].sort_values(["budget", self.profile])
         _check_budgets(points, self.profile, source)
+        if self.window is not None:
+            check_number("window", self.window, low=3, integer=True)
+            points = _around_minimum(points, self.window)
         other = "tokens" if self.profile == "params" else "params"
         x = np.log(points[self.profile].to_numpy())
         y = points["loss"].to_numpy()
@@ -116,6 +126,11 @@ class IsoFLOPProfiles:
             indices = resample_within_groups(groups, self.n_boot, rng)
             replicates = vertices(fit_parabolas(x, y, groups, indices), x, groups)[0]
 
+        lo = np.minimum.reduceat(x, groups.starts)
+        hi = np.maximum.reduceat(x, groups.starts)
+        if replicates is not None:
+            wild = (replicates < 2 * lo - hi) | (replicates > 2 * hi - lo)
+            replicates = np.where(wild, np.nan, replicates)
         budget = points["budget"].to_numpy()[groups.starts]
         if self.budgets is None:  # rounded labels: use the points' own (geometric mean) compute
             budget = np.exp(np.add.reduceat(np.log(points["compute"].to_numpy()), groups.starts)
@@ -148,6 +163,8 @@ class IsoFLOPProfiles:
                     warnings.simplefilter("ignore", RuntimeWarning)  # budgets left out: all nan
                     lo_ci, hi_ci = np.nanpercentile(reps, tails, axis=0)
                 table[f"{name}_lo"], table[f"{name}_hi"] = np.exp(lo_ci), np.exp(hi_ci)
+        if replicates is not None:
+            table["boot_no_vertex"] = np.isnan(replicates).mean(axis=0)
         table["loss_opt"] = np.where(excluded, np.nan, loss_star)
         table["curvature"] = coef[:, 2] / ((hi - lo) / 2) ** 2
         table["offset"] = (x_star - (lo + hi) / 2) / np.where(hi > lo, (hi - lo) / 2, 1.0)
@@ -240,6 +257,16 @@ def _check_budgets(points: pd.DataFrame, profile: str, source: str | None) -> No
                          f"{profile} values, but a parabola needs at least three (set the "
                          "budgets explicitly or round them more coarsely)",
                          source=source, column="compute")
+
+
+def _around_minimum(points: pd.DataFrame, window: int) -> pd.DataFrame:
+    """Keep, per budget, ``window`` consecutive sizes centred on the lowest loss."""
+    kept = []
+    for _, group in points.groupby("budget", sort=True):
+        best = int(np.argmin(group["loss"].to_numpy()))
+        start = max(0, min(best - window // 2, len(group) - window))
+        kept.append(group.iloc[start:start + window])
+    return pd.concat(kept)
 
 
 def _flag_budgets(coef, x_star, x, member, groups, lo, hi) -> list[list[str]]:

@@ -49,6 +49,7 @@ def _estimators(settings: dict, seed: int) -> dict:
             "2": lambda: IsoFLOPProfiles(profile=settings["profile"], figures=settings["figures"],
                                          budgets=settings["budgets"],
                                          tolerance=settings["budget_tolerance"],
+                                         window=settings.get("window"),
                                          n_boot=settings["bootstrap"], **common),
             "3": lambda: ParametricOptimum(n_boot=settings["bootstrap"], **common)}
 

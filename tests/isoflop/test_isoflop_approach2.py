@@ -48,6 +48,14 @@ def test_drifting_grid_flags_the_extreme_budgets_and_biases_a():
     assert model.params_law_.exponent - A_TRUE > 0.015
 
 
+def test_window_around_the_minimum_reduces_the_drift_bias():
+    data = sweep(seed=2, drift=0.4, n_sizes=15, half_width=1.2)
+    plain = IsoFLOPProfiles(n_boot=0).fit(data).params_law_.exponent
+    windowed = IsoFLOPProfiles(n_boot=0, window=5).fit(data)
+    assert (windowed.budgets_["n_points"] == 5).all()
+    assert abs(windowed.params_law_.exponent - A_TRUE) < abs(plain - A_TRUE) / 2
+
+
 def test_downward_parabola_is_flagged_and_left_out():
     data = sweep(seed=0)
     last = data["compute"] == data["compute"].max()
@@ -112,6 +120,11 @@ def test_porian_tuned_refinedweb_exponent(shared_data):
     model = IsoFLOPProfiles(n_boot=200).fit(tuned_refinedweb(shared_data))
     assert len(model.budgets_) == len(config["optimal_pairs"])
     assert model.params_law_.exponent == pytest.approx(0.497, abs=0.03)
+    # parabolas through the five sizes around each minimum come closer still
+    windowed = IsoFLOPProfiles(n_boot=200, window=5).fit(tuned_refinedweb(shared_data))
+    assert windowed.params_law_.exponent == pytest.approx(0.497, abs=0.01)
+    lo, hi = windowed.params_law_.exponent_ci
+    assert lo < 0.504 and hi > 0.492  # overlaps the paper's interval [0.492, 0.504]
 
 
 def test_one_budget_is_rejected():

@@ -1,0 +1,92 @@
+"""`scalekit isoflop` and `scalekit plan` end to end: exit codes and JSON conventions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from isoflop.isoflop_synthetic import A_TRUE, sweep
+from scalekit_cli.app import main
+
+CHINCHILLA_BUDGETS = "6e18,1e19,3e19,6e19,1e20,3e20,6e20,1e21,3e21"
+
+
+def test_chinchilla_approach_2_report(shared_data, tmp_path, capsys):
+    path = shared_data / "chinchilla_epoch_svg.csv"
+    out = tmp_path / "iso.json"
+    code = main(["isoflop", str(path), "--approach", "2", "--budgets", CHINCHILLA_BUDGETS,
+                 "--bootstrap", "100", "--json", str(out), "--plot", str(tmp_path / "iso.png")])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["format"] == "scalekit.isoflop/1"
+    assert report["input_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert report["settings"]["budgets"][0] == 6e18 and report["seed"] == 0
+    a2 = report["approaches"]["2 IsoFLOP profiles"]
+    assert a2["a"]["value"] == pytest.approx(0.49, abs=0.03)
+    assert a2["a"]["ci"][0] < a2["a"]["value"] < a2["a"]["ci"][1]
+    assert {"b", "k_N", "k_D", "warnings"} <= set(a2)
+    assert "6·N·D" in report["convention"] and "6·N·D" in capsys.readouterr().out
+    assert (tmp_path / "iso.png").stat().st_size > 10_000
+
+
+def test_all_approaches_with_target(tmp_path, capsys):
+    path = tmp_path / "sweep.csv"
+    sweep(seed=0).to_csv(path, index=False)
+    out = tmp_path / "iso.json"
+    code = main(["isoflop", str(path), "--target-compute", "1e23", "--bootstrap", "20",
+                 "--json", str(out), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert set(report["approaches"]) == {"2 IsoFLOP profiles", "3 parametric law"}
+    assert "learning curves" in report["skipped"]["1 envelope"]
+    for row in report["comparison"]:
+        assert row["a"] == pytest.approx(A_TRUE, abs=0.02)
+        assert row["params_lo"] < row["params"] < row["params_hi"]
+
+
+def _write(tmp_path, frame):
+    path = tmp_path / "points.csv"
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.mark.parametrize("case", ["one budget", "two points", "zero compute"])
+def test_bad_input_exits_2(tmp_path, capsys, case):
+    data = sweep(budgets=np.array([1e19]) if case == "one budget" else np.logspace(18, 20, 3))
+    if case == "two points":
+        data = data.drop(data.index[data["compute"] == data["compute"].min()][2:])
+    if case == "zero compute":
+        data = data.drop(columns=["tokens"])
+        data.loc[4, "compute"] = 0.0
+    code = main(["isoflop", _write(tmp_path, data), "--approach", "2", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_plan_by_compute_loss_and_compare(tmp_path, capsys):
+    path = _write(tmp_path, sweep(seed=0, noise=0.0))
+    out = tmp_path / "plan.json"
+    code = main(["plan", path, "--compute", "1e22", "--loss", "2.2", "--compare", "7e10,1.4e12",
+                 "--bootstrap", "0", "--json", str(out)])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["format"] == "scalekit.plan/1"
+    law = report["law"]
+    G = (law["alpha"] * law["A"] / (law["beta"] * law["B"])) ** (1 / (law["alpha"] + law["beta"]))
+    a = law["beta"] / (law["alpha"] + law["beta"])
+    assert report["by_compute"]["params"] == pytest.approx(G * (1e22 / 6) ** a, rel=1e-4)
+    assert report["by_compute"]["tokens_per_param"] == pytest.approx(
+        (1e22 / 6) / (G * (1e22 / 6) ** a) ** 2, rel=1e-3)
+    assert report["by_loss"]["target_loss"] == 2.2
+    assert report["compare"]["extra"] > 0 and "6·N·D" in report["convention"]
+    printed = capsys.readouterr().out
+    assert "could be saved" in printed
+
+
+def test_plan_needs_a_question(tmp_path, capsys):
+    assert main(["plan", _write(tmp_path, sweep()), "--quiet"]) == 2
+    assert main(["plan", _write(tmp_path, sweep()), "--compare", "7e10"]) == 2
