@@ -1,10 +1,10 @@
-"""Approach-2 vertex bootstrap: vectorised against a loop of ``numpy.polyfit`` calls.
+"""Approach-2 vertex bootstrap: vectorised, against a loop of ``numpy.polyfit`` calls.
 
 Data: the full Porian et al. (2024) IsoFLOP file (15 configurations; one
-parabola per configuration and budget; three empty placeholder rows dropped). Both sides fit the same 1,000
-resamples (points drawn with replacement within each profile); the script
-prints both times, their ratio (target >= 20x) and the largest difference
-between the vertices they find.
+parabola per configuration and budget; three empty placeholder rows dropped).
+Both sides fit the same 1,000 resamples (points drawn with replacement within
+each profile); the script prints both times, their ratio (target >= 20x) and
+the largest difference between the vertices they find.
 
 Run: python bench/bench_isoflop.py [--n-boot 1000]
 """

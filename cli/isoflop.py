@@ -17,6 +17,11 @@ def _file_argument():
                           "TensorBoard dir). Omit to read --store.")
 
 
+def _map_option():
+    return typer.Option([], "--map", help="Column role, as role=column (repeatable), e.g. "
+                        "params=non_embedding_params.")
+
+
 def _convention_options():
     return (typer.Option("6ND", "--convention", help="FLOPs: 6ND (C = k·N·D) or counted "
                          "(the compute column as logged)."),
@@ -32,8 +37,9 @@ def isoflop(
                                 "log tokens."),
     figures: int = typer.Option(2, "--figures", help="Round budgets to this many significant "
                                 "figures."),
-    budgets: Optional[str] = typer.Option(None, "--budgets", help="Nominal budgets, comma-separated "
-                                          "(e.g. 6e18,1e19,3e19); points join the nearest."),
+    budgets: Optional[str] = typer.Option(None, "--budgets", help="Nominal budgets, "
+                                          "comma-separated (e.g. 6e18,1e19,3e19); points join "
+                                          "the nearest."),
     tolerance: float = typer.Option(0.1, "--budget-tolerance", help="Decades a point may lie from "
                                     "its nominal budget."),
     window: Optional[int] = typer.Option(None, "--window", help="Approach 2: fit each parabola to "
@@ -45,7 +51,7 @@ def isoflop(
     seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
     convention: str = _convention_options()[0],
     flops_per_param_token: float = _convention_options()[1],
-    mapping: list[str] = typer.Option([], "--map", help="Column role, as role=column (repeatable)."),
+    mapping: list[str] = _map_option(),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG figure here."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
@@ -87,11 +93,11 @@ def plan(
     seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
     convention: str = _convention_options()[0],
     flops_per_param_token: float = _convention_options()[1],
-    mapping: list[str] = typer.Option([], "--map", help="Column role, as role=column (repeatable)."),
+    mapping: list[str] = _map_option(),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
 ) -> None:
-    """Plan from the fitted Chinchilla law: by compute, by target loss, or against a chosen (N, D)."""
+    """Plan from the fitted Chinchilla law: by compute, by target loss, or against a chosen N, D."""
     from scalekit.errors import InputError
     from scalekit.isoflop.report import run_plan
 

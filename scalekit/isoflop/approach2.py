@@ -76,8 +76,8 @@ class IsoFLOPProfiles:
 
     def __init__(self, *, profile: str = "params", figures: int = 2, budgets=None,
                  tolerance: float = 0.1, window: int | None = None, n_boot: int = 1000,
-                 ci_level: float = 0.95, convention: str = "6ND", flops_per_param_token: float = 6.0,
-                 seed: int = 0) -> None:
+                 ci_level: float = 0.95, convention: str = "6ND",
+                 flops_per_param_token: float = 6.0, seed: int = 0) -> None:
         self.profile = profile
         self.figures = figures
         self.budgets = budgets
@@ -112,7 +112,7 @@ class IsoFLOPProfiles:
         if self.window is not None:
             check_number("window", self.window, low=3, integer=True)
             points = _around_minimum(points, self.window)
-        other = "tokens" if self.profile == "params" else "params"
+        other = self._other_name
         x = np.log(points[self.profile].to_numpy())
         y = points["loss"].to_numpy()
         groups = Groups.from_sorted_codes(points["budget"].to_numpy())
@@ -135,8 +135,6 @@ class IsoFLOPProfiles:
         if self.budgets is None:  # rounded labels: use the points' own (geometric mean) compute
             budget = np.exp(np.add.reduceat(np.log(points["compute"].to_numpy()), groups.starts)
                             / groups.sizes)
-        lo = np.minimum.reduceat(x, groups.starts)
-        hi = np.maximum.reduceat(x, groups.starts)
         flags = _flag_budgets(coef, x_star, x, member, groups, lo, hi)
         excluded = np.array([any(f in EXCLUDED for f in row) for row in flags])
         x_star = np.where(excluded, np.nan, x_star)
@@ -155,8 +153,10 @@ class IsoFLOPProfiles:
 
         tails = [50 * (1 - self.ci_level), 50 * (1 + self.ci_level)]
         table = pd.DataFrame({"budget": budget, "n_points": groups.sizes,
-                              f"{self.profile}_min": np.exp(lo), f"{self.profile}_max": np.exp(hi)})
-        for name, centre, reps in ((self.profile, x_star, replicates), (other, other_star, other_reps)):
+                              f"{self.profile}_min": np.exp(lo),
+                              f"{self.profile}_max": np.exp(hi)})
+        for name, centre, reps in ((self.profile, x_star, replicates),
+                                   (other, other_star, other_reps)):
             table[f"{name}_opt"] = np.exp(centre)
             if reps is not None:
                 with warnings.catch_warnings():

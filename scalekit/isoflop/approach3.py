@@ -19,7 +19,8 @@ from scalekit.isoflop.points import convention_text, isoflop_points
 from scalekit.isoflop.powerfit import PowerLawFit
 
 
-def allocation_lines(values: np.ndarray, flops_per_param_token: float) -> tuple[np.ndarray, np.ndarray]:
+def allocation_lines(values: np.ndarray,
+                     flops_per_param_token: float) -> tuple[np.ndarray, np.ndarray]:
     """``(log k_N, a)`` and ``(log k_D, b)`` for Chinchilla parameter rows (..., 5).
 
     Rows are ``E, A, B, alpha, beta`` in natural units.

@@ -29,7 +29,7 @@ def convention_text(convention: str, flops_per_param_token: float) -> str:
     """One line naming the FLOP convention, for reports."""
     if convention == "6ND":
         return f"C = {flops_per_param_token:g}·N·D (N as given in the params column)"
-    return (f"counted FLOPs as given; missing tokens derived as D = C/({flops_per_param_token:g}·N)")
+    return f"counted FLOPs as given; missing tokens derived as D = C/({flops_per_param_token:g}·N)"
 
 
 def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
@@ -57,7 +57,8 @@ def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
         raise InputError(f"no {loss!r} column", source=source)
     have = {name for name in ("compute", "params", "tokens") if name in frame}
     if "params" not in have or len(have) < 2 or (convention == "counted" and "compute" not in have):
-        need = "compute and params" if convention == "counted" else "two of compute, params, tokens (with params)"
+        need = ("compute and params" if convention == "counted"
+                else "params and one of compute, tokens")
         raise InputError(f"IsoFLOP analysis needs {need}; the data have "
                          f"{', '.join(sorted(have)) or 'none of them'}", source=source)
     out = pd.DataFrame({"run": frame["run"]} if "run" in frame else {}, index=frame.index)

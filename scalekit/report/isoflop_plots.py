@@ -59,7 +59,8 @@ def _parabolas(ax, profiles) -> None:
                     label=f"{row['budget']:.2g}")
             err = None
             if f"{var}_lo" in row:
-                err = [[row[f"{var}_opt"] - row[f"{var}_lo"]], [row[f"{var}_hi"] - row[f"{var}_opt"]]]
+                err = [[row[f"{var}_opt"] - row[f"{var}_lo"]],
+                       [row[f"{var}_hi"] - row[f"{var}_opt"]]]
             ax.errorbar([row[f"{var}_opt"]], [row["loss_opt"]], xerr=err, fmt="D", ms=5,
                         color=colour, mec="black", capsize=3)
     ax.set_xscale("log")

@@ -16,7 +16,8 @@ BUDGETS = np.logspace(18, 21, 7)
 
 def surface(params, tokens):
     t = TRUTH
-    return t["E"] + t["A"] * np.asarray(params) ** -t["alpha"] + t["B"] * np.asarray(tokens) ** -t["beta"]
+    params, tokens = np.asarray(params), np.asarray(tokens)
+    return t["E"] + t["A"] * params ** -t["alpha"] + t["B"] * tokens ** -t["beta"]
 
 
 def n_opt(compute):

@@ -27,7 +27,8 @@ def test_bootstrap_interval_covers_truth_and_has_the_level():
     model = IsoFLOPProfiles(n_boot=400, ci_level=0.9, seed=3).fit(sweep(seed=3, noise=0.01))
     lo, hi = model.params_law_.exponent_ci
     assert lo < A_TRUE < hi and hi - lo < 0.1
-    assert model.params_law_.ci_level == 0.9 and model.params_law_.ci_method == "bootstrap percentile"
+    assert model.params_law_.ci_level == 0.9
+    assert model.params_law_.ci_method == "bootstrap percentile"
 
 
 def test_off_centre_grid_warns_per_budget():
