@@ -53,54 +53,62 @@ def _join(a: Curve, b: Curve) -> Curve:
                  np.concatenate([a.loss, b.loss]))
 
 
-def successive_halving(sweep: Sweep, bracket: SuccessiveHalving, policy: Policy, budget: float,
-                       *, seed: int = 0, runs: list[str] | None = None,
-                       decided: Mapping[int, list[str]] | None = None,
-                       ) -> Generator[list[Advance], Mapping[str, Curve], Allocation]:
-    """Drive one synchronous SH bracket; see the module docstring.
+class HalvingLoop:
+    """One synchronous SH bracket; :meth:`steps` is the generator, :attr:`state` its progress.
 
     ``sweep`` provides the cost model (and, for ``plan``, the points seen before);
-    ``runs`` are the bracket's candidates (default: all of them, in order);
-    ``decided`` maps a rung index to promotions already recorded (resume).
+    ``runs`` are the bracket's candidates (default: all of them, in order).
     """
-    rng = np.random.default_rng(seed)
-    active = list(runs if runs is not None else sweep.runs)[: bracket.n_runs]
-    observed = {run: _EMPTY for run in active}
-    reached = {run: 0.0 for run in active}
-    state = Allocation(observed, reached, 0.0, float(budget))
-    target = bracket.rungs[-1].resource
-    for rung in bracket.rungs:
-        if rung.index > 0:
-            if decided and rung.index in decided:
-                active = list(decided[rung.index])
-            else:
-                context = PromotionContext(sweep, target, rng, rung.index)
-                active = policy.select({r: observed[r] for r in active}, rung.runs, context)
-            state.promotions.append(list(active))
-        batch = []
-        for run in active:
-            cost = sweep.cost(run, reached[run], rung.resource)
-            stop = min(rung.resource, sweep.max_resource[run])
-            left = state.budget - state.spent
-            if cost > left:
-                stop = sweep.resource_after(run, reached[run], left)
-                cost = left
-                state.exhausted = True
-            if stop > reached[run]:
-                batch.append(Advance(rung.index, run, reached[run], stop, cost))
-                state.spent = min(state.spent + cost, state.budget)
-                reached[run] = stop
+
+    def __init__(self, sweep: Sweep, bracket: SuccessiveHalving, policy: Policy, budget: float,
+                 *, seed: int = 0, runs: list[str] | None = None) -> None:
+        self.sweep, self.bracket, self.policy = sweep, bracket, policy
+        self.rng = np.random.default_rng(seed)
+        self.active = list(runs if runs is not None else sweep.runs)[: bracket.n_runs]
+        self.state = Allocation({run: _EMPTY for run in self.active},
+                                {run: 0.0 for run in self.active}, 0.0, float(budget))
+
+    def steps(self) -> Generator[list[Advance], Mapping[str, Curve], Allocation]:
+        state, sweep = self.state, self.sweep
+        observed, reached = state.observed, state.reached
+        target = self.bracket.rungs[-1].resource
+        for rung in self.bracket.rungs:
+            if rung.index > 0:
+                context = PromotionContext(sweep, target, self.rng, rung.index)
+                self.active = list(self.policy.select({r: observed[r] for r in self.active},
+                                                      rung.runs, context))
+                state.promotions.append(list(self.active))
+            batch = []
+            for run in self.active:
+                cost = sweep.cost(run, reached[run], rung.resource)
+                stop = min(rung.resource, sweep.max_resource[run])
+                left = state.budget - state.spent
+                if cost > left:
+                    stop = sweep.resource_after(run, reached[run], left)
+                    cost = left
+                    state.exhausted = True
+                if stop > reached[run]:
+                    batch.append(Advance(rung.index, run, reached[run], stop, cost))
+                    state.spent = min(state.spent + cost, state.budget)
+                    reached[run] = stop
+                if state.exhausted:
+                    break
+            if batch:
+                results = yield batch
+                for advance in batch:
+                    observed[advance.run] = _join(observed[advance.run],
+                                                  results.get(advance.run, _EMPTY))
+                state.advances.extend(batch)
             if state.exhausted:
                 break
-        if batch:
-            results = yield batch
-            for advance in batch:
-                observed[advance.run] = _join(observed[advance.run],
-                                              results.get(advance.run, _EMPTY))
-            state.advances.extend(batch)
-        if state.exhausted:
-            break
-    return state
+        return state
+
+
+def successive_halving(sweep: Sweep, bracket: SuccessiveHalving, policy: Policy, budget: float,
+                       *, seed: int = 0, runs: list[str] | None = None,
+                       ) -> Generator[list[Advance], Mapping[str, Curve], Allocation]:
+    """The generator of :class:`HalvingLoop` (see the module docstring)."""
+    return HalvingLoop(sweep, bracket, policy, budget, seed=seed, runs=runs).steps()
 
 
 def drive(generator: Generator, execute) -> Allocation:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.allocate.sweep import Curve
+from scalekit.checks import check_choice
 
 
 class SweepForecaster(Protocol):
@@ -36,26 +37,48 @@ def _unknown(x: np.ndarray, qs: Sequence[float]) -> np.ndarray:
 
 @dataclass
 class PerCurveForecaster:
-    """One surrogate per run, fitted on its own points (compute -> loss)."""
+    """One surrogate per run, fitted on its own points (compute -> loss).
 
-    factory: Callable[[], object]
+    Give either ``factory`` (a scikit-learn-style surrogate class, one fit per
+    run) or ``batch`` (``batch(x, y, mask, x_new, qs) -> (B, m, Q)`` fitting B
+    padded curves at once, e.g. :func:`scalekit.surrogates.ensemble.forecast_batch`).
+    Runs with fewer than ``min_points`` points go to ``fallback`` (or get NaN,
+    which the policies rank last).
+    """
+
+    factory: Callable[[], object] | None = None
+    batch: Callable[..., np.ndarray] | None = None
     min_points: int = 4
     fallback: SweepForecaster | None = None
 
     def forecast(self, observed, params, x, qs):
-        out, rest = {}, {}
-        for run, curve in observed.items():
-            if len(curve) >= self.min_points:
-                model = self.factory().fit(curve.compute, curve.loss)
-                out[run] = np.asarray(model.predict_quantiles(np.asarray(x[run], float), qs),
-                                      float).reshape(len(x[run]), len(qs))
-            else:
-                rest[run] = curve
+        fit = [r for r, c in observed.items() if len(c) >= self.min_points]
+        rest = [r for r in observed if r not in fit]
+        out = self._batch(observed, fit, x, qs) if self.batch else {
+            r: np.asarray(self.factory().fit(observed[r].compute, observed[r].loss)
+                          .predict_quantiles(np.asarray(x[r], float), qs),
+                          float).reshape(len(x[r]), len(qs)) for r in fit}
         if rest and self.fallback is not None:
             out.update(self.fallback.forecast(observed, params, {r: x[r] for r in rest}, qs))
         for run in rest:
             out.setdefault(run, _unknown(x[run], qs))
         return out
+
+    def _batch(self, observed, runs, x, qs):
+        if not runs:
+            return {}
+        n = max(len(observed[r]) for r in runs)
+        m = max(len(x[r]) for r in runs)
+        xs, ys = np.ones((len(runs), n)), np.ones((len(runs), n))
+        mask = np.zeros((len(runs), n), bool)
+        x_new = np.ones((len(runs), m))
+        for i, run in enumerate(runs):
+            k, want = len(observed[run]), np.asarray(x[run], float)
+            xs[i, :k], ys[i, :k], mask[i, :k] = observed[run].compute, observed[run].loss, True
+            x_new[i, :] = want[-1]
+            x_new[i, :len(want)] = want
+        q = np.asarray(self.batch(xs, ys, mask, x_new, np.asarray(qs, float)), float)
+        return {run: q[i, :len(x[run])] for i, run in enumerate(runs)}
 
 
 @dataclass
@@ -89,6 +112,16 @@ class JointForecaster:
         return out
 
 
-def make_forecaster(name: str, *, seed: int = 0) -> SweepForecaster:
-    """The forecaster built on the surrogate called ``name`` (see :mod:`scalekit.surrogates`)."""
-    raise NotImplementedError("wired to scalekit.surrogates when it lands")
+SURROGATES = ("ensemble",)
+
+
+def make_forecaster(name: str = "ensemble", *, seed: int = 0) -> SweepForecaster:
+    """The forecaster built on the surrogate called ``name`` from :mod:`scalekit.surrogates`.
+
+    ``ensemble``: the backtest-weighted parametric ensemble, fitted to all runs'
+    prefixes in one batch.
+    """
+    check_choice("surrogate", name, SURROGATES)
+    from scalekit.surrogates.ensemble import forecast_batch
+
+    return PerCurveForecaster(batch=forecast_batch)

@@ -132,7 +132,7 @@ class FrontierPolicy:
         return _best(scores, keep, context.rng)
 
 
-def get_policy(name: str, *, surrogate: str = "joint", quantile: float = 0.5,
+def get_policy(name: str, *, surrogate: str = "ensemble", quantile: float = 0.5,
                optimism: float = 0.2, seed: int = 0) -> Policy:
     """The promotion policy called ``name`` (``loss``, ``forecast`` or ``frontier``)."""
     check_choice("policy", name, ("loss", "forecast", "frontier"))

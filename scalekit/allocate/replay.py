@@ -9,7 +9,7 @@ exhaustive sweep and a uniform split of the budget would have found.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -113,11 +113,17 @@ def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequenc
 
 @dataclass
 class ReplayResult:
-    """One row per (policy, budget, seed) in ``rows``; ``summary`` averages over seeds."""
+    """One row per (policy, budget, seed) in ``rows``; ``summary`` averages over seeds.
+
+    ``examples`` maps ``(budget, policy)`` to the allocation and bracket of the
+    first seed, and ``example_sweep`` is that seed's sweep (for plots).
+    """
 
     rows: pd.DataFrame
     summary: pd.DataFrame
     exhaustive_compute: float
+    examples: dict = field(default_factory=dict)
+    example_sweep: Sweep | None = None
 
 
 def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | Policy],
@@ -142,7 +148,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seeds:
         raise fail("seeds", seeds, "at least one seed")
-    rows = []
+    rows, examples, example_sweep = [], {}, None
     exhaustive_total = []
     for seed in seeds:
         sweep = sweeps(seed) if callable(sweeps) else sweeps
@@ -152,6 +158,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
             check_number("n_candidates", n_candidates, low=1, high=len(pool), integer=True)
             pool = [pool[i] for i in np.sort(rng.choice(len(pool), n_candidates, replace=False))]
         sub = sweep.subset(pool)
+        example_sweep = example_sweep or sub
         total = sub.total_compute()
         exhaustive_total.append(total)
         largest = max(c.compute[-1] for c in sub.curves.values())
@@ -159,14 +166,14 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         exhaustive_best = min(sub.final_loss(r) for r in pool)
         for budget in budgets:
             flops = budget * total if budget <= 1 else float(budget)
-            outcomes = {}
             for policy in policies:
                 name = policy if isinstance(policy, str) else policy.name
                 factory = (lambda n, s=seed: policy_factory(n, s)) if policy_factory else None
                 allocation, bracket = allocate(sub, policy, flops, runs=pool, eta=eta,
                                                min_resource=min_resource, seed=seed,
                                                policy_factory=factory)
-                outcomes[name] = allocation
+                if seed == seeds[0]:
+                    examples[(budget, name)] = (allocation, bracket)
                 fit = metrics.fit_frontier(allocation.observed, seed=seed) if frontier else None
                 errors = metrics.frontier_law_error(fit, reference, [largest, 10 * largest])
                 rows.append(dict(
@@ -191,4 +198,5 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                     frontier_error_at_10x=("frontier_error_at_10x", "median"),
                     seeds=("seed", "nunique"))
                .reset_index())
-    return ReplayResult(frame, summary, float(np.mean(exhaustive_total)))
+    return ReplayResult(frame, summary, float(np.mean(exhaustive_total)), examples,
+                        example_sweep)

@@ -1,0 +1,108 @@
+"""Next actions of an allocation from the partial curves seen so far (``plan`` mode).
+
+The Successive Halving loop is replayed on the points already logged: every
+advance a run has already made is answered from its curve, every promotion is
+made again by the policy, and the first rung that asks for training not yet
+done gives the next actions — which runs continue, to which resource, and
+which stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalekit.allocate.engine import Advance, HalvingLoop
+from scalekit.allocate.policies import Policy
+from scalekit.allocate.replay import fit_bracket, planned_cost
+from scalekit.allocate.schedules import SuccessiveHalving
+from scalekit.allocate.sweep import Sweep
+
+
+@dataclass
+class Plan:
+    """What to do next.
+
+    Attributes
+    ----------
+    bracket : SuccessiveHalving
+        The schedule, fitted to the budget.
+    rung : int or None
+        The rung the next actions belong to (None when the allocation is finished).
+    actions : list of dict
+        ``{"run", "action": "continue", "from", "to", "flops"}`` for each run to
+        train further and ``{"run", "action": "stop", "at"}`` for each run dropped.
+    spent : float
+        FLOPs already spent on the advances the plan counts as done.
+    planned : float
+        Worst-case FLOPs of the whole bracket (at most the budget).
+    exhaustive : float
+        FLOPs of training every candidate to its end.
+    """
+
+    bracket: SuccessiveHalving
+    rung: int | None
+    actions: list[dict]
+    spent: float
+    planned: float
+    exhaustive: float
+    promotions: list[list[str]]
+
+    @property
+    def projected_saving(self) -> float:
+        """``1 - planned / exhaustive``: the share of the exhaustive sweep's FLOPs not spent."""
+        return 1.0 - self.planned / self.exhaustive
+
+    def to_json(self) -> dict:
+        return {"rung": self.rung, "finished": self.rung is None, "actions": self.actions,
+                "spent_flops": self.spent, "planned_flops": self.planned,
+                "exhaustive_flops": self.exhaustive, "projected_saving": self.projected_saving,
+                "promotions": self.promotions,
+                "rungs": [{"rung": r.index, "runs": r.runs, "resource": r.resource}
+                          for r in self.bracket.rungs]}
+
+
+def plan_next(sweep: Sweep, policy: Policy, budget: float, *, eta: int = 3,
+              min_resource: float | None = None, seed: int = 0,
+              reached: Mapping[str, float] | None = None) -> Plan:
+    """Plan the next actions for the runs of ``sweep`` (partial curves) under ``budget``.
+
+    ``reached`` gives the resource each run has been trained to (default: its
+    last logged point); an advance is done when the run has reached its stop.
+    """
+    runs = sweep.runs
+    reached = dict(reached or {r: (float(c.resource[-1]) if len(c) else 0.0)
+                               for r, c in sweep.curves.items()})
+    bracket = fit_bracket(sweep, runs, budget, eta=eta, min_resource=min_resource)
+    planned = min(float(budget), sum(planned_cost(sweep, runs, bracket)))
+    loop = HalvingLoop(sweep, bracket, policy, budget, seed=seed, runs=runs)
+    generator = loop.steps()
+    spent = 0.0
+    try:
+        batch = next(generator)
+        while True:
+            pending = [a for a in batch if reached.get(a.run, 0.0) < a.stop * (1 - 1e-9)]
+            if pending:
+                break
+            spent += sum(a.cost for a in batch)
+            batch = generator.send({a.run: sweep.curves[a.run].until(a.stop, a.start)
+                                    for a in batch})
+    except StopIteration:
+        return Plan(bracket, None, [], spent, planned, sweep.total_compute(),
+                    loop.state.promotions)
+    generator.close()
+    spent += sum(a.cost for a in batch if a not in pending)
+    promotions = loop.state.promotions
+    before = promotions[-2] if len(promotions) > 1 else runs
+    dropped = [run for run in before if run not in loop.active] if promotions else []
+    actions = [_continue(a) for a in pending]
+    actions += [{"run": run, "action": "stop", "at": reached.get(run, 0.0)} for run in dropped]
+    return Plan(bracket, pending[0].rung, actions, spent, planned, sweep.total_compute(),
+                [list(p) for p in promotions])
+
+
+def _continue(advance: Advance) -> dict:
+    return {"run": advance.run, "action": "continue", "from": float(advance.start),
+            "to": float(advance.stop), "flops": float(np.round(advance.cost, 6))}

@@ -1,0 +1,169 @@
+"""Drive trainers through a Successive Halving allocation (``run`` mode), resumably.
+
+A trainer is any object with
+
+- ``resource``: the axis it advances on (``"step"``, ``"tokens"`` or ``"compute"``);
+- ``candidates() -> DataFrame``: one row per run with ``run``, ``params``,
+  ``max_resource`` and ``flops_per_unit`` (FLOPs per unit of resource);
+- ``advance(run, start, stop) -> DataFrame``: train ``run`` from ``start`` to
+  ``stop`` and return the points logged on the way (``step``, ``compute``,
+  the metric, optionally ``tokens``), resuming from its own checkpoint or from
+  scratch as it likes, but returning the same points either way.
+
+Advances of one rung go through a :class:`concurrent.futures.Executor`; each
+run's points are written to the curve store as its future completes. Every
+advance is recorded in the allocation ledger before it starts and marked done
+once its points are in the store, and every promotion is recorded when made
+(:mod:`scalekit.allocate.state`). Running the same task again after a kill
+replays the loop from the start: finished advances are answered from the store,
+recorded promotions are reused, and only the unfinished advances are trained.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor, Future, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scalekit.allocate.engine import Allocation, Advance, HalvingLoop, drive
+from scalekit.allocate.policies import Policy
+from scalekit.allocate.replay import fit_bracket
+from scalekit.allocate.schedules import SuccessiveHalving
+from scalekit.allocate.state import AllocationState
+from scalekit.allocate.sweep import RESOURCES, Curve, Sweep
+from scalekit.checks import check_choice, check_number
+from scalekit.errors import InputError
+
+
+@dataclass
+class RecordedPolicy:
+    """Wraps a policy so that each rung's promotion is made once and then read back."""
+
+    policy: Policy
+    state: AllocationState
+    task: str
+
+    @property
+    def name(self) -> str:
+        return self.policy.name
+
+    def select(self, observed, keep, context):
+        runs = self.state.promotion(self.task, context.rung)
+        if runs is None:
+            runs = list(self.policy.select(observed, keep, context))
+            self.state.record_promotion(self.task, context.rung, runs)
+        return runs
+
+
+@dataclass
+class RunResult:
+    """Outcome of :func:`run_allocation`: the allocation, its bracket and how much was trained now."""
+
+    allocation: Allocation
+    bracket: SuccessiveHalving
+    trained: int
+    reused: int
+
+
+class _Inline(Executor):
+    """Runs each call at submission (the default when no executor is given)."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller via the future
+            future.set_exception(exc)
+        return future
+
+
+def candidate_sweep(trainer) -> Sweep:
+    """The cost model of the trainer's candidates (no points yet)."""
+    resource = check_choice("resource", getattr(trainer, "resource", "step"), RESOURCES)
+    frame = pd.DataFrame(trainer.candidates())
+    missing = {"run", "max_resource", "flops_per_unit"} - set(frame.columns)
+    if missing:
+        raise InputError(f"the trainer's candidates lack {', '.join(sorted(missing))}")
+    if frame["run"].duplicated().any():
+        raise InputError("the trainer's candidates repeat a run name", column="run")
+    empty = Curve(np.empty(0), np.empty(0), np.empty(0))
+    runs = frame["run"].astype(str).tolist()
+    for column in ("max_resource", "flops_per_unit"):
+        for run, value in zip(runs, frame[column]):
+            check_number(f"{column} of {run}", float(value), low=0, low_open=True)
+    params = frame["params"] if "params" in frame else pd.Series(np.nan, index=frame.index)
+    return Sweep(resource, {r: empty for r in runs},
+                 dict(zip(runs, frame["max_resource"].astype(float))),
+                 dict(zip(runs, frame["flops_per_unit"].astype(float))),
+                 dict(zip(runs, params.astype(float))))
+
+
+def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *,
+                   budget: float, eta: int = 3, min_resource: float | None = None,
+                   seed: int = 0, executor: Executor | None = None,
+                   metric: str = "loss", settings: dict | None = None) -> RunResult:
+    """Allocate ``budget`` FLOPs over the trainer's candidates, writing points to the store.
+
+    ``task`` names the allocation in the store; calling again with the same
+    task and settings resumes it. ``settings`` are extra settings recorded with
+    the task (e.g. the trainer's own), checked on resume.
+    """
+    from scalekit.curves import CurveStore
+
+    check_number("budget", budget, low=0, low_open=True)
+    sweep = candidate_sweep(trainer)
+    recorded = dict(settings or {}, budget=float(budget), policy=policy.name, eta=eta,
+                    min_resource=min_resource, seed=seed, resource=sweep.resource_name,
+                    runs=sweep.runs)
+    executor = executor or _Inline()
+    with CurveStore(store_path) as store, AllocationState(store_path) as state:
+        state.start_task(task, recorded)
+        for run in sweep.runs:
+            store.add_run(run, source=f"allocate:{task}",
+                          attrs={"params": sweep.params.get(run)} if np.isfinite(
+                              sweep.params.get(run, np.nan)) else None)
+        bracket = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
+        loop = HalvingLoop(sweep, bracket, RecordedPolicy(policy, state, task), budget,
+                           seed=seed)
+        counts = {"trained": 0, "reused": 0}
+
+        def stored(advance: Advance) -> pd.DataFrame:
+            frame = store.curves(runs=[advance.run], metric=metric)
+            axis = frame[sweep.resource_name].to_numpy(float)
+            return frame[(axis > advance.start) & (axis <= advance.stop * (1 + 1e-12))]
+
+        def as_curve(points: pd.DataFrame) -> Curve:
+            points = points.sort_values(sweep.resource_name)
+            return Curve(points[sweep.resource_name].to_numpy(float),
+                         points["compute"].to_numpy(float), points[metric].to_numpy(float))
+
+        def execute(batch: list[Advance]) -> dict[str, Curve]:
+            ledger = state.ledger(task)
+            results, futures = {}, {}
+            for advance in batch:
+                entry = ledger.get((advance.rung, advance.run))
+                known = stored(advance)
+                if entry is not None and (entry["status"] == "done" or len(known)):
+                    if entry["status"] != "done":
+                        state.mark_done(task, advance)
+                    results[advance.run] = as_curve(known)
+                    counts["reused"] += 1
+                    continue
+                state.reserve(task, advance)
+                futures[executor.submit(trainer.advance, advance.run, advance.start,
+                                        advance.stop)] = advance
+            for future in as_completed(futures):
+                advance = futures[future]
+                points = pd.DataFrame(future.result())
+                if len(points):
+                    store.append_points(advance.run, points)
+                state.mark_done(task, advance)
+                results[advance.run] = as_curve(stored(advance))
+                counts["trained"] += 1
+            return results
+
+        allocation = drive(loop.steps(), execute)
+    return RunResult(allocation, bracket, counts["trained"], counts["reused"])

@@ -1,0 +1,138 @@
+"""Replay: the budget holds, seeds decide everything, surrogates escape the early-leader trap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalekit.allocate.metrics import best_final_loss, frontier_points
+from scalekit.allocate.replay import allocate, fit_bracket, planned_cost, replay, uniform_allocation
+from scalekit.allocate.synthetic import early_leader_frame, early_leader_sweep
+from scalekit.allocate.sweep import sweep_from_frame
+from scalekit.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return early_leader_sweep(seed=3, sizes=6, variants=2, points=60)
+
+
+def _spent_from_reached(sweep, allocation):
+    """FLOPs implied by how far each run got: advances are contiguous from zero."""
+    return sum(sweep.flops_per_unit[r] * min(reached, sweep.max_resource[r])
+               for r, reached in allocation.reached.items())
+
+
+@pytest.mark.parametrize("policy", ["loss", "forecast", "frontier", "uniform"])
+@pytest.mark.parametrize("fraction", [0.003, 0.02, 0.07, 0.3])
+def test_budget_is_never_exceeded(sweep, policy, fraction):
+    budget = fraction * sweep.total_compute()
+    allocation, _ = allocate(sweep, policy, budget, seed=1)
+    assert allocation.spent <= budget
+    assert _spent_from_reached(sweep, allocation) <= budget * (1 + 1e-12)
+    for run, curve in allocation.observed.items():  # no point beyond what was paid for
+        assert np.all(curve.resource <= allocation.reached[run] * (1 + 1e-12))
+
+
+def test_budget_holds_with_a_fixed_min_resource_that_cannot_be_afforded(sweep):
+    budget = 0.01 * sweep.total_compute()
+    first = 0.05 * max(sweep.max_resource.values())
+    allocation, bracket = allocate(sweep, "loss", budget, min_resource=first, seed=0)
+    assert sum(planned_cost(sweep, sweep.runs, bracket)) > budget  # the plan alone overspends
+    assert allocation.exhausted
+    assert allocation.spent == pytest.approx(budget, rel=1e-9)
+    assert _spent_from_reached(sweep, allocation) <= budget * (1 + 1e-12)
+
+
+def test_fitted_bracket_plan_fits_the_budget(sweep):
+    for fraction in (0.01, 0.05, 0.2):
+        budget = fraction * sweep.total_compute()
+        bracket = fit_bracket(sweep, sweep.runs, budget, eta=3)
+        assert sum(planned_cost(sweep, sweep.runs, bracket)) <= budget * (1 + 1e-9)
+        assert len(bracket.rungs) == 3  # 12 runs halve by 3 down to one: 12, 4, 1
+
+
+def test_uniform_gives_every_run_the_same_compute(sweep):
+    budget = 0.2 * sweep.total_compute()
+    allocation = uniform_allocation(sweep, sweep.runs, budget)
+    computes = [sweep.flops_per_unit[r] * allocation.reached[r] for r in sweep.runs]
+    assert np.allclose(computes, budget / len(sweep.runs))
+    assert allocation.spent == pytest.approx(budget)
+
+
+def test_uniform_hands_back_the_share_of_runs_that_end_sooner():
+    frame = early_leader_frame(seed=0, sizes=3, variants=1, points=10)
+    short = frame[frame.run == "n0_v0"].head(2)  # this run ends at a fifth of the others
+    frame = pd.concat([frame[frame.run != "n0_v0"], short], ignore_index=True)
+    sweep = sweep_from_frame(frame)
+    budget = 0.8 * sweep.total_compute()
+    allocation = uniform_allocation(sweep, sweep.runs, budget)
+    assert allocation.reached["n0_v0"] == sweep.max_resource["n0_v0"]
+    assert allocation.spent == pytest.approx(budget)
+
+
+def test_exhaustive_sees_every_point(sweep):
+    allocation, _ = allocate(sweep, "exhaustive", 1.0)
+    assert all(len(allocation.observed[r]) == len(sweep.curves[r]) for r in sweep.runs)
+    assert allocation.spent == pytest.approx(sweep.total_compute())
+
+
+def test_same_seed_same_result_other_seed_other_candidates():
+    def make(seed):
+        return early_leader_sweep(seed=seed, sizes=6, variants=3, points=40)
+
+    kwargs = dict(policies=["uniform", "loss", "forecast"], budgets=[0.05], seeds=[4, 5],
+                  n_candidates=12, frontier=False)
+    first, again = replay(make, **kwargs), replay(make, **kwargs)
+    assert first.rows.equals(again.rows)
+    losses = first.rows.set_index(["policy", "seed"])["best_loss"]
+    assert losses[("uniform", 4)] != losses[("uniform", 5)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_plain_halving_drops_the_eventual_best_run_and_forecast_keeps_it(seed):
+    # Every run trains to the same compute; small models lead at the first rungs.
+    sweep = early_leader_sweep(seed=seed, sizes=9, variants=3, points=200)
+    best = min(sweep.runs, key=sweep.final_loss)
+    budget = 0.15 * sweep.total_compute()
+    plain, _ = allocate(sweep, "loss", budget, seed=seed)
+    guided, _ = allocate(sweep, "forecast", budget, seed=seed)
+    early = {r: sweep.curves[r].until(plain.advances[0].stop).loss[-1] for r in sweep.runs}
+    assert sweep.params[min(early, key=early.get)] < sweep.params[best]  # the trap is there
+    assert best not in plain.promotions[-1]
+    assert guided.promotions[-1] == [best]
+    assert best_final_loss(guided.observed) < best_final_loss(plain.observed)
+
+
+def test_frontier_points_are_the_lower_envelope():
+    rng = np.random.default_rng(0)
+    sweep = early_leader_sweep(seed=1, sizes=4, variants=1, points=30)
+    compute, loss = frontier_points(sweep.curves)
+    everything = sweep.to_frame()
+    # slow reference: a point is on the frontier when no cheaper-or-equal point is lower
+    for c, l in zip(compute, loss):
+        cheaper = everything[everything.compute <= c]
+        assert l == cheaper.loss.min()
+    for c in rng.choice(everything.compute.to_numpy(), 20):
+        cheaper = everything[everything.compute <= c].loss.min()
+        assert loss[compute <= c].min() == cheaper
+    assert np.all(np.diff(loss) < 0)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.assign(loss=f.loss.where(f.index != 5, np.nan)), "finite number > 0"),
+    (lambda f: f.assign(compute=f.compute.where(f.index != 7, -1.0)), "finite number > 0"),
+    (lambda f: f.drop(columns="run"), "no `run` column"),
+    (lambda f: f.drop(columns=["compute", "tokens"]), "`compute` column"),
+    (lambda f: pd.concat([f, f.iloc[[3]]]), "two points at the same compute"),
+])
+def test_bad_curves_are_rejected(change, message):
+    frame = early_leader_frame(seed=0, sizes=2, variants=1, points=10)
+    with pytest.raises(InputError, match=message):
+        sweep_from_frame(change(frame))
+
+
+def test_unknown_policy_is_rejected(sweep):
+    with pytest.raises(InputError, match="The value of `policy` is 'greedy'"):
+        allocate(sweep, "greedy", 1e20)
