@@ -1,0 +1,539 @@
+"""`CurveStore`: learning curves in one SQLite file, safe for several writers.
+
+Two tables: ``runs`` (one row per run: name, source, run-level attributes and a
+free JSON configuration) and ``points`` (one row per run, step and metric, with
+the compute, tokens and wall time of that point). The file uses write-ahead
+logging; every write is one ``BEGIN IMMEDIATE`` transaction, retried with
+back-off while another process holds the write lock, so an import lands whole
+or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import repeat
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scalekit.curves.schema import (CONFIG_PREFIX, INTEGER_RUN_COLUMNS, LOG_COLUMNS, POINT_COLUMNS,
+                                    RUN_COLUMNS, RUN_ONLY_COLUMNS, is_metric_name)
+from scalekit.curves.validate import Locator, check_frame, to_float, to_step
+from scalekit.errors import InputError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    source TEXT NOT NULL,
+    params REAL, tokens REAL,
+    depth INTEGER, width INTEGER, classes INTEGER, k INTEGER, seed INTEGER,
+    config TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS points (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step INTEGER NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    compute REAL, tokens REAL, wall_time REAL,
+    PRIMARY KEY (run_id, metric, step)
+) WITHOUT ROWID;
+"""
+# The primary key (run_id, metric, step) is the unique (run, step, metric)
+# constraint and, the table being WITHOUT ROWID, the clustered index that makes
+# reading one run's curve a single range scan.
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What one import wrote: the number of runs it touched and of points it added."""
+
+    runs: int
+    points: int
+
+
+class CurveStore:
+    """Runs and their learning curves in a SQLite file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The store file; created with its tables unless ``create`` is false.
+    timeout : float
+        Seconds a write waits for another process's transaction before failing.
+    create : bool
+        Whether a missing file may be created (otherwise :class:`InputError`).
+    """
+
+    def __init__(self, path: str | Path = "scalekit.db", *, timeout: float = 120.0,
+                 create: bool = True) -> None:
+        self.path = Path(path)
+        self.timeout = float(timeout)
+        if not create and not self.path.is_file():
+            raise InputError("no curve store here (import curves first)", source=str(self.path))
+        self._con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        try:
+            self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            self._retry(self._set_up)
+        except sqlite3.DatabaseError as exc:
+            self._con.close()
+            raise InputError(f"not a scalekit curve store ({exc})", source=str(self.path)) from None
+
+    # -- connection ---------------------------------------------------------------------------
+    def _set_up(self) -> None:
+        con = self._con
+        if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            con.execute("PRAGMA journal_mode = WAL")
+        con.execute("PRAGMA synchronous = NORMAL")
+        con.execute("PRAGMA foreign_keys = ON")
+        con.execute("PRAGMA cache_size = -65536")
+        tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"runs", "points"} <= tables:
+            with self._transaction():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+
+    def _retry(self, action):
+        """Run ``action``, retrying with back-off while the file is locked by another writer."""
+        delay, deadline = 0.005 * (1 + os.getpid() % 5), time.monotonic() + self.timeout
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                text = str(exc).lower()
+                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+
+    @contextmanager
+    def _transaction(self):
+        """One write transaction (``BEGIN IMMEDIATE``), committed whole or rolled back."""
+        self._retry(lambda: self._con.execute("BEGIN IMMEDIATE"))
+        try:
+            yield self._con
+        except BaseException:
+            self._con.execute("ROLLBACK")
+            raise
+        self._retry(lambda: self._con.execute("COMMIT"))
+
+    def close(self) -> None:
+        """Close the connection (the write-ahead log is folded into the file)."""
+        self._con.close()
+
+    def __enter__(self) -> "CurveStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"CurveStore({str(self.path)!r})"
+
+    # -- runs ---------------------------------------------------------------------------------
+    def add_run(self, name: str, *, source: str = "api",
+                attrs: Mapping[str, object] | None = None) -> int:
+        """Create run ``name`` (or find it) and return its id.
+
+        ``attrs`` holds run-level attributes: ``params``, ``tokens``, ``depth``,
+        ``width``, ``classes``, ``k``, ``seed`` get their own columns, anything
+        else goes to the JSON configuration. Adding an existing run with the same
+        attributes (or none) returns its id; different attributes are an error.
+        """
+        columns, config = _split_attrs(attrs or {}, source=str(self.path))
+        with self._transaction():
+            return self._ensure_run(str(name), source, columns, config, compare=attrs is not None)
+
+    def _ensure_run(self, name: str, source: str, columns: dict, config: dict, *,
+                    compare: bool) -> int:
+        row = self._con.execute(f"SELECT id, {', '.join(RUN_COLUMNS)}, config FROM runs "
+                                "WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            cursor = self._con.execute(
+                f"INSERT INTO runs (name, source, {', '.join(RUN_COLUMNS)}, config) "
+                f"VALUES (?, ?, {', '.join('?' * len(RUN_COLUMNS))}, ?)",
+                (name, source, *(columns.get(c) for c in RUN_COLUMNS),
+                 json.dumps(config, sort_keys=True)))
+            return int(cursor.lastrowid)
+        if compare:
+            stored = dict(zip(RUN_COLUMNS, row[1:-1]))
+            stored_config = json.loads(row[-1])
+            for key, value in (*columns.items(), *config.items()):
+                have = stored.get(key) if key in RUN_COLUMNS else stored_config.get(key)
+                if value is not None and have is not None and not _same(value, have):
+                    raise InputError(f"run {name!r} exists with {key} = {have!r}, not {value!r}",
+                                     source=str(self.path), column=key)
+        return int(row[0])
+
+    def runs(self) -> pd.DataFrame:
+        """One row per run: ``run`` (name), ``id``, ``source``, run-level attributes,
+        ``config`` (dict), ``points`` (number stored, all metrics) and ``metrics``."""
+        frame = pd.read_sql_query(f"SELECT name AS run, id, source, {', '.join(RUN_COLUMNS)}, "
+                                  "config FROM runs ORDER BY id", self._con)
+        frame["config"] = [json.loads(text) for text in frame["config"]]
+        counts = self._con.execute("SELECT run_id, metric, COUNT(*) FROM points "
+                                   "GROUP BY run_id, metric").fetchall()
+        total: dict[int, int] = {}
+        metrics: dict[int, list[str]] = {}
+        for run_id, metric, count in counts:
+            total[run_id] = total.get(run_id, 0) + count
+            metrics.setdefault(run_id, []).append(metric)
+        frame["points"] = [total.get(i, 0) for i in frame["id"]]
+        frame["metrics"] = [metrics.get(i, []) for i in frame["id"]]
+        return frame
+
+    def remove(self, runs: str | Iterable[str]) -> int:
+        """Delete runs (by name) with their points; all or none. Returns how many."""
+        names = [runs] if isinstance(runs, str) else [str(r) for r in runs]
+        with self._transaction():
+            ids = self._ids(names)
+            for run_id in ids.values():
+                self._con.execute("DELETE FROM points WHERE run_id = ?", (run_id,))
+                self._con.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        return len(ids)
+
+    def _ids(self, names: Sequence[str]) -> dict[str, int]:
+        found = {}
+        for name in dict.fromkeys(names):
+            row = self._con.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                raise InputError(f"no run named {name!r} in the store", source=str(self.path))
+            found[name] = int(row[0])
+        return found
+
+    # -- points -------------------------------------------------------------------------------
+    def import_frame(self, frame: pd.DataFrame, *, source: str,
+                     metrics: Sequence[str] | None = None) -> ImportSummary:
+        """Store a tidy curve frame in one transaction: every row, or nothing.
+
+        Metric columns are ``metrics``, else ``frame.attrs["metrics"]``, else
+        the columns named like a metric (loss, accuracy, …) plus any other
+        column that varies within a run; the remaining columns are run
+        configuration. A NaN metric cell means "not logged at this step".
+        Runs that exist already must have the same attributes; their new points
+        must not repeat a stored (step, metric).
+        """
+        where = Locator(str(source), None)
+        metrics, config = _classify(frame, metrics)
+        points = _numeric_points(frame, metrics, where)
+        codes, order = check_frame(points, where, metrics=metrics, config=config)
+        names = points["run"].to_numpy(dtype=object)
+        firsts = order[np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])]
+        with self._transaction():
+            ids = np.empty(len(firsts), dtype=np.int64)
+            existing = []
+            for code, row in enumerate(firsts):
+                columns = {c: _scalar(points[c].iloc[row]) for c in RUN_ONLY_COLUMNS
+                           if c in points}
+                settings = {c: _scalar(points[c].iloc[row]) for c in config}
+                before = self._con.total_changes
+                ids[code] = self._ensure_run(str(names[row]), str(source), columns,
+                                             {k: v for k, v in settings.items() if v is not None},
+                                             compare=True)
+                if self._con.total_changes == before:
+                    existing.append(code)
+            sorted_points = points.iloc[order].reset_index(drop=True)
+            run_ids = ids[codes[order]]
+            if existing:
+                self._check_against_stored(sorted_points, run_ids, np.isin(codes[order], existing),
+                                           metrics, where, order)
+            written = self._insert(sorted_points, run_ids, metrics)
+        return ImportSummary(runs=len(firsts), points=written)
+
+    def append_points(self, run: str | int, points: pd.DataFrame | Mapping[str, object]) -> int:
+        """Append points to an existing run (name or id) in one transaction; return how many.
+
+        ``points`` has ``step`` and metric columns, optionally ``compute``,
+        ``tokens`` and ``wall_time``; scalars make a single point. Points are
+        validated like an import, and against the run's stored points.
+        """
+        if isinstance(points, Mapping) and not isinstance(points, pd.DataFrame):
+            points = pd.DataFrame({k: np.atleast_1d(v) for k, v in points.items()})
+        frame = points.drop(columns=[c for c in ("run",) if c in points])
+        if "step" not in frame:
+            raise InputError("missing required column 'step' in the appended points",
+                             source=str(self.path))
+        metrics = [c for c in frame.columns if c not in ("step", *POINT_COLUMNS)]
+        if not metrics:
+            raise InputError("the appended points have no metric column", source=str(self.path))
+        where = Locator(str(self.path), None)
+        with self._transaction():
+            if isinstance(run, (int, np.integer)):
+                row = self._con.execute("SELECT id, name FROM runs WHERE id = ?",
+                                        (int(run),)).fetchone()
+            else:
+                row = self._con.execute("SELECT id, name FROM runs WHERE name = ?",
+                                        (str(run),)).fetchone()
+            if row is None:
+                raise InputError(f"no run {run!r} in the store; add it with add_run first",
+                                 source=str(self.path))
+            numeric = _numeric_points(frame.assign(run=row[1]), metrics, where)
+            _, order = check_frame(numeric, where, metrics=metrics)
+            numeric = numeric.iloc[order].reset_index(drop=True)
+            run_ids = np.full(len(numeric), row[0], dtype=np.int64)
+            self._check_against_stored(numeric, run_ids, np.ones(len(numeric), bool), metrics,
+                                       where, order)
+            return self._insert(numeric, run_ids, metrics)
+
+    def _check_against_stored(self, points: pd.DataFrame, run_ids: np.ndarray,
+                              mask: np.ndarray, metrics: Sequence[str], where: Locator,
+                              order: np.ndarray) -> None:
+        """New points of stored runs: no repeated (step, metric), compute still non-decreasing.
+
+        Only the stored points inside the new step range and their two
+        neighbours are read, so appending to a long run stays cheap.
+        """
+        con = self._con
+        steps = points["step"].to_numpy()
+        compute = points["compute"].to_numpy() if "compute" in points else None
+        for run_id in np.unique(run_ids[mask]):
+            rows = np.flatnonzero(run_ids == run_id)
+            lo, hi = int(steps[rows].min()), int(steps[rows].max())
+            for metric in metrics:
+                logged = rows[~np.isnan(points[metric].to_numpy()[rows])]
+                if len(logged) == 0:
+                    continue
+                inside = con.execute("SELECT step, compute FROM points WHERE run_id = ? AND "
+                                     "metric = ? AND step BETWEEN ? AND ?",
+                                     (int(run_id), metric, lo, hi)).fetchall()
+                clash = np.isin(steps[logged], [s for s, _ in inside])
+                if clash.any():
+                    row = int(logged[np.flatnonzero(clash)[0]])
+                    raise where.error(f"duplicate point: run {points['run'].iloc[row]!r} already "
+                                      f"has {metric!r} at step {steps[row]} in the store",
+                                      int(order[row]), "step")
+                if compute is None:
+                    continue
+                before = con.execute("SELECT step, compute FROM points WHERE run_id = ? AND "
+                                     "metric = ? AND step < ? ORDER BY step DESC LIMIT 1",
+                                     (int(run_id), metric, lo)).fetchall()
+                after = con.execute("SELECT step, compute FROM points WHERE run_id = ? AND "
+                                    "metric = ? AND step > ? ORDER BY step LIMIT 1",
+                                    (int(run_id), metric, hi)).fetchall()
+                stored = [(s, c) for s, c in (*before, *inside, *after) if c is not None]
+                merged = sorted([*stored, *((int(steps[r]), float(compute[r])) for r in logged
+                                            if not math.isnan(compute[r]))])
+                for (s0, c0), (s1, c1) in zip(merged, merged[1:]):
+                    if c1 < c0:
+                        raise InputError(f"compute decreases within run "
+                                         f"{points['run'].iloc[rows[0]]!r}: {c1!r} at step {s1} "
+                                         f"after {c0!r} at step {s0} (stored and new points)",
+                                         source=where.source, column="compute")
+
+    def _insert(self, points: pd.DataFrame, run_ids: np.ndarray, metrics: Sequence[str]) -> int:
+        """Bulk-insert points sorted by (run, step): one ``executemany`` per metric."""
+        extras = [c for c in POINT_COLUMNS if c in points]
+        values_sql = ", ".join(["?"] * (4 + len(extras)))
+        sql = (f"INSERT INTO points (run_id, step, metric, value"
+               f"{''.join(', ' + c for c in extras)}) VALUES ({values_sql})")
+        written = 0
+        for metric in metrics:
+            values = points[metric].to_numpy(dtype=np.float64)
+            keep = ~np.isnan(values)
+            columns = [run_ids[keep].tolist(), points["step"].to_numpy()[keep].tolist(),
+                       repeat(metric), values[keep].tolist(),
+                       *(points[c].to_numpy(dtype=np.float64)[keep].tolist() for c in extras)]
+            try:
+                self._con.executemany(sql, zip(*columns))
+            except sqlite3.IntegrityError as exc:  # a race is impossible inside the transaction
+                raise InputError(f"the points clash with stored ones ({exc})",
+                                 source=str(self.path)) from None
+            written += int(keep.sum())
+        return written
+
+    # -- reading ------------------------------------------------------------------------------
+    def curves(self, *, runs: str | Iterable[str] | None = None,
+               metric: str = "loss") -> pd.DataFrame:
+        """The tidy curve frame of ``metric`` for ``runs`` (names; all by default).
+
+        Columns: ``run``, ``step``, ``compute``, ``tokens`` (the point's, else the
+        run's), the metric, ``wall_time``, run-level attributes and configuration
+        keys; optional columns that are empty for every row are left out.
+        Rows are ordered by run (in the order added) and step.
+        """
+        if runs is None:
+            run_rows = self._con.execute(f"SELECT id, name, {', '.join(RUN_COLUMNS)}, config "
+                                         "FROM runs ORDER BY id").fetchall()
+        else:
+            names = [runs] if isinstance(runs, str) else list(runs)
+            wanted = self._ids(names)
+            run_rows = []
+            for run_id in sorted(wanted.values()):
+                run_rows.append(self._con.execute(
+                    f"SELECT id, name, {', '.join(RUN_COLUMNS)}, config FROM runs WHERE id = ?",
+                    (run_id,)).fetchone())
+        chunks = []
+        for run_row in run_rows:
+            chunks.append(self._con.execute(
+                "SELECT run_id, step, compute, tokens, value, wall_time FROM points "
+                "WHERE run_id = ? AND metric = ? ORDER BY step", (run_row[0], metric)).fetchall())
+        rows = [r for chunk in chunks for r in chunk]
+        return _assemble(rows, run_rows, metric)
+
+    def export(self, path: str | Path, *, format: str | None = None) -> int:
+        """Write every run's points, all metrics side by side, to CSV/Parquet/JSONL.
+
+        Run configuration goes to ``config.<key>`` columns so that re-importing
+        the file restores it. Returns the number of rows written.
+        """
+        from scalekit.curves.writers import write_curves
+
+        metrics = [r[0] for r in self._con.execute("SELECT DISTINCT metric FROM points "
+                                                   "ORDER BY metric")]
+        frame = None
+        for metric in metrics:
+            part = self.curves(metric=metric)
+            config = part.attrs["config_columns"]
+            part = part.rename(columns={c: CONFIG_PREFIX + c for c in config})
+            if frame is None:
+                frame = part
+                continue
+            keys = ["run", "step"]
+            shared = [c for c in part.columns if c in frame.columns and c not in keys]
+            frame = frame.merge(part, on=keys, how="outer", suffixes=("", "__new"), sort=False)
+            for column in shared:
+                frame[column] = frame[column].combine_first(frame.pop(column + "__new"))
+        if frame is None:
+            raise InputError("the store holds no points to export", source=str(self.path))
+        run_order = {name: i for i, name in enumerate(self.runs()["run"])}
+        frame = frame.sort_values(["run", "step"], key=lambda s: s.map(run_order)
+                                  if s.name == "run" else s, kind="stable")
+        ordered = [c for c in ("run", "step", "compute", "tokens") if c in frame] + metrics
+        frame = frame[ordered + [c for c in frame.columns if c not in ordered]]
+        write_curves(frame.reset_index(drop=True), path, format=format)
+        return len(frame)
+
+
+def _assemble(rows: list[tuple], run_rows: list[tuple], metric: str) -> pd.DataFrame:
+    """Build the tidy frame from point rows and run rows."""
+    data = np.array(rows, dtype=np.float64).reshape(-1, 6) if rows else np.zeros((0, 6))
+    run_ids = data[:, 0].astype(np.int64)
+    lookup = np.full(max((row[0] for row in run_rows), default=0) + 1, -1, dtype=np.int64)
+    for i, row in enumerate(run_rows):
+        lookup[row[0]] = i
+    which = lookup[run_ids]
+    attrs = np.array([[np.nan if v is None else float(v) for v in row[2:2 + len(RUN_COLUMNS)]]
+                      for row in run_rows], dtype=np.float64).reshape(-1, len(RUN_COLUMNS))
+    names = np.array([row[1] for row in run_rows], dtype=object)
+    out: dict[str, object] = {"run": names[which], "step": np.array(
+        [r[1] for r in rows], dtype=np.int64)}
+    out["compute"] = data[:, 2]
+    run_tokens = attrs[which, RUN_COLUMNS.index("tokens")]
+    out["tokens"] = np.where(np.isnan(data[:, 3]), run_tokens, data[:, 3])
+    out[metric] = data[:, 4]
+    out["wall_time"] = data[:, 5]
+    for column in RUN_ONLY_COLUMNS:
+        out[column] = attrs[which, RUN_COLUMNS.index(column)]
+    frame = pd.DataFrame(out)
+    optional = ["compute", "tokens", "wall_time", *RUN_ONLY_COLUMNS]
+    frame = frame.drop(columns=[c for c in optional if frame[c].isna().all()])
+    for column in INTEGER_RUN_COLUMNS:
+        if column in frame and not frame[column].isna().any():
+            frame[column] = frame[column].astype(np.int64)
+    configs = [json.loads(row[-1]) for row in run_rows]
+    keys = list(dict.fromkeys(k for config in configs for k in config))
+    keys = [k for k in keys if k not in frame.columns]
+    for key in keys:
+        per_run = [config.get(key) for config in configs]
+        column = pd.Series(per_run, dtype=object).iloc[which].to_numpy() if len(rows) else []
+        frame[key] = pd.Series(column, dtype=object).infer_objects() if len(rows) else []
+    frame.attrs.update(metrics=[metric], config_columns=keys, notes=[])
+    return frame
+
+
+def _classify(frame: pd.DataFrame, metrics: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """Split the non-reserved columns of ``frame`` into metrics and run configuration."""
+    for column in ("run", "step"):
+        if column not in frame:
+            raise InputError(f"missing required column {column!r} in the curve frame",
+                             column=column)
+    reserved = {"run", "step", *POINT_COLUMNS, *RUN_ONLY_COLUMNS}
+    rest = [c for c in frame.columns if c not in reserved]
+    if metrics is None and "metrics" in frame.attrs:
+        metrics = [m for m in frame.attrs["metrics"] if m in frame]
+    if metrics is None:
+        grouped = frame.groupby("run", sort=False)
+        metrics = [c for c in rest if is_metric_name(c)
+                   or (grouped[c].nunique(dropna=False) > 1).any()]
+    missing = [m for m in metrics if m not in frame]
+    if missing:
+        raise InputError(f"missing metric column {missing[0]!r} in the curve frame",
+                         column=missing[0])
+    if not metrics:
+        raise InputError("the curve frame has no metric column (such as 'loss')")
+    config = [c for c in rest if c not in metrics]
+    return list(metrics), config
+
+
+def _numeric_points(frame: pd.DataFrame, metrics: Sequence[str], where: Locator) -> pd.DataFrame:
+    """A copy of ``frame`` with checked numeric columns (steps int64, others float64)."""
+    out = {"run": frame["run"].astype(str).to_numpy(dtype=object),
+           "step": to_step(frame["step"].to_numpy(), "step", where)}
+    for column in (*POINT_COLUMNS, *RUN_ONLY_COLUMNS):
+        if column in frame:
+            out[column] = to_float(frame[column].to_numpy(), column, where, missing="nan")
+    for metric in metrics:
+        out[metric] = to_float(frame[metric].to_numpy(), metric, where, missing="nan")
+    data = pd.DataFrame(out)
+    logged = np.zeros(len(data), dtype=bool)
+    for metric in metrics:
+        logged |= ~np.isnan(data[metric].to_numpy())
+    if len(data) and not logged.all():
+        row = int(np.flatnonzero(~logged)[0])
+        raise where.error("the row has no metric value", row, metrics[0])
+    for column in frame.columns:
+        if column not in data:
+            data[column] = frame[column].to_numpy()
+    return data
+
+
+def _split_attrs(attrs: Mapping[str, object], *, source: str) -> tuple[dict, dict]:
+    columns, config = {}, {}
+    for key, value in attrs.items():
+        value = _scalar(value)
+        if key in RUN_COLUMNS:
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+                    value):
+                raise InputError(f"run attribute {key} = {value!r} is not a finite number",
+                                 source=source, column=key)
+            if key in LOG_COLUMNS and value <= 0:
+                raise InputError(f"run attribute {key} = {value!r} is not positive",
+                                 source=source, column=key)
+            if key in INTEGER_RUN_COLUMNS and float(value) != int(value):
+                raise InputError(f"run attribute {key} = {value!r} is not a whole number",
+                                 source=source, column=key)
+            columns[key] = int(value) if key in INTEGER_RUN_COLUMNS else float(value)
+        else:
+            try:
+                json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError):
+                raise InputError(f"run attribute {key} = {value!r} cannot be stored as JSON",
+                                 source=source, column=str(key)) from None
+            config[str(key)] = value
+    return columns, config
+
+
+def _scalar(value: object) -> object:
+    """A plain Python value for storing: numpy scalars unwrapped, NaN as None."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return float(a) == float(b)
+    return a == b

@@ -1,0 +1,201 @@
+"""Checks that turn raw columns into a valid tidy curve frame, or say exactly why not.
+
+Every rejection is an :class:`~scalekit.errors.InputError` naming the source,
+the line (the file line of the row; for frames without a file, the 1-based row),
+the column and the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from scalekit.curves.schema import INTEGER_RUN_COLUMNS, LOG_COLUMNS, RUN_ONLY_COLUMNS
+from scalekit.errors import InputError
+
+#: Cell texts read as "no value" in text formats.
+EMPTY_TEXTS = frozenset({"", "nan", "NaN", "NAN", "null", "None", "NA", "N/A", "n/a", "<NA>"})
+
+
+class Locator:
+    """Turns a row position of a frame into the line reported to the user."""
+
+    def __init__(self, source: str | None, lines: Sequence[int] | np.ndarray | None) -> None:
+        self.source = source
+        self.lines = None if lines is None else np.asarray(lines)
+
+    def line(self, row: int) -> int:
+        return int(self.lines[row]) if self.lines is not None else int(row) + 1
+
+    def error(self, reason: str, row: int | None = None, column: str | None = None) -> InputError:
+        line = None if row is None else self.line(row)
+        return InputError(reason, source=self.source, line=line, column=column)
+
+    def subset(self, rows: np.ndarray) -> "Locator":
+        lines = self.lines[rows] if self.lines is not None else np.asarray(rows) + 1
+        return Locator(self.source, lines)
+
+
+def to_float(values: pd.Series | np.ndarray, column: str, where: Locator, *,
+             missing: str = "error") -> np.ndarray:
+    """Convert a column of numbers or number texts to float64.
+
+    ``missing`` says what an empty cell is: ``"error"`` (rejected) or ``"nan"``
+    (kept as NaN, meaning "not logged"). Texts that are not numbers, and
+    explicit NaN or infinity, are always rejected.
+    """
+    raw = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
+    if raw.dtype.kind in "fiu":
+        out = raw.astype(np.float64)
+        nan = np.isnan(out)
+        if nan.any() and missing == "error":
+            row = int(np.flatnonzero(nan)[0])
+            raise where.error("the value is missing or NaN", row, column)
+        _check_finite(out, column, where)
+        return out
+    try:
+        fast = raw.astype(np.float64)
+    except (TypeError, ValueError):
+        fast = None
+    if fast is not None and not np.isnan(fast).any() and not any(
+            isinstance(cell, bool) for cell in raw):
+        _check_finite(fast, column, where)
+        return fast
+    out = np.full(len(raw), np.nan)
+    for row, cell in enumerate(raw):
+        if cell is None or (isinstance(cell, float) and np.isnan(cell)) or (
+                isinstance(cell, str) and cell.strip() in EMPTY_TEXTS):
+            if missing == "error" or (isinstance(cell, str) and cell.strip().lower() == "nan"):
+                text = "NaN" if isinstance(cell, (str, float)) and str(cell).strip() else "missing"
+                raise where.error(f"the value is {text}; a finite number is required", row, column)
+            continue
+        if isinstance(cell, bool):
+            raise where.error(f"the value {cell!r} is not a number", row, column)
+        try:
+            out[row] = float(cell.strip() if isinstance(cell, str) else cell)
+        except (TypeError, ValueError):
+            raise where.error(f"the value {cell!r} is not a number", row, column) from None
+    _check_finite(out, column, where)
+    return out
+
+
+def _check_finite(values: np.ndarray, column: str, where: Locator) -> None:
+    bad = np.isinf(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise where.error(f"the value is {values[row]!r}; a finite number is required", row, column)
+
+
+def to_step(values: pd.Series | np.ndarray, column: str, where: Locator) -> np.ndarray:
+    """Convert a step column to int64; steps are whole numbers >= 0."""
+    raw = np.asarray(values)
+    if raw.dtype.kind in "iu":
+        out = raw.astype(np.int64)
+    else:
+        floats = to_float(raw, column, where)
+        bad = (floats != np.round(floats)) | (np.abs(floats) > 2 ** 53)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise where.error(f"the step {floats[row]!r} is not a whole number", row, column)
+        out = floats.astype(np.int64)
+    negative = out < 0
+    if negative.any():
+        row = int(np.flatnonzero(negative)[0])
+        raise where.error(f"the step {out[row]} is negative", row, column)
+    return out
+
+
+def check_positive(values: np.ndarray, column: str, where: Locator) -> None:
+    """Reject values <= 0 in a column whose logarithm is taken (NaN = not logged, allowed)."""
+    bad = values <= 0
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise where.error(f"the value {values[row]!r} is not positive, but scaling laws take "
+                          "its logarithm", row, column)
+
+
+def run_order(runs: pd.Series | np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Run codes (by first appearance) and the row order sorting by (run, step).
+
+    Fast path for the usual layout where each run is one contiguous block of
+    rows with increasing steps: no sort and no hashing of every name.
+    """
+    names = np.asarray(runs, dtype=object)
+    n = len(names)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    change[1:] = names[1:] != names[:-1]
+    starts = np.flatnonzero(change)
+    if len(set(names[starts].tolist())) == len(starts):
+        codes = np.cumsum(change) - 1
+    else:
+        codes = pd.factorize(names)[0].astype(np.int64)
+    if np.all((np.diff(codes) > 0) | ((np.diff(codes) == 0) & (np.diff(steps) > 0))):
+        return codes, np.arange(n)
+    return codes, np.lexsort((steps, codes))
+
+
+def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
+                config: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Check the cross-row rules of a tidy frame whose columns are already numeric.
+
+    Rules: positive params/tokens/compute and loss-like metrics; no duplicate
+    (run, step); compute non-decreasing with step within a run; run-level
+    attributes (and ``config`` columns) constant within a run, and whole
+    numbers where they count things. Returns ``run_order(frame.run, frame.step)``.
+    """
+    from scalekit.curves.schema import is_log_metric
+
+    for column in (*LOG_COLUMNS, *(m for m in metrics if is_log_metric(m))):
+        if column in frame:
+            check_positive(frame[column].to_numpy(dtype=np.float64), column, where)
+    for column in INTEGER_RUN_COLUMNS:
+        if column in frame:
+            values = frame[column].to_numpy(dtype=np.float64)
+            bad = ~np.isnan(values) & (values != np.round(values))
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise where.error(f"the value {values[row]!r} is not a whole number", row, column)
+    steps = frame["step"].to_numpy()
+    codes, order = run_order(frame["run"], steps)
+    sorted_codes = codes[order]
+    same_run = sorted_codes[1:] == sorted_codes[:-1]
+    sorted_steps = steps[order]
+    dup = same_run & (sorted_steps[1:] == sorted_steps[:-1])
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        first, second = sorted((int(order[i]), int(order[i + 1])))
+        raise where.error(f"duplicate point: run {frame['run'].iloc[second]!r} has step "
+                          f"{steps[second]} twice (first on line {where.line(first)})",
+                          second, "step")
+    if "compute" in frame:
+        compute = frame["compute"].to_numpy(dtype=np.float64)[order]
+        falls = same_run & (compute[1:] < compute[:-1])
+        if falls.any():
+            i = int(np.flatnonzero(falls)[0])
+            row = int(order[i + 1])
+            raise where.error(f"compute decreases within run {frame['run'].iloc[row]!r}: "
+                              f"{compute[i + 1]!r} at step {steps[row]} after {compute[i]!r} at "
+                              f"step {steps[order[i]]}", row, "compute")
+    starts = np.flatnonzero(np.r_[True, ~same_run])
+    first_of = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    for column in (*RUN_ONLY_COLUMNS, *config):
+        if column not in frame:
+            continue
+        values = frame[column].to_numpy()[order]
+        first = values[first_of]
+        if values.dtype.kind == "f":
+            differ = ~((values == first) | (np.isnan(values) & np.isnan(first)))
+        else:
+            differ = ~pd.Series(values).eq(pd.Series(first)).to_numpy() & ~(
+                pd.isna(values) & pd.isna(first))
+        if differ.any():
+            i = int(np.flatnonzero(differ)[0])
+            raise where.error(f"the run-level value changes within run "
+                              f"{frame['run'].iloc[order[i]]!r} ({values[i]!r} after "
+                              f"{first[i]!r})", int(order[i]), column)
+    return codes, order

@@ -1,0 +1,113 @@
+"""Write a tidy curve frame in any format that :func:`read_curves` reads back.
+
+CSV, JSONL and Parquet keep every float bit (shortest round-trip text for the
+text formats). The W&B wide CSV carries one metric; TensorBoard event files
+store values as float32, as TensorBoard itself does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scalekit.checks import check_choice
+from scalekit.curves.schema import CONFIG_PREFIX
+from scalekit.errors import InputError
+
+WRITE_FORMATS = ("csv", "wandb", "jsonl", "parquet", "tensorboard")
+_SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
+             ".pq": "parquet"}
+
+
+def write_curves(frame: pd.DataFrame, path: str | Path, *, format: str | None = None,
+                 metric: str = "loss") -> Path:
+    """Write ``frame`` to ``path`` and return the path.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        A tidy curve frame. Columns listed in ``frame.attrs["config_columns"]``
+        are written as ``config.<name>`` so that reading restores them.
+    path : str or Path
+        Target file (a folder for ``tensorboard``: one sub-folder per run).
+    format : {"csv", "wandb", "jsonl", "parquet", "tensorboard"}, optional
+        Taken from the suffix when omitted.
+    metric : str
+        The metric written by the one-metric formats (``wandb``, ``tensorboard``).
+    """
+    path = Path(path)
+    if format is None:
+        format = _SUFFIXES.get(path.suffix.lower())
+        if format is None:
+            raise InputError(f"cannot tell the format from the suffix {path.suffix!r}; "
+                             "use .csv, .jsonl or .parquet", source=str(path))
+    check_choice("format", format, WRITE_FORMATS)
+    config = [c for c in frame.attrs.get("config_columns", ()) if c in frame]
+    frame = frame.rename(columns={c: CONFIG_PREFIX + c for c in config})
+    if format in ("wandb", "tensorboard") and metric not in frame:
+        raise InputError(f"the frame has no {metric!r} column to write", source=str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if format == "csv":
+        frame.to_csv(path, index=False)
+    elif format == "parquet":
+        frame.to_parquet(path, index=False)
+    elif format == "jsonl":
+        _write_jsonl(frame, path)
+    elif format == "wandb":
+        _write_wandb(frame, path, metric)
+    else:
+        _write_tensorboard(frame, path, metric)
+    return path
+
+
+def _write_jsonl(frame: pd.DataFrame, path: Path) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for record in frame.to_dict("records"):
+            clean = {}
+            for key, value in record.items():
+                if isinstance(value, np.generic):
+                    value = value.item()
+                if value is None or (isinstance(value, float) and math.isnan(value)):
+                    continue
+                clean[str(key)] = value
+            out.write(json.dumps(clean, allow_nan=False) + "\n")
+
+
+def _write_wandb(frame: pd.DataFrame, path: Path, metric: str) -> None:
+    """``Step`` plus ``<run> - <metric>`` and its ``__MIN``/``__MAX`` shadows, runs in order."""
+    wide = frame.pivot(index="step", columns="run", values=metric)
+    runs = list(dict.fromkeys(frame["run"]))
+    out = pd.DataFrame({"Step": wide.index.to_numpy()})
+    for run in runs:
+        values = wide[run].to_numpy()
+        for suffix in ("", "__MIN", "__MAX"):
+            out[f"{run} - {metric}{suffix}"] = values
+    out.to_csv(path, index=False)
+
+
+def _write_tensorboard(frame: pd.DataFrame, path: Path, metric: str) -> None:
+    """One sub-folder per run holding an event file with the metric (and compute/tokens)."""
+    try:
+        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.compat.proto.summary_pb2 import Summary
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise InputError("writing TensorBoard files needs the optional package 'tensorboard'",
+                         source=str(path)) from None
+    tags = [metric] + [c for c in ("compute", "tokens") if c in frame]
+    now = time.time()
+    for run, rows in frame.groupby("run", sort=False):
+        writer = EventFileWriter(str(path / str(run)))
+        rows = rows.sort_values("step")
+        walls = rows["wall_time"].to_numpy() if "wall_time" in rows else np.full(len(rows), now)
+        for i, step in enumerate(rows["step"].to_numpy()):
+            values = [Summary.Value(tag=tag, simple_value=float(rows[tag].iloc[i]))
+                      for tag in tags if not math.isnan(float(rows[tag].iloc[i]))]
+            writer.add_event(Event(wall_time=float(walls[i]), step=int(step),
+                                   summary=Summary(value=values)))
+        writer.close()
