@@ -1,7 +1,151 @@
-"""`scalekit store` (being built)."""
+"""``scalekit store``: import curves into the SQLite store, list, show, export, remove runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
 
 import typer
 
+from .common import parse_mapping, print_renderable, store_option
+
+store_app = typer.Typer(name="store", help="Keep learning curves in a SQLite store "
+                        "(import, ls, show, export, rm).", no_args_is_help=True)
+
+
+@store_app.command("import")
+def import_(
+    files: list[Path] = typer.Argument(..., help="Curve files (CSV, W&B CSV, JSONL, Parquet) "
+                                       "or TensorBoard folders."),
+    store: Path = store_option(),
+    mapping: list[str] = typer.Option([], "--map", help="Column role as role=column "
+                                      "(repeatable); run=a,b joins several columns."),
+    format: Optional[str] = typer.Option(None, "--format", help="csv, wandb, jsonl, parquet "
+                                         "or tensorboard (default: from the suffix)."),
+    metric: str = typer.Option("loss", "--metric", help="Name of the metric column."),
+    duplicates: str = typer.Option("error", "--duplicates", help="A repeated (run, step): "
+                                   "error, or keep the first or last."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+) -> None:
+    """Import curve files; each file is one transaction (all its rows or none)."""
+    from scalekit.curves import CurveStore, read_curves
+
+    roles = parse_mapping(mapping)
+    frames = [read_curves(file, format=format, mapping=roles, metric=metric,
+                          duplicates=duplicates) for file in files]
+    with CurveStore(store) as opened:
+        for file, frame in zip(files, frames):
+            summary = opened.import_frame(frame, source=str(file))
+            if not quiet:
+                typer.echo(f"{file}: imported {summary.points} points of {summary.runs} runs "
+                           f"into {store}")
+                for note in frame.attrs.get("notes", []):
+                    typer.echo(f"  note: {note}")
+
+
+@store_app.command("ls")
+def ls(store: Path = store_option()) -> None:
+    """List the runs: name, source, size, tokens, points and metrics."""
+    from rich.table import Table
+
+    from scalekit.curves import CurveStore
+
+    with CurveStore(store, create=False) as opened:
+        runs = opened.runs()
+    table = Table(title=f"{len(runs)} runs in {store}")
+    for column in ("run", "source", "params", "tokens", "points", "metrics"):
+        table.add_column(column, justify="right" if column in ("params", "tokens", "points")
+                         else "left")
+    for row in runs.itertuples():
+        table.add_row(row.run, row.source, _number(row.params), _number(row.tokens),
+                      str(row.points), ", ".join(row.metrics))
+    print_renderable(table)
+
+
+@store_app.command("show")
+def show(
+    run: str = typer.Argument(..., help="Run name."),
+    store: Path = store_option(),
+    metric: str = typer.Option("loss", "--metric", help="Metric to show."),
+    limit: int = typer.Option(20, "--limit", help="Show at most this many points (evenly "
+                              "spread, first and last included); 0 shows all."),
+) -> None:
+    """Show one run: its attributes and its curve."""
+    from rich.table import Table
+
+    from scalekit.checks import check_number
+    from scalekit.curves import CurveStore
+
+    check_number("limit", limit, low=0, integer=True)
+    with CurveStore(store, create=False) as opened:
+        runs = opened.runs()
+        frame = opened.curves(runs=[run], metric=metric)
+    info = runs.loc[runs["run"] == run].iloc[0]
+    typer.echo(f"run {run} (source {info['source']}): {info['points']} points, metrics "
+               + ", ".join(info["metrics"]))
+    attrs = {k: info[k] for k in ("params", "tokens", "depth", "width", "classes", "k", "seed")
+             if info[k] == info[k] and info[k] is not None}
+    attrs.update(info["config"])
+    if attrs:
+        typer.echo("  " + ", ".join(f"{k}={_number(v)}" for k, v in attrs.items()))
+    if frame.empty:
+        typer.echo(f"  no {metric!r} points")
+        return
+    if limit and len(frame) > limit:
+        import numpy as np
+
+        frame = frame.iloc[np.unique(np.linspace(0, len(frame) - 1, limit).round().astype(int))]
+    columns = [c for c in ("step", "compute", "tokens", metric, "wall_time") if c in frame]
+    table = Table()
+    for column in columns:
+        table.add_column(column, justify="right")
+    for values in frame[columns].itertuples(index=False):
+        table.add_row(*(_number(v) for v in values))
+    print_renderable(table)
+
+
+@store_app.command("export")
+def export(
+    out: Path = typer.Argument(..., help="Output file: .csv, .parquet or .jsonl."),
+    store: Path = store_option(),
+    format: Optional[str] = typer.Option(None, "--format", help="csv, parquet or jsonl "
+                                         "(default: from the suffix)."),
+) -> None:
+    """Export every run, all metrics side by side; re-importing gives the same curves."""
+    from scalekit.checks import check_choice
+    from scalekit.curves import CurveStore
+
+    if format is not None:
+        check_choice("format", format, ("csv", "parquet", "jsonl"))
+    with CurveStore(store, create=False) as opened:
+        rows = opened.export(out, format=format)
+    typer.echo(f"wrote {rows} rows to {out}")
+
+
+@store_app.command("rm")
+def rm(
+    runs: list[str] = typer.Argument(..., help="Run names."),
+    store: Path = store_option(),
+) -> None:
+    """Remove runs and their points (all named runs, or none if one is unknown)."""
+    from scalekit.curves import CurveStore
+
+    with CurveStore(store, create=False) as opened:
+        removed = opened.remove(runs)
+    typer.echo(f"removed {removed} runs from {store}")
+
+
+def _number(value: object) -> str:
+    """A compact text for a table cell: integers as is, floats with 6 significant digits."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
 
 def register(app: typer.Typer) -> None:
-    """Add the `store` command to ``app``."""
+    """Add the ``store`` command group to ``app``."""
+    app.add_typer(store_app)

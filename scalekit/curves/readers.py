@@ -44,7 +44,8 @@ def read_curves(path: str | Path, *, format: str | None = None,
     mapping : mapping role -> column, optional
         Explicit column roles (``run``, ``step``, ``params``, ``tokens``,
         ``compute``, ``loss``, ``wall_time``, ``depth``, ``width``, ``classes``,
-        ``k``, ``seed``), overriding alias detection.
+        ``k``, ``seed``), overriding alias detection. ``run`` may list several
+        columns (``"model,peak_lr"``) whose values, joined by ``/``, name a run.
     metric : str
         Name of the metric column of the result (``loss`` by default).
     duplicates : {"error", "first", "last"}
@@ -108,12 +109,16 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     notes: list[str] = []
     out: dict[str, object] = {}
     if "run" in roles:
-        runs = table[roles["run"]]
-        empty = runs.isna() | (runs.astype(str).str.strip() == "")
-        if empty.any():
-            raise where.error("the run name is missing", int(np.flatnonzero(empty)[0]),
-                              roles["run"])
-        out["run"] = runs.astype(str).str.strip().to_numpy(dtype=object)
+        parts = roles["run"] if isinstance(roles["run"], tuple) else (roles["run"],)
+        names = None
+        for part in parts:
+            runs = table[part]
+            empty = runs.isna() | (runs.astype(str).str.strip() == "")
+            if empty.any():
+                raise where.error("the run name is missing", int(np.flatnonzero(empty)[0]), part)
+            text = runs.astype(str).str.strip()
+            names = text if names is None else names + "/" + text
+        out["run"] = names.to_numpy(dtype=object)
     elif "step" in roles:
         out["run"] = np.full(len(table), default_run, dtype=object)
         notes.append(f"no run column: all rows are one run named {default_run!r}")
@@ -129,7 +134,8 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
         if repeated.any() and duplicates == "error":
             row = int(np.flatnonzero(repeated)[0])
             raise where.error(f"run {out['run'][row]!r} has several rows but the file has no "
-                              "step column; name one with --map step=COLUMN", row, roles["run"])
+                              "step column; name one with --map step=COLUMN", row,
+                              ",".join(parts))
         out["step"] = np.zeros(len(table), dtype=np.int64)
     for role in ("compute", "tokens", "wall_time"):
         if role in roles:
@@ -137,7 +143,8 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
                                  missing="nan")
     out[metric] = to_float(table[roles["loss"]].to_numpy(), roles["loss"], where)
     metrics = [metric]
-    used = set(roles.values())
+    used = {c for value in roles.values()
+            for c in (value if isinstance(value, tuple) else (value,))}
     for column in table.columns:
         if column not in used and not str(column).startswith(CONFIG_PREFIX) \
                 and is_metric_name(column) and column not in out:

@@ -9,7 +9,7 @@ A tidy curve frame has one row per logged point: ``run``, ``step``, optional
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from scalekit.errors import InputError
 
@@ -82,25 +82,29 @@ def resolve_roles(columns: Iterable[str], mapping: Mapping[str, str] | None, *,
     Returns
     -------
     dict
-        role -> column for every role found. Raises :class:`InputError` for an
+        role -> column for every role found (a tuple of columns for a composite
+        ``run``). Raises :class:`InputError` for an
         unknown role or a mapped column that the file lacks.
     """
     columns = [str(c) for c in columns]
     by_norm: dict[str, str] = {}
     for column in columns:
         by_norm.setdefault(normalise(column), column)
-    roles: dict[str, str] = {}
+    roles: dict[str, str | tuple[str, ...]] = {}
+    taken: set[str] = set()
     for role, column in (mapping or {}).items():
         role = "loss" if role == metric else role
         if role not in ALIASES:
             raise InputError(f"unknown role {role!r} in the column mapping; roles are "
                              + ", ".join(ROLES) + f" and the metric {metric!r}", source=source)
-        if column not in columns:
-            raise InputError(f"the column mapping sends {role!r} to column {column!r}, which "
-                             "the file does not have (columns: " + ", ".join(columns) + ")",
-                             source=source, line=1, column=str(column))
-        roles[role] = column
-    taken = set(roles.values())
+        parts = _run_parts(column, columns) if role == "run" else (column,)
+        for part in parts:
+            if part not in columns:
+                raise InputError(f"the column mapping sends {role!r} to column {part!r}, which "
+                                 "the file does not have (columns: " + ", ".join(columns) + ")",
+                                 source=source, line=1, column=str(part))
+        roles[role] = parts if len(parts) > 1 else parts[0]
+        taken.update(parts)
     for role, aliases in ALIASES.items():
         if role in roles:
             continue
@@ -113,3 +117,12 @@ def resolve_roles(columns: Iterable[str], mapping: Mapping[str, str] | None, *,
                 taken.add(column)
                 break
     return roles
+
+
+def _run_parts(column: str | Sequence[str], columns: list[str]) -> tuple[str, ...]:
+    """The columns naming a run: one, a sequence, or a comma-separated text."""
+    if isinstance(column, str):
+        if column in columns or "," not in column:
+            return (column,)
+        return tuple(part.strip() for part in column.split(","))
+    return tuple(str(part) for part in column)
