@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "scalekit_cli.fit",
     "scalekit_cli.store",
     "scalekit_cli.isoflop",
+    "scalekit_cli.train",
 )
 
 app = typer.Typer(

@@ -1,0 +1,31 @@
+"""Bundled torch trainers that produce learning curves (torch is imported lazily).
+
+``import scalekit.train`` is cheap: the configuration, sweep grid and executor
+seam load without torch; the loop, models, tasks and FLOP counting import torch
+when first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "TrainConfig": "scalekit.train.config",
+    "SweepSpec": "scalekit.train.sweep",
+    "StoreLog": "scalekit.train.sweep",
+    "run_sweep": "scalekit.train.sweep",
+    "make_executor": "scalekit.train.executors",
+    "available_tasks": "scalekit.train.tasks",
+    "train": "scalekit.train.loop",
+    "RunResult": "scalekit.train.loop",
+    "pick_device": "scalekit.train.loop",
+    "train_batched": "scalekit.train.batched",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'scalekit.train' has no attribute {name!r}")

@@ -1,0 +1,177 @@
+"""``scalekit train``: run a sweep of a bundled task and log its curves to the store."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import print_renderable, store_option
+
+
+def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
+    """Parse a comma-separated grid such as ``32,64,128`` (``inf`` means no limit for --data)."""
+    if text is None:
+        return None
+    from scalekit.checks import fail
+
+    values = []
+    for item in (part.strip() for part in text.split(",")):
+        if name == "data" and item.lower() in ("inf", "none"):
+            values.append(None)
+            continue
+        try:
+            values.append(kind(float(item)) if kind is int and float(item).is_integer() else kind(item))
+        except ValueError:
+            raise fail(name, item, f"a comma-separated list of {kind.__name__} values") from None
+    return values
+
+
+def _options(items: list[str]) -> dict:
+    """Parse repeated ``--option key=value`` (numbers become numbers)."""
+    import json
+
+    from scalekit.errors import InputError
+
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--option takes key=value, got {item!r}")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
+def _read_config(path: Path) -> dict:
+    """Read a JSON or TOML sweep file."""
+    import json
+    import tomllib
+
+    from scalekit.errors import InputError
+
+    if not path.exists():
+        raise InputError("no such file", source=str(path))
+    try:
+        if path.suffix == ".toml":
+            return tomllib.loads(path.read_text())
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"cannot parse the sweep file: {exc}", source=str(path)) from None
+
+
+def train(
+    task: str = typer.Argument(..., help="teacher_student, char_lm, next_pixel, hierarchical or "
+                               "residual_teacher."),
+    widths: Optional[str] = typer.Option(None, "--widths", help="Widths, e.g. 16,32,64."),
+    depths: Optional[str] = typer.Option(None, "--depths", help="Depths (hidden layers or blocks)."),
+    data: Optional[str] = typer.Option(None, "--data", help="Training-set sizes in samples "
+                                       "('inf': a fresh batch every step)."),
+    steps: Optional[str] = typer.Option(None, "--steps", help="Optimiser steps."),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="Initialisation seeds."),
+    lrs: Optional[str] = typer.Option(None, "--lrs", help="Peak learning rates."),
+    dropouts: Optional[str] = typer.Option(None, "--dropouts", help="Average dropout rates."),
+    dropout_schedules: Optional[str] = typer.Option(None, "--dropout-schedules",
+                                                    help="constant and/or front_loaded."),
+    config: Optional[Path] = typer.Option(None, "--config", help="JSON or TOML sweep file "
+                                          "(grid keys and any run setting); options given here win."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Samples per step."),
+    lr_schedule: Optional[str] = typer.Option(None, "--lr-schedule", help="constant or cosine."),
+    evals: Optional[int] = typer.Option(None, "--evals", help="Evaluations per run (log-spaced)."),
+    eval_size: Optional[int] = typer.Option(None, "--eval-size", help="Validation samples."),
+    data_seed: Optional[int] = typer.Option(None, "--data-seed", help="Seed of the task's data."),
+    option: list[str] = typer.Option([], "--option", help="Task setting key=value (repeatable)."),
+    device: str = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps."),
+    compile_model: bool = typer.Option(False, "--compile", help="Wrap models in torch.compile."),
+    executor: str = typer.Option("local", "--executor", help="local (process pool) or ray."),
+    workers: int = typer.Option(1, "--workers", help="Parallel runs (1: in this process)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join."),
+    store: Path = store_option(),
+    checkpoints: Optional[Path] = typer.Option(None, "--checkpoints", help="Checkpoint folder "
+                                               "(default: STORE.checkpoints); rerun to resume."),
+    export: Optional[Path] = typer.Option(None, "--export", help="Also write the store's curves "
+                                          "to this CSV/Parquet file."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+) -> None:
+    """Train a sweep (every combination of the grids) and log each evaluation to the store."""
+    from scalekit.train.executors import make_executor
+    from scalekit.train.sweep import SweepSpec, run_sweep
+
+    settings = _read_config(config) if config is not None else {}
+    settings["task"] = task
+    grids = {"widths": _grid(widths, "widths", int), "depths": _grid(depths, "depths", int),
+             "data": _grid(data, "data", int), "steps": _grid(steps, "steps", int),
+             "seeds": _grid(seeds, "seeds", int), "lrs": _grid(lrs, "lrs", float),
+             "dropouts": _grid(dropouts, "dropouts", float),
+             "dropout_schedules": _grid(dropout_schedules, "dropout_schedules", str)}
+    singles = {"batch_size": batch_size, "lr_schedule": lr_schedule, "evals": evals,
+               "eval_size": eval_size, "data_seed": data_seed}
+    settings.update({k: v for k, v in {**grids, **singles}.items() if v is not None})
+    settings.update(device=device, compile=compile_model)
+    if option:
+        settings["options"] = {**settings.get("options", {}), **_options(option)}
+    spec = SweepSpec.from_mapping(settings, source=str(config) if config else None)
+    configs = spec.configs()
+    from scalekit.train.tasks import get_task
+
+    get_task(task)  # reject an unknown task before any work
+    pool = make_executor(executor, max_workers=workers, address=ray_address)
+    checkpoint_dir = checkpoints or store.with_name(store.name + ".checkpoints")
+    try:
+        with _progress(len(configs), quiet) as advance:
+            frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
+                              on_run_done=advance)
+    finally:
+        pool.shutdown()
+    if export is not None:
+        from scalekit.curves import CurveStore
+
+        with CurveStore(store) as opened:
+            opened.export(export)
+    if not quiet:
+        print_renderable(_summary(frame, store))
+
+
+class _progress:
+    """A rich progress bar on a terminal; silent otherwise."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total, self.bar, self.task = total, None, None
+        if not quiet and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self.bar = Progress(console=Console(file=sys.stderr), transient=True)
+
+    def __enter__(self):
+        if self.bar is None:
+            return lambda name: None
+        self.bar.start()
+        self.task = self.bar.add_task("training", total=self.total)
+        return lambda name: self.bar.update(self.task, advance=1, description=name)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _summary(frame, store: Path):
+    from rich.table import Table
+
+    last = frame.sort_values("step").groupby("run", sort=False).tail(1).sort_values(["params", "step"])
+    table = Table(title=f"{last['run'].nunique()} runs → {store} (compute: counted FLOPs)")
+    for column in ("run", "params", "step", "tokens", "compute", "compute_6nd", "loss"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for row in last.itertuples(index=False):
+        table.add_row(row.run, f"{row.params:,}", f"{row.step:,}", f"{row.tokens:.3g}",
+                      f"{row.compute:.3g}", f"{row.compute_6nd:.3g}", f"{row.loss:.4g}")
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `train` command to ``app``."""
+    app.command("train")(train)

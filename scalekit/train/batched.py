@@ -1,0 +1,146 @@
+"""Many small models of one shape trained together in one set of kernels.
+
+Runs that differ only in ``seed``, ``lr``, ``weight_decay``, ``dropout`` and
+``dropout_schedule`` share the data and the architecture; their parameters are
+stacked with :func:`torch.func.stack_module_state` and one
+:func:`torch.func.vmap` of :func:`torch.func.functional_call` evaluates all of
+them on the same batch. AdamW is applied to the stacked tensors with a
+learning rate per model, in the same arithmetic as :class:`torch.optim.AdamW`,
+so each run follows the curve it would have trained alone (up to
+floating-point reordering, and dropout masks, which are drawn differently).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch.func import functional_call, stack_module_state, vmap
+
+from scalekit.errors import InputError
+from scalekit.train.config import TrainConfig
+from scalekit.train.flops import counted_step_flops, estimate_6nd
+from scalekit.train.loop import Log, RunResult, autocast, pick_device, run_attributes
+from scalekit.train.tasks import get_task
+
+PER_MODEL = ("seed", "lr", "weight_decay", "dropout", "dropout_schedule")
+BETAS, EPS = (0.9, 0.999), 1e-8
+
+
+def _shape_key(config: TrainConfig) -> TrainConfig:
+    return config.replace(seed=0, lr=1.0, weight_decay=0.0, dropout=0.0, dropout_schedule="constant")
+
+
+def _per_model(values: Sequence[float], like: torch.Tensor) -> torch.Tensor:
+    """A (M, 1, …) tensor broadcasting one value per model against ``like``."""
+    return torch.tensor(values, dtype=like.dtype, device=like.device).view(-1, *[1] * (like.dim() - 1))
+
+
+class StackedAdamW:
+    """AdamW over stacked parameters with one learning rate and weight decay per model.
+
+    Mirrors :class:`torch.optim.AdamW` (decoupled decay, bias-corrected moments).
+    """
+
+    def __init__(self, params: dict[str, torch.Tensor]) -> None:
+        self.params = params
+        self.exp_avg = {k: torch.zeros_like(p) for k, p in params.items()}
+        self.exp_avg_sq = {k: torch.zeros_like(p) for k, p in params.items()}
+        self.steps = 0
+
+    @torch.no_grad()
+    def step(self, lrs: Sequence[float], weight_decays: Sequence[float]) -> None:
+        self.steps += 1
+        beta1, beta2 = BETAS
+        correction1 = 1 - beta1 ** self.steps
+        correction2_sqrt = math.sqrt(1 - beta2 ** self.steps)
+        for key, p in self.params.items():
+            grad = p.grad
+            lr = _per_model(lrs, p)
+            p.mul_(1 - lr * _per_model(weight_decays, p))
+            self.exp_avg[key].lerp_(grad, 1 - beta1)
+            self.exp_avg_sq[key].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            denom = (self.exp_avg_sq[key].sqrt() / correction2_sqrt).add_(EPS)
+            p.sub_(lr / correction1 * self.exp_avg[key] / denom)
+            p.grad = None
+
+
+def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> list[RunResult]:
+    """Train runs of one shape together; returns one :class:`RunResult` per config, in order.
+
+    Parameters
+    ----------
+    configs : sequence of TrainConfig
+        Runs equal in everything but ``seed``, ``lr``, ``weight_decay``, ``dropout``
+        and ``dropout_schedule``.
+    log : callable, optional
+        ``log(name, attrs, points)`` after each evaluation, once per run.
+    """
+    configs = list(configs)
+    if not configs:
+        return []
+    first = configs[0]
+    if any(_shape_key(c) != _shape_key(first) for c in configs):
+        raise InputError("batched runs may differ only in " + ", ".join(PER_MODEL))
+    if first.compile:
+        raise InputError("batched training does not use torch.compile; drop `compile`")
+    device = pick_device(first.device)
+    task = get_task(first.task)
+    data = task.make_data(first)
+    models = []
+    for config in configs:
+        torch.manual_seed(config.seed)
+        models.append(task.make_model(config, data).to(device))
+    probe_x, probe_y = data.sample(np.random.default_rng(0), first.batch_size)
+    flops_per_step = counted_step_flops(models[0], data.loss_of, probe_x.to(device), probe_y.to(device))
+    attrs = [run_attributes(c, data, m, flops_per_step, device) for c, m in zip(configs, models)]
+    params, buffers = stack_module_state(models)
+    base = copy.deepcopy(models[0]).to("meta")
+    base.dropout_rate = 1.0 if any(c.dropout > 0 for c in configs) else 0.0
+
+    def one_loss(p, b, x, y):
+        return data.loss_of(functional_call(base, (p, b), (x,)), y)
+
+    losses = vmap(one_loss, in_dims=(0, 0, None, None), randomness="different")
+    optimizer = StackedAdamW(params)
+    batches = np.random.default_rng([first.data_seed, 1])
+    torch.manual_seed(first.seed)
+    evals = set(first.eval_steps())
+    points: list[list[dict[str, float]]] = [[] for _ in configs]
+    train_sum = torch.zeros(len(configs), device=device)
+    since_eval, started = 0, time.perf_counter()
+
+    for step in range(first.steps):
+        buffers["dropout_p"].copy_(torch.tensor([c.dropout_at(step) for c in configs], device=device))
+        base.train()
+        x, y = data.sample(batches, first.batch_size)
+        x, y = x.to(device), y.to(device)
+        with autocast(device):
+            loss = losses(params, buffers, x, y)
+        loss.sum().backward()  # models share no parameters: each gets its own gradient
+        optimizer.step([c.lr_at(step) for c in configs], [c.weight_decay for c in configs])
+        train_sum += loss.detach()
+        since_eval += 1
+        if step + 1 in evals:
+            base.eval()
+            with torch.no_grad(), autocast(device):
+                val = losses(params, buffers, data.val[0].to(device), data.val[1].to(device))
+            samples = (step + 1) * first.batch_size
+            tokens = samples * data.tokens_per_sample
+            wall = time.perf_counter() - started
+            for i, config in enumerate(configs):
+                point = {"step": step + 1, "samples": samples, "tokens": tokens,
+                         "compute": float((step + 1) * flops_per_step),
+                         "compute_6nd": estimate_6nd(attrs[i]["params"], tokens),
+                         "loss": float(val[i]), "val_loss": float(val[i]),
+                         "train_loss": float(train_sum[i]) / since_eval, "wall_time": wall}
+                points[i].append(point)
+                if log is not None:
+                    log(config.name, attrs[i], [point])
+            train_sum.zero_()
+            since_eval = 0
+    return [RunResult(c.name, a, p) for c, a, p in zip(configs, attrs, points)]

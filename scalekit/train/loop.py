@@ -1,0 +1,174 @@
+"""The training loop: one run, evaluated on a schedule, resumable from a checkpoint.
+
+Read top to bottom: pick the device, make the data and the model, count the
+FLOPs of one step, then step AdamW and evaluate at the configured steps. Every
+evaluation becomes a point (step, samples, tokens, counted FLOPs and 6·N·D,
+train and validation loss, wall time) handed to ``log`` and kept in the
+checkpoint, written after each evaluation, so a killed run continues exactly
+where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from scalekit.errors import InputError
+from scalekit.train.config import TrainConfig
+from scalekit.train.flops import counted_step_flops, estimate_6nd
+from scalekit.train.models import count_parameters
+from scalekit.train.tasks import get_task
+from scalekit.train.tasks.base import TaskData
+
+Log = Callable[[str, dict[str, Any], list[dict[str, float]]], None]
+
+
+@dataclass
+class RunResult:
+    """A finished run: its name, attributes and one row per evaluation."""
+
+    name: str
+    attrs: dict[str, Any]
+    points: list[dict[str, float]]
+
+    def frame(self) -> pd.DataFrame:
+        """The run as a tidy curve frame (points plus run-level columns)."""
+        frame = pd.DataFrame(self.points)
+        frame.insert(0, "run", self.name)
+        for key, value in self.attrs.items():
+            if key not in frame and isinstance(value, (int, float, str, bool)):
+                frame[key] = value
+        return frame
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """``"auto"``: CUDA, then MPS, then CPU; otherwise the named device."""
+    if name != "auto":
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def run_attributes(config: TrainConfig, data: TaskData, model: torch.nn.Module,
+                   flops_per_step: int, device: torch.device) -> dict[str, Any]:
+    """Run-level attributes stored with the curve."""
+    settings = {k: v for k, v in config.to_dict().items() if k not in ("options", "device", "compile")}
+    return {**settings, **count_parameters(model), **data.attrs,
+            "flops_per_step": flops_per_step, "compute_convention": "counted",
+            "tokens_per_sample": data.tokens_per_sample, "device": device.type,
+            "torch_version": torch.__version__}
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, data: TaskData, device: torch.device, chunk: int = 512) -> float:
+    """Mean validation loss."""
+    model.eval()
+    x, y = data.val
+    total = 0.0
+    for start in range(0, len(x), chunk):
+        xb, yb = x[start:start + chunk].to(device), y[start:start + chunk].to(device)
+        with autocast(device):
+            total += float(data.loss_of(model(xb), yb)) * len(xb)
+    model.train()
+    return total / len(x)
+
+
+def autocast(device: torch.device):
+    """bf16 autocast on CUDA, nothing elsewhere."""
+    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
+
+
+def _save(path: Path, state: dict[str, Any]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)  # atomic: a kill leaves the previous checkpoint intact
+
+
+def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path | None = None) -> RunResult:
+    """Train one run and return its curve.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        The run.
+    log : callable, optional
+        ``log(name, attrs, points)`` called after each evaluation with the new
+        point, and once at start-up with the points already in the checkpoint
+        (the receiver skips steps it has, see :class:`scalekit.train.sweep.StoreLog`).
+    checkpoint : path, optional
+        File to resume from (if present) and to write after every evaluation.
+    """
+    device = pick_device(config.device)
+    task = get_task(config.task)
+    data = task.make_data(config)
+    torch.manual_seed(config.seed)
+    model = task.make_model(config, data).to(device)
+    probe_x, probe_y = data.sample(np.random.default_rng(0), config.batch_size)
+    flops_per_step = counted_step_flops(model, data.loss_of, probe_x.to(device), probe_y.to(device))
+    attrs = run_attributes(config, data, model, flops_per_step, device)
+    params = attrs["params"]
+    forward = torch.compile(model) if config.compile else model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    batches = np.random.default_rng([config.data_seed, 1])
+    step, points, train_sum, train_count, elapsed = 0, [], 0.0, 0, 0.0
+
+    path = Path(checkpoint) if checkpoint is not None else None
+    if path is not None and path.exists():
+        state = torch.load(path, weights_only=True)
+        if state["name"] != config.name:
+            raise InputError(f"checkpoint holds run {state['name']!r}, not {config.name!r}", source=str(path))
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        batches.bit_generator.state = state["batches"]
+        torch.set_rng_state(state["torch_rng"])
+        step, points, elapsed = state["step"], state["points"], state["elapsed"]
+        if log is not None and points:
+            log(config.name, attrs, points)
+
+    evals = set(config.eval_steps())
+    model.train()
+    started = time.perf_counter() - elapsed
+    while step < config.steps:
+        for group in optimizer.param_groups:
+            group["lr"] = config.lr_at(step)
+        model.set_dropout(config.dropout_at(step))
+        x, y = data.sample(batches, config.batch_size)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        with autocast(device):
+            loss = data.loss_of(forward(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        step += 1
+        train_sum, train_count = train_sum + loss.item(), train_count + 1
+
+        if step in evals:
+            samples = step * config.batch_size
+            tokens = samples * data.tokens_per_sample
+            val_loss = evaluate(model, data, device)
+            point = {"step": step, "samples": samples, "tokens": tokens,
+                     "compute": float(step * flops_per_step), "compute_6nd": estimate_6nd(params, tokens),
+                     "loss": val_loss, "val_loss": val_loss, "train_loss": train_sum / train_count,
+                     "wall_time": time.perf_counter() - started}
+            points.append(point)
+            train_sum, train_count = 0.0, 0
+            if log is not None:
+                log(config.name, attrs, [point])
+            if path is not None:
+                _save(path, {"name": config.name, "model": model.state_dict(),
+                             "optimizer": optimizer.state_dict(), "batches": batches.bit_generator.state,
+                             "torch_rng": torch.get_rng_state(), "step": step, "points": points,
+                             "elapsed": point["wall_time"]})
+    return RunResult(config.name, attrs, points)

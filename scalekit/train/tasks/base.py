@@ -1,0 +1,80 @@
+"""What every task hands the loop: a batch sampler, a validation set, a loss."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+Sampler = Callable[[np.random.Generator, int], tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass
+class TaskData:
+    """The data side of a task, made once per ``data_seed``.
+
+    Attributes
+    ----------
+    sample : callable
+        ``sample(rng, size) -> (x, y)``: a training batch drawn with ``rng``.
+    val : tuple of tensors
+        Fixed validation inputs and targets.
+    loss : {"mse", "cross_entropy"}
+        Training and validation loss (mean over samples, and tokens for sequences).
+    n_in, n_out : int
+        Input features (or vocabulary) and outputs (or vocabulary).
+    tokens_per_sample : int
+        Tokens one sample contributes to D (1 for a vector sample).
+    attrs : dict
+        Run attributes the task adds (corpus hash, number of classes, …).
+    """
+
+    sample: Sampler
+    val: tuple[torch.Tensor, torch.Tensor]
+    loss: str
+    n_in: int
+    n_out: int
+    tokens_per_sample: int = 1
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def loss_of(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Mean loss of ``output`` against ``target``."""
+        if self.loss == "mse":
+            return F.mse_loss(output.float(), target)
+        return F.cross_entropy(output.float().reshape(-1, output.shape[-1]), target.reshape(-1))
+
+
+def index_sampler(x: torch.Tensor, y: torch.Tensor) -> Sampler:
+    """Sampler drawing rows of a finite training set uniformly with replacement."""
+
+    def sample(rng: np.random.Generator, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = torch.from_numpy(rng.integers(0, len(x), size))
+        return x[rows], y[rows]
+
+    return sample
+
+
+def vector_task(draw: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]], *,
+                rng: np.random.Generator, data: int | None, eval_size: int, loss: str,
+                n_in: int, n_out: int, attrs: dict[str, Any]) -> TaskData:
+    """A task over vectors drawn by ``draw(rng, n) -> (x, y)``.
+
+    The validation set is drawn first; then either a finite training set of ``data``
+    samples or, when ``data`` is None, a fresh batch at every step.
+    """
+    target_dtype = torch.float32 if loss == "mse" else torch.long
+
+    def as_tensors(x: np.ndarray, y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=target_dtype)
+
+    val = as_tensors(*draw(rng, eval_size))
+    if data is None:
+        def sample(batch_rng: np.random.Generator, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+            return as_tensors(*draw(batch_rng, size))
+    else:
+        sample = index_sampler(*as_tensors(*draw(rng, data)))
+    return TaskData(sample=sample, val=val, loss=loss, n_in=n_in, n_out=n_out, attrs=attrs)
