@@ -210,7 +210,7 @@ class IsoFLOPProfiles:
                        "left out")
         for budget, row in zip(self.budgets_["budget"], flags):
             for flag in row:
-                out.append(f"budget {budget:.2g} FLOPs: {CHECKS[flag]}")
+                out.append(f"budget {budget:.3g} FLOPs: {CHECKS[flag]}")
         return out
 
     def _check_fitted(self) -> None:

@@ -24,6 +24,7 @@ class Report:
     body: dict
     tables: list = field(default_factory=list)
     fitted: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
 
     def renderables(self):
         from rich.console import Group
@@ -37,6 +38,7 @@ class Report:
             for row in table["rows"]:
                 grid.add_row(*row)
             parts.append(grid)
+        parts += list(self.notes)
         for line in self.body.get("warnings", []):
             parts.append(f"[yellow]warning:[/yellow] {line}")
         return Group(*parts)
@@ -127,9 +129,9 @@ def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> Report:
                                 "prediction interval)",
                        "columns": ["by", "compute (FLOPs)", "N*", "D*", "D*/N*", "loss"],
                        "rows": rows}]
-    body["warnings"] = list(model.warnings_) + (
-        [body["compare_summary"]] if "compare_summary" in body else [])
-    return Report("Compute plan", body, tables, {"3": model})
+    body["warnings"] = list(model.warnings_)
+    notes = [body["compare_summary"]] if "compare_summary" in body else []
+    return Report("Compute plan", body, tables, {"3": model}, notes)
 
 
 def _tables(fitted, table, explained, target, level) -> list[dict]:
@@ -151,7 +153,7 @@ def _tables(fitted, table, explained, target, level) -> list[dict]:
         var = m.profile
         budget_rows = [[_g(r["budget"]), str(r["n_points"]),
                         _with_ci(r[f"{var}_opt"], (r.get(f"{var}_lo"), r.get(f"{var}_hi"))),
-                        f"{r['loss_opt']:.4g}", f"{r['offset']:+.2f}", r["flags"] or "-"]
+                        _g(r["loss_opt"], 4), _g(r["offset"], 2), r["flags"] or "-"]
                        for _, r in m.budgets_.iterrows()]
         out.append({"title": f"Approach 2 budgets ({m.assignment_.method}); vertex in log {var}",
                     "columns": ["budget", "points", f"{var}* [{pct}]", "loss*", "offset", "flags"],

@@ -59,8 +59,7 @@ def _parabolas(ax, profiles) -> None:
                     label=f"{row['budget']:.2g}")
             err = None
             if f"{var}_lo" in row:
-                err = [[row[f"{var}_opt"] - row[f"{var}_lo"]],
-                       [row[f"{var}_hi"] - row[f"{var}_opt"]]]
+                err = _bars(row[f"{var}_opt"], row[f"{var}_lo"], row[f"{var}_hi"])
             ax.errorbar([row[f"{var}_opt"]], [row["loss_opt"]], xerr=err, fmt="D", ms=5,
                         color=colour, mec="black", capsize=3)
     ax.set_xscale("log")
@@ -68,6 +67,12 @@ def _parabolas(ax, profiles) -> None:
     ax.set_ylabel("loss")
     ax.set_title("IsoFLOP profiles (vertex ± CI)")
     ax.legend(title="budget (FLOPs)", fontsize=7, title_fontsize=7, ncol=2)
+
+
+def _bars(value, lo, hi) -> np.ndarray:
+    """Error-bar lengths below and above ``value`` (a percentile interval may exclude it)."""
+    value, lo, hi = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (value, lo, hi))
+    return np.nan_to_num(np.stack([np.maximum(value - lo, 0), np.maximum(hi - value, 0)]))
 
 
 def _optimum_panel(ax, fitted, name, target_compute) -> None:
@@ -80,8 +85,7 @@ def _optimum_panel(ax, fitted, name, target_compute) -> None:
             c = table["budget"].to_numpy()
             ax.errorbar(c, table[f"{name}_opt"],
                         yerr=None if f"{name}_lo" not in table else
-                        [table[f"{name}_opt"] - table[f"{name}_lo"],
-                         table[f"{name}_hi"] - table[f"{name}_opt"]],
+                        _bars(table[f"{name}_opt"], table[f"{name}_lo"], table[f"{name}_hi"]),
                         fmt="o", ms=4, capsize=2, label=f"{label}: vertices")
             lows.append(c.min())
             highs.append(c.max())
