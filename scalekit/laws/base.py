@@ -61,6 +61,10 @@ class Law:
     log_function : callable, optional
         ``log_function(X, z) -> log y`` with ``z`` in the fitting space, written
         to stay finite where ``log(function(...))`` would not (log-sum-exp form).
+    log_jacobian : callable, optional
+        ``log_jacobian(X, z) -> J`` with shape ``(..., n, P)``: derivative of
+        ``log_function(X, z)`` with respect to ``z``. The fit engine uses finite
+        differences when it is missing.
     derive : callable, optional
         ``derive(values) -> dict`` of derived quantities from fitted values.
     description : str
@@ -73,6 +77,7 @@ class Law:
     formula: str
     function: Callable[[Inputs, np.ndarray], np.ndarray]
     log_function: Callable[[Inputs, np.ndarray], np.ndarray] | None = None
+    log_jacobian: Callable[[Inputs, np.ndarray], np.ndarray] | None = None
     derive: Callable[[Mapping[str, float]], dict] | None = None
     description: str = ""
     extra: Mapping[str, object] = field(default_factory=dict)
@@ -84,6 +89,14 @@ class Law:
     @property
     def log_mask(self) -> np.ndarray:
         return np.array([p.log for p in self.params])
+
+    def fitting_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds in the fitting space, each of shape (P,)."""
+        lower = np.array([p.lower for p in self.params], dtype=float)
+        upper = np.array([p.upper for p in self.params], dtype=float)
+        with np.errstate(divide="ignore"):
+            return (np.where(self.log_mask, np.log(np.maximum(lower, 0.0)), lower),
+                    np.where(self.log_mask, np.log(upper), upper))
 
     def to_natural(self, z: np.ndarray) -> np.ndarray:
         """Map fitting-space values ``z`` (..., P) to natural units."""

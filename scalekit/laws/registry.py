@@ -12,7 +12,10 @@ from scalekit.checks import check_choice
 from scalekit.laws.base import Law
 
 _LAWS: dict[str, Law] = {}
-_BUILTIN_MODULES: tuple[str, ...] = ()
+_BUILTIN_MODULES: tuple[str, ...] = (
+    "scalekit.laws.families",
+    "scalekit.laws.chinchilla",
+)
 _loaded = False
 
 

@@ -1,0 +1,169 @@
+"""`FitResult`: fitted values, uncertainty, statistics and predictions of one fit."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from scalekit.checks import check_choice, check_number
+from scalekit.fit.objective import log_jacobian
+from scalekit.laws.base import Law
+
+FORMAT = "scalekit.fitresult/1"
+
+
+@dataclass
+class FitResult:
+    """Outcome of :func:`~scalekit.fit.fit_law`.
+
+    Attributes
+    ----------
+    law : Law
+    values, stderr : dict of str to float
+        Fitted parameters and their standard errors (natural units).
+    ci : dict of str to (float, float)
+        Intervals at ``ci_level``: bootstrap percentiles when the fit was
+        bootstrapped, else normal intervals built in the fitting space.
+    ci_level : float
+    stats : dict
+        ``n_points``, ``n_params``, ``objective``, ``loss``, ``delta``, ``n_starts``,
+        ``n_at_best``, ``at_best_rtol``, ``converged``, ``message``, ``aic``, ``bic``,
+        ``residual_scale``, ``bootstrap``, ``ci_method``.
+    derived : dict
+        The law's derived quantities (for Chinchilla ``a``, ``b``, ``G``).
+    warnings : list of str
+    bootstrap_values : ndarray (B, P) or None
+        Parameters (natural units) of every bootstrap resample.
+    covariance : ndarray (P, P) or None
+        Asymptotic covariance in the fitting space (see :mod:`scalekit.fit.uncertainty`).
+    """
+
+    law: Law
+    values: dict[str, float]
+    stderr: dict[str, float]
+    ci: dict[str, tuple[float, float]]
+    ci_level: float
+    stats: dict[str, Any]
+    derived: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    bootstrap_values: np.ndarray | None = None
+    covariance: np.ndarray | None = None
+
+    @property
+    def theta(self) -> np.ndarray:
+        """Fitted values as an array in the law's parameter order."""
+        return np.array([self.values[name] for name in self.law.param_names], dtype=float)
+
+    def predict(self, X) -> np.ndarray:
+        """The fitted law at ``X`` (mapping of input name to array, or a DataFrame)."""
+        return self.law.predict(X, self.theta)
+
+    def interval(self, X, *, kind: str = "confidence", level: float | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """Interval for the mean law (``"confidence"``) or for a new point (``"prediction"``).
+
+        The confidence band is the percentile band of the bootstrap laws when the
+        fit was bootstrapped, else a normal band in the log space from the
+        covariance (delta method). The prediction interval adds the residual noise
+        in the log space: each half-width ``h`` of the band becomes
+        ``sqrt(h^2 + (z s)^2)``, with ``s = stats["residual_scale"]`` (root mean
+        square of the log residuals, ``n - p`` degrees of freedom) and ``z`` the
+        normal quantile of ``level``.
+
+        Returns
+        -------
+        lo, hi : ndarray
+        """
+        check_choice("kind", kind, ("confidence", "prediction"))
+        level = self.ci_level if level is None else level
+        check_number("level", level, low=0, high=1, low_open=True, high_open=True)
+        center = np.log(self.predict(X))
+        if self.bootstrap_values is not None and len(self.bootstrap_values):
+            draws = np.log(self.law.predict(X, self.bootstrap_values))     # (B, n)
+            tail = 50.0 * (1.0 - level)
+            lo, hi = np.nanpercentile(draws, [tail, 100.0 - tail], axis=0)
+            below, above = np.maximum(center - lo, 0.0), np.maximum(hi - center, 0.0)
+        else:
+            z = self.law.to_fitting(self.theta)
+            J = log_jacobian(self.law, _inputs(X, self.law), z)
+            cov = self.covariance if self.covariance is not None else np.full((len(z),) * 2, np.nan)
+            half = norm.ppf(0.5 + level / 2) * np.sqrt(np.einsum("np,pq,nq->n", J, cov, J))
+            below = above = half
+        if kind == "prediction":
+            noise = norm.ppf(0.5 + level / 2) * self.stats["residual_scale"]
+            below, above = np.hypot(below, noise), np.hypot(above, noise)
+        return np.exp(center - below), np.exp(center + above)
+
+    def to_json(self) -> dict:
+        """Plain-JSON dict (see :func:`scalekit.report.jsonio.dumps`); inverse of ``from_json``."""
+        from scalekit.report.jsonio import to_jsonable
+
+        law = {"name": self.law.name, "formula": self.law.formula,
+               "inputs": list(self.law.inputs), "params": list(self.law.param_names)}
+        if "expression" in self.law.extra:
+            law["expression"] = self.law.extra["expression"]
+        return to_jsonable({
+            "format": FORMAT,
+            "law": law,
+            "params": {name: {"value": self.values[name], "stderr": self.stderr[name],
+                              "ci": list(self.ci[name])} for name in self.law.param_names},
+            "ci_level": self.ci_level,
+            "stats": self.stats,
+            "derived": self.derived,
+            "warnings": list(self.warnings),
+            "covariance": self.covariance,
+            "bootstrap_values": self.bootstrap_values,
+        })
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FitResult":
+        """Rebuild a result written by :meth:`to_json` (the law is looked up again)."""
+        law = law_from_json(data["law"])
+        params = data["params"]
+
+        def number(value):
+            return np.nan if value is None else float(value)
+
+        names = law.param_names
+        boot = data.get("bootstrap_values")
+        cov = data.get("covariance")
+        return cls(
+            law=law,
+            values={k: number(params[k]["value"]) for k in names},
+            stderr={k: number(params[k]["stderr"]) for k in names},
+            ci={k: tuple(number(v) for v in params[k]["ci"]) for k in names},
+            ci_level=float(data["ci_level"]),
+            stats=dict(data["stats"]),
+            derived={k: (number(v) if v is None or isinstance(v, (int, float)) else v)
+                     for k, v in data.get("derived", {}).items()},
+            warnings=list(data.get("warnings", [])),
+            bootstrap_values=None if boot is None else np.array(boot, dtype=float),
+            covariance=None if cov is None else np.array(
+                [[number(v) for v in row] for row in cov], dtype=float),
+        )
+
+
+def law_from_json(spec: dict) -> Law:
+    """The law a result's ``law`` entry names: an expression, ``bnsl<k>`` or a registered name."""
+    from scalekit.laws import get_law
+
+    if "expression" in spec:
+        from scalekit.laws.expression import law_from_expression
+
+        extra_inputs = [name for name in spec["inputs"]
+                        if name not in ("params", "tokens", "compute", "x")]
+        return law_from_expression(spec["expression"], inputs=extra_inputs)
+    match = re.fullmatch(r"bnsl(\d+)", spec["name"])
+    if match:
+        from scalekit.laws.bnsl import bnsl
+
+        return bnsl(int(match.group(1)))
+    return get_law(spec["name"])
+
+
+def _inputs(X, law: Law) -> dict[str, np.ndarray]:
+    return {name: np.asarray(X[name], dtype=float) for name in law.inputs}

@@ -1,0 +1,106 @@
+"""The Chinchilla law ``L(N, D) = E + A / N^alpha + B / D^beta`` and its optimum.
+
+Hoffmann et al. (2022), "Training compute-optimal large language models", §3.3 and
+Appendix D: fitted as ``log L = logsumexp(a - alpha log N, b - beta log D, e)`` with
+``e = log E``, ``a = log A``, ``b = log B``, Huber loss (delta = 1e-3) on the log
+residuals, from the grid alpha, beta in {0, 0.5, ..., 2}, e in {-1, -0.5, ..., 1},
+a, b in {0, 5, ..., 25} (4,500 starts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from scalekit.checks import check_number
+from scalekit.laws.base import Law, Param
+from scalekit.laws.logsumexp import logsumexp_terms
+from scalekit.laws.registry import register_law
+
+_EXPONENT_GRID = (0.0, 0.5, 1.0, 1.5, 2.0)
+_LOG_FLOOR_GRID = (-1.0, -0.5, 0.0, 0.5, 1.0)
+_LOG_SCALE_GRID = (0.0, 5.0, 10.0, 15.0, 20.0, 25.0)
+
+
+def _function(X, theta):
+    theta = np.asarray(theta, dtype=float)
+    E, A, B, alpha, beta = (theta[..., k:k + 1] for k in range(5))
+    return E + A * X["params"] ** -alpha + B * X["tokens"] ** -beta
+
+
+def _terms(X, z):
+    z = np.asarray(z, dtype=float)
+    e, a, b, alpha, beta = (z[..., k:k + 1] for k in range(5))
+    return logsumexp_terms(e, a - alpha * np.log(X["params"]), b - beta * np.log(X["tokens"]))
+
+
+def _log_function(X, z):
+    return _terms(X, z)[0]
+
+
+def _log_jacobian(X, z):
+    _, (w_e, w_a, w_b) = _terms(X, z)
+    return np.stack([w_e, w_a, w_b, -w_a * np.log(X["params"]), -w_b * np.log(X["tokens"])],
+                    axis=-1)
+
+
+def optimum_coefficients(values: Mapping[str, float]) -> dict[str, float]:
+    """Exponents ``a``, ``b`` and the constant ``G`` of the compute-optimal allocation.
+
+    ``a = beta / (alpha + beta)``, ``b = alpha / (alpha + beta)`` and
+    ``G = (alpha A / (beta B))^(1 / (alpha + beta))`` (Hoffmann et al. 2022, Appendix D).
+    """
+    alpha, beta = float(values["alpha"]), float(values["beta"])
+    A, B = float(values["A"]), float(values["B"])
+    return {"a": beta / (alpha + beta), "b": alpha / (alpha + beta),
+            "G": (alpha * A / (beta * B)) ** (1.0 / (alpha + beta))}
+
+
+def chinchilla_optimum(values: Mapping[str, float], compute, flops_per_param_token: float = 6.0
+                       ) -> dict:
+    """Compute-optimal model size, token count and loss for a compute budget.
+
+    Minimising ``L(N, D)`` under ``C = k N D`` (``k = flops_per_param_token``, 6 by
+    the usual convention) gives ``N* = G (C/k)^a`` and ``D* = G^-1 (C/k)^b``
+    (Hoffmann et al. 2022, Appendix D).
+
+    Parameters
+    ----------
+    values : mapping
+        Fitted ``E``, ``A``, ``B``, ``alpha``, ``beta``.
+    compute : float or array
+        Budget(s) in FLOPs.
+    flops_per_param_token : float
+        FLOPs per parameter per token.
+
+    Returns
+    -------
+    dict
+        ``params`` (N*), ``tokens`` (D*), ``loss`` (L at the optimum), and ``a``, ``b``, ``G``.
+    """
+    check_number("flops_per_param_token", flops_per_param_token, low=0, low_open=True)
+    coefficients = optimum_coefficients(values)
+    budget = np.asarray(compute, dtype=float) / flops_per_param_token
+    params = coefficients["G"] * budget ** coefficients["a"]
+    tokens = budget ** coefficients["b"] / coefficients["G"]
+    theta = np.array([values[name] for name in CHINCHILLA.param_names], dtype=float)
+    loss = _function({"params": np.atleast_1d(params), "tokens": np.atleast_1d(tokens)}, theta)
+    loss = loss.reshape(np.shape(params))
+    if np.ndim(params) == 0:
+        params, tokens, loss = float(params), float(tokens), float(loss)
+    return {"params": params, "tokens": tokens, "loss": loss, **coefficients}
+
+
+CHINCHILLA = register_law(Law(
+    name="chinchilla",
+    inputs=("params", "tokens"),
+    params=(Param("E", 0.0, np.inf, _LOG_FLOOR_GRID, log=True),
+            Param("A", 0.0, np.inf, _LOG_SCALE_GRID, log=True),
+            Param("B", 0.0, np.inf, _LOG_SCALE_GRID, log=True),
+            Param("alpha", 0.0, np.inf, _EXPONENT_GRID),
+            Param("beta", 0.0, np.inf, _EXPONENT_GRID)),
+    formula="E + A / N^alpha + B / D^beta",
+    function=_function, log_function=_log_function, log_jacobian=_log_jacobian,
+    derive=optimum_coefficients,
+    description="Loss of N parameters trained on D tokens (Hoffmann et al. 2022, approach 3)."))
