@@ -85,7 +85,8 @@ def _check_finite(values: np.ndarray, column: str, where: Locator) -> None:
     bad = np.isinf(values)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise where.error(f"the value is {values[row]!r}; a finite number is required", row, column)
+        raise where.error(f"the value is {float(values[row])!r}; a finite number is required",
+                          row, column)
 
 
 def to_step(values: pd.Series | np.ndarray, column: str, where: Locator) -> np.ndarray:
@@ -98,7 +99,7 @@ def to_step(values: pd.Series | np.ndarray, column: str, where: Locator) -> np.n
         bad = (floats != np.round(floats)) | (np.abs(floats) > 2 ** 53)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise where.error(f"the step {floats[row]!r} is not a whole number", row, column)
+            raise where.error(f"the step {float(floats[row])!r} is not a whole number", row, column)
         out = floats.astype(np.int64)
     negative = out < 0
     if negative.any():
@@ -112,7 +113,7 @@ def check_positive(values: np.ndarray, column: str, where: Locator) -> None:
     bad = values <= 0
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise where.error(f"the value {values[row]!r} is not positive, but scaling laws take "
+        raise where.error(f"the value {float(values[row])!r} is not positive, but scaling laws take "
                           "its logarithm", row, column)
 
 
@@ -159,7 +160,7 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
             bad = ~np.isnan(values) & (values != np.round(values))
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
-                raise where.error(f"the value {values[row]!r} is not a whole number", row, column)
+                raise where.error(f"the value {float(values[row])!r} is not a whole number", row, column)
     steps = frame["step"].to_numpy()
     codes, order = run_order(frame["run"], steps)
     sorted_codes = codes[order]
@@ -179,7 +180,7 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
             i = int(np.flatnonzero(falls)[0])
             row = int(order[i + 1])
             raise where.error(f"compute decreases within run {frame['run'].iloc[row]!r}: "
-                              f"{compute[i + 1]!r} at step {steps[row]} after {compute[i]!r} at "
+                              f"{float(compute[i + 1])!r} at step {steps[row]} after {float(compute[i])!r} at "
                               f"step {steps[order[i]]}", row, "compute")
     starts = np.flatnonzero(np.r_[True, ~same_run])
     first_of = np.repeat(starts, np.diff(np.r_[starts, len(order)]))

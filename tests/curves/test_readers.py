@@ -1,0 +1,155 @@
+"""Readers: every format round-trips random tidy frames; aliases, mappings and real data."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from curves.curve_frames import FLOAT32, assert_same_frame, expected_read, tidy_frames
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scalekit.curves import read_curves, write_curves
+from scalekit.errors import InputError
+
+PROPERTY = settings(max_examples=25, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@PROPERTY
+@given(frame=tidy_frames())
+def test_long_csv_round_trips_every_float_bit(tmp_path, frame):
+    path = tmp_path / "curves.csv"
+    write_curves(frame, path)
+    assert_same_frame(read_curves(path), expected_read(frame))
+
+
+@PROPERTY
+@given(frame=tidy_frames())
+def test_jsonl_round_trips(tmp_path, frame):
+    path = tmp_path / "curves.jsonl"
+    write_curves(frame, path)
+    assert_same_frame(read_curves(path), expected_read(frame))
+
+
+@PROPERTY
+@given(frame=tidy_frames())
+def test_parquet_round_trips(tmp_path, frame):
+    path = tmp_path / "curves.parquet"
+    write_curves(frame, path)
+    assert_same_frame(read_curves(path), expected_read(frame))
+
+
+@PROPERTY
+@given(frame=tidy_frames(optional=False, max_runs=5))
+def test_wandb_wide_csv_round_trips(tmp_path, frame):
+    path = tmp_path / "wandb_export.csv"
+    write_curves(frame, path, format="wandb")
+    header = next(csv.reader(path.open()))
+    assert header[0] == "Step" and any(h.endswith("__MIN") for h in header)
+    assert_same_frame(read_curves(path), frame)
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frame=tidy_frames(optional=False, values=FLOAT32, max_runs=3, max_steps=4))
+def test_tensorboard_dir_round_trips(tmp_path_factory, frame):
+    folder = tmp_path_factory.mktemp("tb")
+    write_curves(frame, folder, format="tensorboard")
+    back = read_curves(folder)
+    assert "wall_time" in back
+    by_key = ["run", "step"]  # a folder of runs has no order: compare sorted by name
+    assert_same_frame(back.drop(columns="wall_time").sort_values(by_key),
+                      frame.sort_values(by_key))
+
+
+@PROPERTY
+@given(rows=st.lists(st.tuples(st.floats(1e3, 1e12), st.floats(1e15, 1e25), st.floats(0.1, 10)),
+                     min_size=1, max_size=20))
+def test_per_run_csv_makes_each_row_a_run_and_derives_tokens(tmp_path, rows):
+    path = tmp_path / "finals.csv"
+    pd.DataFrame(rows, columns=["Model Size", "Training FLOP", "loss"]).assign(x=1.5, color="red") \
+        .to_csv(path, index=False)
+    frame = read_curves(path)
+    assert list(frame["run"]) == [f"finals:{i + 2}" for i in range(len(rows))]
+    assert (frame["step"] == 0).all()
+    params = np.array([r[0] for r in rows])
+    compute = np.array([r[1] for r in rows])
+    assert np.array_equal(frame["params"].to_numpy(), params)
+    assert np.array_equal(frame["tokens"].to_numpy(), compute / (6.0 * params))
+    assert "x" not in frame and "color" not in frame
+    assert any("derived" in note for note in frame.attrs["notes"])
+
+
+def test_chinchilla_svg_gives_245_runs_with_n_d_c(shared_data):
+    path = shared_data / "chinchilla_epoch_svg.csv"
+    with path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    frame = read_curves(path)
+    assert frame["run"].nunique() == len(frame) == len(rows) == 245
+    assert {"params", "compute", "tokens", "loss"} <= set(frame.columns)
+    assert not {"x", "y", "color", "hex_color"} & set(frame.columns)
+    assert [float(r["loss"]) for r in rows] == frame["loss"].tolist()
+    ratio = frame["compute"] / (6 * frame["params"] * frame["tokens"])
+    assert np.allclose(ratio, 1.0, rtol=1e-12)
+
+
+def test_misfitting_checkpoints_read_with_a_mapping(shared_data):
+    path = shared_data / "misfitting_all_checkpoints.csv"
+    key = ["model", "sweep", "peak_lr", "total_steps", "total_epochs"]
+    with path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    runs, seen = set(), set()
+    for row in rows:
+        runs.add(tuple(row[k] for k in key))
+        seen.add(tuple(row[k] for k in key) + (row["current_steps"],))
+    with pytest.raises(InputError) as info:  # the published file repeats some checkpoints
+        read_curves(path, mapping={"run": ",".join(key), "step": "current_steps"})
+    assert info.value.column == "step" and info.value.line is not None
+    frame = read_curves(path, mapping={"run": ",".join(key), "step": "current_steps"},
+                        duplicates="first")
+    assert frame["run"].nunique() == len(runs)
+    assert len(frame) == len(seen)
+    assert frame["params"].nunique() == len({row["N"] for row in rows})
+    by_run = frame.groupby("run", sort=False)
+    assert (by_run["tokens"].diff().dropna() > 0).all()
+
+
+def test_aliases_are_detected_and_mapping_overrides_them(tmp_path):
+    path = tmp_path / "runs.csv"
+    pd.DataFrame({"name": ["a", "a", "b"], "iter": [1, 2, 1], "n_params": [10.0, 10.0, 20.0],
+                  "num_tokens": [5.0, 9.0, 4.0], "val_loss": [3.0, 2.5, 2.8],
+                  "other_loss": [1.0, 1.5, 2.0]}).to_csv(path, index=False)
+    auto = read_curves(path)
+    assert list(auto["run"]) == ["a", "a", "b"] and list(auto["step"]) == [1, 2, 1]
+    assert list(auto["loss"]) == [3.0, 2.5, 2.8] and list(auto["params"]) == [10.0, 10.0, 20.0]
+    mapped = read_curves(path, mapping={"loss": "other_loss"})
+    assert list(mapped["loss"]) == [1.0, 1.5, 2.0]
+    named = read_curves(path, metric="val_loss")
+    assert list(named["val_loss"]) == [3.0, 2.5, 2.8] and "loss" not in named
+
+
+def test_mapping_to_a_missing_column_or_unknown_role_is_rejected(tmp_path):
+    path = tmp_path / "runs.csv"
+    pd.DataFrame({"run": ["a"], "step": [1], "loss": [2.0]}).to_csv(path, index=False)
+    with pytest.raises(InputError) as info:
+        read_curves(path, mapping={"params": "size"})
+    assert info.value.column == "size" and info.value.line == 1
+    with pytest.raises(InputError, match="unknown role"):
+        read_curves(path, mapping={"flavour": "run"})
+
+
+def test_jsonl_errors_name_the_line(tmp_path):
+    path = tmp_path / "log.jsonl"
+    lines = [{"run": "a", "step": 1, "loss": 2.0}, {"run": "a", "step": 2, "loss": "high"}]
+    path.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    with pytest.raises(InputError) as info:
+        read_curves(path)
+    assert (info.value.line, info.value.column) == (2, "loss")
+    path.write_text('{"run": "a", "step": 1, "loss": 2.0}\n{"run": "a", \n')
+    with pytest.raises(InputError) as info:
+        read_curves(path)
+    assert info.value.line == 2
