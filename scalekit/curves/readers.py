@@ -9,6 +9,7 @@ optional ``tensorboard`` package).
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from collections.abc import Mapping
@@ -224,25 +225,53 @@ def _detect_format(path: Path, format: str | None) -> str:
 
 
 def _read_csv(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
-    """Read every cell as text; return the table and the file line of each row."""
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    """Read every cell as text; return the table and the file line where each row starts."""
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    source = str(path)
     try:
-        table = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
-                            skip_blank_lines=False, engine="c")
-    except pd.errors.EmptyDataError:
-        raise InputError("the file is empty", source=str(path)) from None
-    except pd.errors.ParserError as exc:
-        match = re.search(r"line (\d+)", str(exc))
-        raise InputError(f"the file is not valid CSV ({exc})".rstrip(), source=str(path),
-                         line=int(match.group(1)) if match else None) from None
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle, delimiter=delimiter, strict=True)
+            header, rows, lines = None, [], []
+            while True:
+                start = reader.line_num + 1
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    break
+                if not row or all(not cell.strip() for cell in row):
+                    continue
+                if header is None:
+                    header = [cell.strip() for cell in row]
+                    _check_header(header, source)
+                    continue
+                if len(row) != len(header):
+                    raise InputError(f"the row has {len(row)} cells but the header has "
+                                     f"{len(header)}; the file is not valid CSV",
+                                     source=source, line=start)
+                rows.append(row)
+                lines.append(start)
+    except csv.Error as exc:
+        raise InputError(f"the file is not valid CSV ({exc})", source=source,
+                         line=reader.line_num) from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"the file is not UTF-8 text ({exc.reason})", source=str(path)) from None
-    lines = np.arange(len(table)) + 2
-    blank = (table.fillna("") == "").all(axis=1).to_numpy()
-    if blank.any():
-        table = table.loc[~blank].reset_index(drop=True)
-        lines = lines[~blank]
-    return table, lines
+        raise InputError(f"the file is not UTF-8 text ({exc.reason})", source=source) from None
+    if header is None:
+        raise InputError("the file is empty", source=source)
+    columns = list(zip(*rows)) if rows else [()] * len(header)
+    table = pd.DataFrame({name: np.array(cells, dtype=object)
+                          for name, cells in zip(header, columns)}, columns=header)
+    return table, np.asarray(lines, dtype=np.int64)
+
+
+def _check_header(header: list[str], source: str) -> None:
+    seen = set()
+    for name in header:
+        if not name:
+            raise InputError("the header has an empty column name", source=source, line=1)
+        if name in seen:
+            raise InputError("the column name appears twice in the header", source=source,
+                             line=1, column=name)
+        seen.add(name)
 
 
 def _read_jsonl(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
