@@ -172,6 +172,14 @@ class CurveStore:
                 if value is not None and have is not None and not _same(value, have):
                     raise InputError(f"run {name!r} exists with {key} = {have!r}, not {value!r}",
                                      source=str(self.path), column=key)
+            new_columns = {k: v for k, v in columns.items() if stored.get(k) is None}
+            new_config = {k: v for k, v in config.items() if k not in stored_config}
+            if new_columns or new_config:  # attributes the run did not have yet are filled in
+                self._con.execute(
+                    f"UPDATE runs SET {''.join(f'{k} = ?, ' for k in new_columns)}config = ? "
+                    "WHERE id = ?", (*new_columns.values(),
+                                     json.dumps({**stored_config, **new_config}, sort_keys=True),
+                                     row[0]))
         return int(row[0])
 
     def runs(self) -> pd.DataFrame:
@@ -356,7 +364,7 @@ class CurveStore:
         """The tidy curve frame of ``metric`` for ``runs`` (names; all by default).
 
         Columns: ``run``, ``step``, ``compute``, ``tokens`` (the point's, else the
-        run's), the metric, ``wall_time``, run-level attributes and configuration
+        run's, else compute / (6 params) as in :func:`read_curves`), the metric, ``wall_time``, run-level attributes and configuration
         keys; optional columns that are empty for every row are left out.
         Rows are ordered by run (in the order added) and step.
         """
@@ -427,8 +435,11 @@ def _assemble(rows: list[tuple], run_rows: list[tuple], metric: str) -> pd.DataF
     out: dict[str, object] = {"run": names[which], "step": np.array(
         [r[1] for r in rows], dtype=np.int64)}
     out["compute"] = data[:, 2]
-    run_tokens = attrs[which, RUN_COLUMNS.index("tokens")]
-    out["tokens"] = np.where(np.isnan(data[:, 3]), run_tokens, data[:, 3])
+    tokens = np.where(np.isnan(data[:, 3]), attrs[which, RUN_COLUMNS.index("tokens")], data[:, 3])
+    derived = np.isnan(tokens) & ~np.isnan(data[:, 2] * attrs[which, RUN_COLUMNS.index("params")])
+    if derived.any():
+        tokens[derived] = data[derived, 2] / (6.0 * attrs[which, RUN_COLUMNS.index("params")][derived])
+    out["tokens"] = tokens
     out[metric] = data[:, 4]
     out["wall_time"] = data[:, 5]
     for column in RUN_ONLY_COLUMNS:
@@ -446,7 +457,8 @@ def _assemble(rows: list[tuple], run_rows: list[tuple], metric: str) -> pd.DataF
         per_run = [config.get(key) for config in configs]
         column = pd.Series(per_run, dtype=object).iloc[which].to_numpy() if len(rows) else []
         frame[key] = pd.Series(column, dtype=object).infer_objects() if len(rows) else []
-    frame.attrs.update(metrics=[metric], config_columns=keys, notes=[])
+    notes = ["tokens derived as compute / (6 * params) where not stored"] if derived.any() else []
+    frame.attrs.update(metrics=[metric], config_columns=keys, notes=notes)
     return frame
 
 

@@ -1,0 +1,166 @@
+"""CurveStore: imports, runs, appends, export round trips and concurrent writers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+
+import numpy as np
+import pandas as pd
+import pytest
+from curves.curve_frames import assert_same_frame, expected_read, tidy_frames
+from hypothesis import HealthCheck, given, settings
+
+from scalekit.curves import CurveStore, ImportSummary, read_curves
+from scalekit.errors import InputError
+
+PROPERTY = settings(max_examples=20, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _fresh(tmp_path_factory) -> CurveStore:
+    return CurveStore(tmp_path_factory.mktemp("store") / "curves.db")
+
+
+@PROPERTY
+@given(frame=tidy_frames())
+def test_import_then_curves_gives_the_frame_back(tmp_path_factory, frame):
+    with _fresh(tmp_path_factory) as store:
+        summary = store.import_frame(frame, source="hypothesis")
+        assert summary == ImportSummary(runs=frame["run"].nunique(), points=len(frame))
+        assert_same_frame(store.curves(), expected_read(frame))
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frame=tidy_frames())
+def test_export_and_reimport_round_trips_exactly(tmp_path_factory, frame):
+    folder = tmp_path_factory.mktemp("export")
+    with CurveStore(folder / "a.db") as store:
+        store.import_frame(frame.assign(val_loss=frame["loss"] * 0.5), source="hypothesis")
+        store.add_run(frame["run"].iloc[0], attrs={"lr": 3e-4, "optimizer": "adam"})
+        original = {m: store.curves(metric=m) for m in ("loss", "val_loss")}
+        store.export(folder / "out.csv")
+        store.export(folder / "out.parquet")
+    for name in ("out.csv", "out.parquet"):
+        with CurveStore(folder / f"{name}.db") as copy:
+            copy.import_frame(read_curves(folder / name), source=name)
+            for metric, curves in original.items():
+                assert_same_frame(copy.curves(metric=metric), curves)
+            if "lr" in curves:
+                assert copy.curves()["lr"].iloc[0] == 3e-4
+
+
+def test_tables_pragmas_and_index(tmp_path):
+    path = tmp_path / "s.db"
+    with CurveStore(path) as store:
+        store.add_run("r", attrs={"params": 1e6})
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    columns = {t: [r[1] for r in con.execute(f"PRAGMA table_info({t})")]
+               for t in ("runs", "points")}
+    assert columns["runs"] == ["id", "name", "source", "params", "tokens", "depth", "width",
+                               "classes", "k", "seed", "config"]
+    assert columns["points"] == ["run_id", "step", "metric", "value", "compute", "tokens",
+                                 "wall_time"]
+    plan = " ".join(str(r) for r in con.execute(
+        "EXPLAIN QUERY PLAN SELECT * FROM points WHERE run_id = 1 AND metric = 'loss' "
+        "ORDER BY step"))
+    assert "PRIMARY KEY" in plan and "TEMP B-TREE" not in plan
+    con.execute("INSERT INTO points VALUES (1, 5, 'loss', 1.0, NULL, NULL, NULL)")
+    with pytest.raises(sqlite3.IntegrityError):
+        con.execute("INSERT INTO points VALUES (1, 5, 'loss', 2.0, NULL, NULL, NULL)")
+    con.close()
+
+
+def test_add_run_is_idempotent_and_rejects_other_attributes(tmp_path):
+    with CurveStore(tmp_path / "s.db") as store:
+        first = store.add_run("r", attrs={"params": 1e6, "depth": 4, "lr": 0.1})
+        assert store.add_run("r", attrs={"params": 1e6, "depth": 4, "lr": 0.1}) == first
+        assert store.add_run("r") == first
+        with pytest.raises(InputError, match="params"):
+            store.add_run("r", attrs={"params": 2e6})
+        with pytest.raises(InputError, match="not positive"):
+            store.add_run("s", attrs={"params": 0})
+        other = store.add_run("s", attrs={"seed": 3})
+        assert other != first
+        runs = store.runs()
+        assert list(runs["run"]) == ["r", "s"]
+        assert runs.loc[0, "config"] == {"lr": 0.1} and runs.loc[0, "depth"] == 4
+
+
+def test_append_points_in_batches_equals_one_import(tmp_path):
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 301)
+    loss = 2 + 5 * steps ** -0.3 + rng.normal(0, 1e-3, steps.size)
+    frame = pd.DataFrame({"run": "r", "step": steps, "loss": loss, "compute": steps * 1e12,
+                          "params": 1e6})
+    with CurveStore(tmp_path / "one.db") as one, CurveStore(tmp_path / "many.db") as many:
+        one.import_frame(frame, source="x")
+        many.add_run("r", attrs={"params": 1e6})
+        order = rng.permutation(30)  # batches arrive in any order
+        total = 0
+        for batch in order:
+            rows = slice(batch * 10, batch * 10 + 10)
+            total += many.append_points("r", {"step": steps[rows], "loss": loss[rows],
+                                              "compute": steps[rows] * 1e12})
+        assert total == 300
+        assert_same_frame(many.curves(runs="r"), one.curves(runs=["r"]))
+
+
+def test_remove_is_all_or_nothing(tmp_path):
+    with CurveStore(tmp_path / "s.db") as store:
+        store.import_frame(pd.DataFrame({"run": ["a", "b", "c"], "step": 1, "loss": 2.0}),
+                           source="x")
+        with pytest.raises(InputError, match="ghost"):
+            store.remove(["a", "ghost"])
+        assert store.remove(["a", "c"]) == 2
+        assert list(store.curves()["run"]) == ["b"]
+        assert list(store.runs()["run"]) == ["b"]
+
+
+def test_secondary_metric_with_gaps_is_kept_per_step(tmp_path):
+    frame = pd.DataFrame({"run": "r", "step": [1, 2, 3, 4], "loss": [4.0, 3.0, 2.5, 2.2],
+                          "val_loss": [np.nan, 3.2, np.nan, 2.4]})
+    with CurveStore(tmp_path / "s.db") as store:
+        summary = store.import_frame(frame, source="x")
+        assert summary.points == 6
+        val = store.curves(metric="val_loss")
+        assert list(val["step"]) == [2, 4] and list(val["val_loss"]) == [3.2, 2.4]
+
+
+def _writer(path: str, worker: int, batches: int, size: int) -> None:
+    with CurveStore(path) as store:  # every worker creates the (missing) store at once
+        store.add_run(f"own-{worker}", attrs={"params": 1e6 + worker})
+        store.add_run("shared", attrs={"params": 5e5})
+        for batch in range(batches):
+            steps = np.arange(size) + size * batch
+            store.append_points(f"own-{worker}", {"step": steps, "loss": 1.0 + steps,
+                                                  "compute": 1e9 * (steps + 1)})
+            shared = (steps * 4 + worker)[:2]  # interleaved steps of one run
+            store.append_points("shared", {"step": shared, "loss": 1.0 + shared,
+                                           "compute": 1e9 * (shared + 1)})
+
+
+def test_four_writer_processes_lose_no_point(tmp_path):
+    path = tmp_path / "busy.db"
+    workers, batches, size = 4, 20, 25
+    ctx = multiprocessing.get_context("fork")
+    processes = [ctx.Process(target=_writer, args=(str(path), w, batches, size))
+                 for w in range(workers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(120)
+    assert [p.exitcode for p in processes] == [0] * workers
+    with CurveStore(path) as store:
+        runs = store.runs().set_index("run")
+        for worker in range(workers):
+            curve = store.curves(runs=f"own-{worker}")
+            assert np.array_equal(curve["step"], np.arange(batches * size))
+            assert np.array_equal(curve["loss"], 1.0 + np.arange(batches * size))
+        shared = store.curves(runs="shared")
+        expected = sorted(int(s) * 4 + w for w in range(workers) for b in range(batches)
+                          for s in (np.arange(size) + size * b)[:2])
+        assert shared["step"].tolist() == expected
+        assert runs["points"].sum() == workers * batches * size + len(expected)
