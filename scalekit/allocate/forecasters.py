@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import pandas as pd
 
 from scalekit.allocate.sweep import Curve
 from scalekit.checks import check_choice
+from scalekit.errors import InputError
 
 
 class SweepForecaster(Protocol):
@@ -85,43 +85,69 @@ class PerCurveForecaster:
 class JointForecaster:
     """One across-runs surrogate fitted to every run's points at once.
 
-    ``estimator`` follows the joint surrogate's interface: ``fit(frame)`` on a
-    tidy frame (``run``, ``params``, ``compute``, ``loss``) and
-    ``predict_quantiles(frame, qs)`` on rows (``run``, ``params``, ``compute``).
+    ``factory()`` gives an estimator with the interface of
+    :class:`scalekit.surrogates.joint.JointSurrogate`: ``fit(x, y, runs=, sizes=)``
+    and ``predict_quantiles(x, qs, runs=)``. Its law ``E + A/N^alpha + B/x^beta``
+    needs the data axis, so ``x`` is compute per parameter (proportional to
+    tokens, ``C = 6 N D``) when every run's size is known, compute otherwise.
+    Runs without a point, or a fit that fails (too few points), get NaN.
     """
 
     factory: Callable[[], object]
 
     def forecast(self, observed, params, x, qs):
-        seen = pd.DataFrame([(run, params.get(run, np.nan), c, l)
-                             for run, curve in observed.items()
-                             for c, l in zip(curve.compute, curve.loss)],
-                            columns=["run", "params", "compute", "loss"])
-        asked = pd.DataFrame([(run, params.get(run, np.nan), c)
-                              for run in x for c in np.asarray(x[run], float)],
-                             columns=["run", "params", "compute"])
-        if seen.empty:
-            return {run: _unknown(np.asarray(x[run]), qs) for run in x}
-        model = self.factory().fit(seen)
-        q = np.asarray(model.predict_quantiles(asked, qs), float).reshape(len(asked), len(qs))
-        out, at = {}, 0
-        for run in x:
-            n = len(x[run])
-            out[run] = q[at:at + n]
-            at += n
+        out = {run: _unknown(np.asarray(x[run]), qs) for run in x}
+        sizes = {run: float(params.get(run, np.nan)) for run in observed}
+        per_size = all(np.isfinite(v) and v > 0 for v in sizes.values())
+        scale = (lambda run: sizes[run]) if per_size else (lambda run: 1.0)
+        runs = [r for r, c in observed.items() if len(c)]
+        if not runs:
+            return out
+        xs = np.concatenate([observed[r].compute / scale(r) for r in runs])
+        ys = np.concatenate([observed[r].loss for r in runs])
+        labels = np.concatenate([np.full(len(observed[r]), r, dtype=object) for r in runs])
+        per_point = (np.concatenate([np.full(len(observed[r]), sizes[r]) for r in runs])
+                     if per_size else None)
+        try:
+            model = self.factory().fit(xs, ys, runs=labels.astype(str), sizes=per_point)
+        except InputError:
+            return out
+        asked = [r for r in x if r in runs]
+        if asked:
+            at = np.concatenate([np.asarray(x[r], float) / scale(r) for r in asked])
+            names = np.concatenate([np.full(len(x[r]), r, dtype=object) for r in asked])
+            q = np.asarray(model.predict_quantiles(at, qs, runs=names.astype(str)), float)
+            start = 0
+            for run in asked:
+                out[run] = q[start:start + len(x[run])]
+                start += len(x[run])
         return out
 
 
-SURROGATES = ("ensemble",)
+SURROGATES = ("joint", "ensemble", "gp")
 
 
-def make_forecaster(name: str = "ensemble", *, seed: int = 0) -> SweepForecaster:
+def make_forecaster(name: str = "joint", *, seed: int = 0) -> SweepForecaster:
     """The forecaster built on the surrogate called ``name`` from :mod:`scalekit.surrogates`.
 
-    ``ensemble``: the backtest-weighted parametric ensemble, fitted to all runs'
-    prefixes in one batch.
+    - ``joint``: :class:`~scalekit.surrogates.joint.JointSurrogate`, one law for
+      all runs (a run with a few points borrows the curve shape of the others);
+    - ``ensemble``: the backtest-weighted parametric ensemble per run, all runs
+      in one batch; runs with fewer than four points go to ``joint``;
+    - ``gp``: :class:`~scalekit.surrogates.gp.GPSurrogate` per run, the same fallback.
+
+    The surrogates are deterministic; ``seed`` is kept for those that are not.
     """
     check_choice("surrogate", name, SURROGATES)
-    from scalekit.surrogates.ensemble import forecast_batch
+    from scalekit.surrogates.joint import JointSurrogate
 
-    return PerCurveForecaster(batch=forecast_batch)
+    joint = JointForecaster(JointSurrogate)
+    if name == "joint":
+        return joint
+    if name == "ensemble":
+        from scalekit.surrogates.ensemble import forecast_batch
+
+        return PerCurveForecaster(batch=forecast_batch, fallback=joint)
+    from scalekit.surrogates.gp import GPSurrogate
+
+    return PerCurveForecaster(factory=GPSurrogate, fallback=joint)

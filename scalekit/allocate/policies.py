@@ -49,12 +49,19 @@ class Policy(Protocol):
                context: PromotionContext) -> list[str]: ...
 
 
-def _best(scores: dict[str, float], keep: int, rng: np.random.Generator) -> list[str]:
-    """The ``keep`` runs of lowest score (NaN last), ties broken at random by ``rng``."""
+def _last_loss(curve: Curve) -> float:
+    return float(curve.loss[-1]) if len(curve) else np.inf
+
+
+def _best(scores: dict[str, float], keep: int, rng: np.random.Generator,
+          observed: dict[str, Curve]) -> list[str]:
+    """The ``keep`` runs of lowest score; NaN scores last, ordered by their current
+    loss; remaining ties broken at random by ``rng``."""
     runs = list(scores)
     values = np.array([scores[r] for r in runs], dtype=float)
     values = np.where(np.isfinite(values), values, np.inf)
-    order = np.lexsort((rng.permutation(len(runs)), values))
+    current = np.array([_last_loss(observed[r]) for r in runs])
+    order = np.lexsort((rng.permutation(len(runs)), current, values))
     return [runs[i] for i in order[:keep]]
 
 
@@ -65,8 +72,8 @@ class LossPolicy:
     name: str = "loss"
 
     def select(self, observed, keep, context):
-        scores = {r: (c.loss[-1] if len(c) else np.inf) for r, c in observed.items()}
-        return _best(scores, keep, context.rng)
+        scores = {r: _last_loss(c) for r, c in observed.items()}
+        return _best(scores, keep, context.rng, observed)
 
 
 @dataclass
@@ -89,7 +96,7 @@ class ForecastPolicy:
     def select(self, observed, keep, context):
         x = {r: np.array([context.target_compute(r)]) for r in observed}
         q = self.forecaster.forecast(observed, context.sweep.params, x, [self.quantile])
-        return _best({r: q[r][0, 0] for r in observed}, keep, context.rng)
+        return _best({r: q[r][0, 0] for r in observed}, keep, context.rng, observed)
 
 
 @dataclass
@@ -129,10 +136,10 @@ class FrontierPolicy:
                 margin = np.where(np.isfinite(others) & np.isfinite(low[i]),
                                   (others - low[i]) / others, -np.inf)
             scores[run] = -float(np.max(margin))
-        return _best(scores, keep, context.rng)
+        return _best(scores, keep, context.rng, observed)
 
 
-def get_policy(name: str, *, surrogate: str = "ensemble", quantile: float = 0.5,
+def get_policy(name: str, *, surrogate: str = "joint", quantile: float = 0.5,
                optimism: float = 0.2, seed: int = 0) -> Policy:
     """The promotion policy called ``name`` (``loss``, ``forecast`` or ``frontier``)."""
     check_choice("policy", name, ("loss", "forecast", "frontier"))
