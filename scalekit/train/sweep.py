@@ -65,7 +65,7 @@ class SweepSpec:
                              f"{sorted(set(GRID_FIELDS) | base_names)}", source=source)
         grid = {k: tuple(v) if isinstance(v, (list, tuple)) else (v,)
                 for k, v in settings.items() if k in GRID_FIELDS}
-        base = TrainConfig(**{k: v for k, v in settings.items() if k in base_names})
+        base = TrainConfig(**{k: v for k, v in settings.items() if k in base_names and k not in GRID_FIELDS})
         return cls(base=base, **grid)
 
 

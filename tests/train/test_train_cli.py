@@ -1,0 +1,28 @@
+"""`scalekit train` end to end: store, export readable by read_curves, bad input."""
+
+from __future__ import annotations
+
+from scalekit_cli.app import main
+
+from scalekit.curves import CurveStore, read_curves
+
+
+def test_train_writes_the_store_and_an_export_that_reads_back(tmp_path, capsys):
+    store, out = tmp_path / "t.db", tmp_path / "curves.csv"
+    code = main(["train", "teacher_student", "--widths", "4,8", "--steps", "40", "--evals", "3",
+                 "--eval-size", "128", "--device", "cpu", "--store", str(store), "--export", str(out)])
+    assert code == 0
+    assert "2 runs" in capsys.readouterr().out
+    frame = read_curves(out)
+    assert set(frame["width"]) == {4, 8} and frame.groupby("run")["step"].max().eq(40).all()
+    for column in ("params", "tokens", "compute", "loss"):
+        assert frame[column].gt(0).all()
+    with CurveStore(store) as opened:
+        assert len(opened.runs()) == 2
+
+
+def test_unknown_task_and_bad_grid_exit_2_with_one_line(tmp_path, capsys):
+    assert main(["train", "nope", "--store", str(tmp_path / "a.db")]) == 2
+    assert "`task` is 'nope'" in capsys.readouterr().err
+    assert main(["train", "teacher_student", "--widths", "4,x", "--store", str(tmp_path / "a.db")]) == 2
+    assert "`widths` is 'x'" in capsys.readouterr().err

@@ -1,0 +1,104 @@
+"""Sweeps: the width law shows, the store gets every point once, a killed sweep resumes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scalekit.curves import CurveStore
+from scalekit.train.config import TrainConfig
+from scalekit.train.executors import make_executor
+from scalekit.train.sweep import StoreLog, SweepSpec, run_sweep
+
+BASE = TrainConfig(steps=60, evals=4, eval_size=256, device="cpu")
+
+
+def test_teacher_student_loss_falls_with_width():
+    spec = SweepSpec(base=TrainConfig(steps=600, evals=2, lr=3e-3, lr_schedule="cosine", device="cpu"),
+                     widths=[2, 8, 64])
+    frame = run_sweep(spec.configs())
+    final = frame[frame["step"] == 600].sort_values("width")
+    assert np.all(np.diff(final["loss"].to_numpy()) < 0)
+    assert np.all(np.diff(final["params"].to_numpy()) > 0)
+
+
+def _without_wall_time(frame):
+    return frame.drop(columns=["wall_time"]).sort_values(["run", "step"]).reset_index(drop=True)
+
+
+class Killed(Exception):
+    pass
+
+
+class DiesAfter(StoreLog):
+    """A store log that dies (like a killed process) after writing ``limit`` points."""
+
+    def __init__(self, path, limit):
+        super().__init__(path)
+        self.limit = limit
+
+    def __call__(self, name, attrs, points):
+        super().__call__(name, attrs, points)
+        self.limit -= len(points)
+        if self.limit <= 0:
+            raise Killed
+
+
+def test_a_killed_sweep_resumes_without_duplicate_or_missing_points(tmp_path, monkeypatch):
+    from scalekit.train import sweep
+
+    configs = SweepSpec(base=BASE, widths=[4, 8], seeds=[0, 1]).configs()
+    whole = run_sweep(configs, store=tmp_path / "whole.db")
+
+    store, checkpoints = tmp_path / "killed.db", tmp_path / "ckpt"
+    dying = DiesAfter(store, limit=6)
+    monkeypatch.setattr(sweep, "StoreLog", lambda path: dying)
+    with pytest.raises(Killed):  # the second run dies after its second point, the others at once
+        run_sweep(configs, store=store, checkpoint_dir=checkpoints)
+    with CurveStore(store) as opened:
+        assert len(opened.curves()) == 4 + 2 + 1 + 1
+    monkeypatch.undo()
+    resumed = run_sweep(configs, store=store, checkpoint_dir=checkpoints)
+    with CurveStore(store) as opened, CurveStore(tmp_path / "whole.db") as reference:
+        stored, expected = opened.curves(), reference.curves()
+    assert len(stored) == len(expected) == 4 * 4
+    assert not stored.duplicated(["run", "step"]).any()
+    columns = ["run", "step", "loss", "compute", "tokens"]
+    assert _without_wall_time(stored)[columns].equals(_without_wall_time(expected)[columns])
+    assert _without_wall_time(resumed).equals(_without_wall_time(whole))
+
+
+def test_a_finished_sweep_run_again_trains_nothing_and_adds_nothing(tmp_path):
+    configs = SweepSpec(base=BASE, widths=[4]).configs()
+    store, checkpoints = tmp_path / "s.db", tmp_path / "ckpt"
+    first = run_sweep(configs, store=store, checkpoint_dir=checkpoints)
+    again = run_sweep(configs, store=store, checkpoint_dir=checkpoints)
+    assert again["wall_time"].tolist() == first["wall_time"].tolist()  # read back, not retrained
+    with CurveStore(store) as opened:
+        assert len(opened.curves()) == 4
+
+
+def test_process_pool_gives_the_curves_of_the_calling_process():
+    configs = SweepSpec(base=BASE.replace(steps=30), widths=[4, 8]).configs()
+    inline = run_sweep(configs)
+    pool = make_executor("local", max_workers=2)
+    try:
+        pooled = run_sweep(configs, executor=pool)
+    finally:
+        pool.shutdown()
+    columns = ["run", "step", "loss", "train_loss", "compute"]
+    assert pooled[columns].equals(inline[columns])
+
+
+@pytest.mark.slow
+def test_ray_executor_gives_the_curves_of_the_calling_process():
+    pytest.importorskip("ray")
+    configs = SweepSpec(base=BASE.replace(steps=30), widths=[4, 8]).configs()
+    inline = run_sweep(configs)
+    executor = make_executor("ray", max_workers=2)
+    try:
+        remote = run_sweep(configs, executor=executor)
+    finally:
+        executor.shutdown()
+    columns = ["run", "step", "loss", "train_loss", "compute"]
+    assert remote[columns].equals(inline[columns])
