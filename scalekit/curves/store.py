@@ -95,7 +95,8 @@ class CurveStore:
         con.execute("PRAGMA synchronous = NORMAL")
         con.execute("PRAGMA foreign_keys = ON")
         con.execute("PRAGMA cache_size = -65536")
-        tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = {row[0] for row in
+                  con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"runs", "points"} <= tables:
             with self._transaction():
                 for statement in _SCHEMA.split(";"):
@@ -183,10 +184,12 @@ class CurveStore:
         return int(row[0])
 
     def runs(self) -> pd.DataFrame:
-        """One row per run: ``run`` (name), ``id``, ``source``, run-level attributes,
-        ``config`` (dict), ``points`` (number stored, all metrics) and ``metrics``."""
+        """One row per run: ``run`` (name), ``id``, ``source``, run-level attributes
+        (float, NaN when unset), ``config`` (dict), ``points`` (number stored, all
+        metrics) and ``metrics`` (list of names)."""
         frame = pd.read_sql_query(f"SELECT name AS run, id, source, {', '.join(RUN_COLUMNS)}, "
                                   "config FROM runs ORDER BY id", self._con)
+        frame[list(RUN_COLUMNS)] = frame[list(RUN_COLUMNS)].astype(np.float64)
         frame["config"] = [json.loads(text) for text in frame["config"]]
         counts = self._con.execute("SELECT run_id, metric, COUNT(*) FROM points "
                                    "GROUP BY run_id, metric").fetchall()
@@ -364,8 +367,9 @@ class CurveStore:
         """The tidy curve frame of ``metric`` for ``runs`` (names; all by default).
 
         Columns: ``run``, ``step``, ``compute``, ``tokens`` (the point's, else the
-        run's, else compute / (6 params) as in :func:`read_curves`), the metric, ``wall_time``, run-level attributes and configuration
-        keys; optional columns that are empty for every row are left out.
+        run's, else compute / (6 params) as in :func:`read_curves`), the metric,
+        ``wall_time``, run-level attributes and configuration keys; optional
+        columns that are empty for every row are left out.
         Rows are ordered by run (in the order added) and step.
         """
         if runs is None:
@@ -422,41 +426,33 @@ class CurveStore:
 
 
 def _assemble(rows: list[tuple], run_rows: list[tuple], metric: str) -> pd.DataFrame:
-    """Build the tidy frame from point rows and run rows."""
-    data = np.array(rows, dtype=np.float64).reshape(-1, 6) if rows else np.zeros((0, 6))
-    run_ids = data[:, 0].astype(np.int64)
-    lookup = np.full(max((row[0] for row in run_rows), default=0) + 1, -1, dtype=np.int64)
-    for i, row in enumerate(run_rows):
-        lookup[row[0]] = i
-    which = lookup[run_ids]
-    attrs = np.array([[np.nan if v is None else float(v) for v in row[2:2 + len(RUN_COLUMNS)]]
-                      for row in run_rows], dtype=np.float64).reshape(-1, len(RUN_COLUMNS))
+    """Build the tidy frame from point rows (run_id, step, compute, tokens, value, wall_time)
+    and run rows (id, name, run-level columns, config)."""
+    data = np.array(rows, dtype=np.float64).reshape(-1, 6)
+    position = {row[0]: i for i, row in enumerate(run_rows)}
+    which = np.array([position[r[0]] for r in rows], dtype=np.int64)
+    attrs = pd.DataFrame([row[2:2 + len(RUN_COLUMNS)] for row in run_rows],
+                         columns=list(RUN_COLUMNS), dtype=np.float64).to_numpy()[which]
+    attrs = dict(zip(RUN_COLUMNS, attrs.T))
+    tokens = np.where(np.isnan(data[:, 3]), attrs["tokens"], data[:, 3])
+    derived = np.isnan(tokens) & ~np.isnan(data[:, 2] * attrs["params"])
+    tokens[derived] = data[derived, 2] / (6.0 * attrs["params"][derived])
     names = np.array([row[1] for row in run_rows], dtype=object)
-    out: dict[str, object] = {"run": names[which], "step": np.array(
-        [r[1] for r in rows], dtype=np.int64)}
-    out["compute"] = data[:, 2]
-    tokens = np.where(np.isnan(data[:, 3]), attrs[which, RUN_COLUMNS.index("tokens")], data[:, 3])
-    derived = np.isnan(tokens) & ~np.isnan(data[:, 2] * attrs[which, RUN_COLUMNS.index("params")])
-    if derived.any():
-        tokens[derived] = data[derived, 2] / (6.0 * attrs[which, RUN_COLUMNS.index("params")][derived])
-    out["tokens"] = tokens
-    out[metric] = data[:, 4]
-    out["wall_time"] = data[:, 5]
-    for column in RUN_ONLY_COLUMNS:
-        out[column] = attrs[which, RUN_COLUMNS.index(column)]
-    frame = pd.DataFrame(out)
+    frame = pd.DataFrame({
+        "run": names[which], "step": np.array([r[1] for r in rows], dtype=np.int64),
+        "compute": data[:, 2], "tokens": tokens, metric: data[:, 4], "wall_time": data[:, 5],
+        **{c: attrs[c] for c in RUN_ONLY_COLUMNS}})
     optional = ["compute", "tokens", "wall_time", *RUN_ONLY_COLUMNS]
     frame = frame.drop(columns=[c for c in optional if frame[c].isna().all()])
     for column in INTEGER_RUN_COLUMNS:
         if column in frame and not frame[column].isna().any():
             frame[column] = frame[column].astype(np.int64)
     configs = [json.loads(row[-1]) for row in run_rows]
-    keys = list(dict.fromkeys(k for config in configs for k in config))
-    keys = [k for k in keys if k not in frame.columns]
+    keys = [k for k in dict.fromkeys(k for config in configs for k in config)
+            if k not in frame.columns]
     for key in keys:
-        per_run = [config.get(key) for config in configs]
-        column = pd.Series(per_run, dtype=object).iloc[which].to_numpy() if len(rows) else []
-        frame[key] = pd.Series(column, dtype=object).infer_objects() if len(rows) else []
+        per_run = pd.Series([config.get(key) for config in configs], dtype=object)
+        frame[key] = per_run.iloc[which].reset_index(drop=True).infer_objects()
     notes = ["tokens derived as compute / (6 * params) where not stored"] if derived.any() else []
     frame.attrs.update(metrics=[metric], config_columns=keys, notes=notes)
     return frame

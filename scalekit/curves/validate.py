@@ -113,8 +113,8 @@ def check_positive(values: np.ndarray, column: str, where: Locator) -> None:
     bad = values <= 0
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise where.error(f"the value {float(values[row])!r} is not positive, but scaling laws take "
-                          "its logarithm", row, column)
+        raise where.error(f"the value {float(values[row])!r} is not positive, but scaling laws "
+                          "take its logarithm", row, column)
 
 
 def run_order(runs: pd.Series | np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -160,7 +160,8 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
             bad = ~np.isnan(values) & (values != np.round(values))
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
-                raise where.error(f"the value {float(values[row])!r} is not a whole number", row, column)
+                raise where.error(f"the value {float(values[row])!r} is not a whole number",
+                                  row, column)
     steps = frame["step"].to_numpy()
     codes, order = run_order(frame["run"], steps)
     sorted_codes = codes[order]
@@ -180,8 +181,8 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
             i = int(np.flatnonzero(falls)[0])
             row = int(order[i + 1])
             raise where.error(f"compute decreases within run {frame['run'].iloc[row]!r}: "
-                              f"{float(compute[i + 1])!r} at step {steps[row]} after {float(compute[i])!r} at "
-                              f"step {steps[order[i]]}", row, "compute")
+                              f"{float(compute[i + 1])!r} at step {steps[row]} after "
+                              f"{float(compute[i])!r} at step {steps[order[i]]}", row, "compute")
     starts = np.flatnonzero(np.r_[True, ~same_run])
     first_of = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     for column in (*RUN_ONLY_COLUMNS, *config):

@@ -1,4 +1,4 @@
-"""Each rejection names file, line, column and reason, and leaves the store byte-for-byte as it was."""
+"""Each rejection names file, line, column and reason; the store stays byte-for-byte the same."""
 
 from __future__ import annotations
 
