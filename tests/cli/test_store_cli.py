@@ -1,0 +1,121 @@
+"""`scalekit store import|ls|show|export|rm`: exit codes, output, and what lands in the store."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pandas as pd
+from curves.curve_frames import assert_same_frame, store_files_digest
+
+from scalekit.curves import CurveStore
+from scalekit_cli.app import main
+
+
+def _curves_file(path, runs=("small", "large")):
+    rows = []
+    for i, run in enumerate(runs):
+        for step in (10, 20, 40):
+            rows.append({"model": run, "iter": step, "val_loss": 3.0 / (i + 1) + 10.0 / step,
+                         "flops": 1e15 * (i + 1) * step, "n_params": 1e6 * (i + 1)})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return rows
+
+
+def test_import_ls_show_export_rm(tmp_path, capsys):
+    source, db = tmp_path / "sweep.csv", tmp_path / "s.db"
+    rows = _curves_file(source)
+    assert main(["store", "import", str(source), "--store", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert f"imported {len(rows)} points of 2 runs" in out
+    assert "tokens derived" in out
+
+    assert main(["store", "ls", "--store", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs" in out and "small" in out and "large" in out
+
+    assert main(["store", "show", "large", "--store", str(db)]) == 0
+    out = capsys.readouterr().out
+    for row in rows:
+        if row["model"] == "large":
+            assert f"{row['val_loss']:.6g}" in out and str(row["iter"]) in out
+
+    exported = tmp_path / "out.csv"
+    assert main(["store", "export", str(exported), "--store", str(db)]) == 0
+    with exported.open() as handle:
+        back = list(csv.DictReader(handle))
+    assert len(back) == len(rows)
+    assert sorted(float(r["loss"]) for r in back) == sorted(r["val_loss"] for r in rows)
+
+    assert main(["store", "rm", "small", "--store", str(db)]) == 0
+    with CurveStore(db) as store:
+        assert list(store.runs()["run"]) == ["large"]
+
+
+def test_export_reimport_through_the_cli_is_exact(tmp_path):
+    source, first = tmp_path / "sweep.csv", tmp_path / "a.db"
+    _curves_file(source, runs=("r1", "r2", "r3"))
+    assert main(["store", "import", str(source), "--store", str(first), "-q"]) == 0
+    for suffix in ("csv", "parquet"):
+        out = tmp_path / f"export.{suffix}"
+        copy = tmp_path / f"copy-{suffix}.db"
+        assert main(["store", "export", str(out), "--store", str(first)]) == 0
+        assert main(["store", "import", str(out), "--store", str(copy), "-q"]) == 0
+        with CurveStore(first) as a, CurveStore(copy) as b:
+            assert_same_frame(b.curves(), a.curves())
+
+
+def test_mapping_and_format_options(tmp_path, capsys):
+    source, db = tmp_path / "odd.csv", tmp_path / "s.db"
+    pd.DataFrame({"who": ["a", "a", "b"], "t": [1, 2, 1], "err": [2.0, 1.5, 1.8]}).to_csv(
+        source, index=False)
+    assert main(["store", "import", str(source), "--store", str(db), "--map", "run=who",
+                 "--map", "step=t", "--map", "loss=err", "-q"]) == 0
+    with CurveStore(db) as store:
+        curves = store.curves()
+    assert curves["loss"].tolist() == [2.0, 1.5, 1.8] and curves["step"].tolist() == [1, 2, 1]
+
+    wide = tmp_path / "wandb.csv"
+    pd.DataFrame({"Step": [1, 2], "c - loss": [3.0, 2.0], "c - loss__MIN": [2.9, 1.9],
+                  "c - loss__MAX": [3.1, 2.1]}).to_csv(wide, index=False)
+    assert main(["store", "import", str(wide), "--store", str(db), "--format", "wandb",
+                 "-q"]) == 0
+    with CurveStore(db) as store:
+        assert store.curves(runs="c")["loss"].tolist() == [3.0, 2.0]
+
+    before = store_files_digest(db)
+    assert main(["store", "import", str(source), "--store", str(db), "--map", "run"]) == 2
+    assert "role=column" in capsys.readouterr().err
+    assert main(["store", "import", str(source), "--store", str(db), "--format", "xml"]) == 2
+    assert store_files_digest(db) == before
+
+
+def test_read_commands_on_a_missing_store_exit_2_and_create_nothing(tmp_path, capsys):
+    db = tmp_path / "none.db"
+    for command in (["ls"], ["show", "x"], ["export", str(tmp_path / "o.csv")], ["rm", "x"]):
+        assert main(["store", *command, "--store", str(db)]) == 2
+        assert "no curve store" in capsys.readouterr().err
+    assert not db.exists()
+
+
+def test_unknown_run_exits_2(tmp_path, capsys):
+    source, db = tmp_path / "sweep.csv", tmp_path / "s.db"
+    _curves_file(source)
+    assert main(["store", "import", str(source), "--store", str(db), "-q"]) == 0
+    before = store_files_digest(db)
+    assert main(["store", "show", "ghost", "--store", str(db)]) == 2
+    assert main(["store", "rm", "small", "ghost", "--store", str(db)]) == 2
+    assert "ghost" in capsys.readouterr().err
+    assert store_files_digest(db) == before
+
+
+def test_show_limits_points_keeping_first_and_last(tmp_path, capsys):
+    db = tmp_path / "s.db"
+    with CurveStore(db) as store:
+        store.import_frame(pd.DataFrame({"run": "long", "step": np.arange(1, 501),
+                                         "loss": 1.0 + 1.0 / np.arange(1, 501)}), source="x")
+    assert main(["store", "show", "long", "--store", str(db), "--limit", "5"]) == 0
+    out = capsys.readouterr().out
+    steps = [int(line.split()[1]) for line in out.splitlines()
+             if line.startswith("│") and line.split()[1].isdigit()]
+    assert steps[0] == 1 and steps[-1] == 500 and len(steps) == 5
