@@ -44,6 +44,9 @@ class ParametricOptimum:
         Huber delta.
     n_boot : int
         Bootstrap resamples of the points, each a full multi-start fit.
+    starts : array (S, 5), optional
+        Start grid in the fitting space (log E, log A, log B, alpha, beta); the law's
+        own grid (Hoffmann et al.'s 4,500 starts) by default.
     ci_level : float
     convention : {"6ND", "counted"}
     flops_per_param_token : float
@@ -60,11 +63,12 @@ class ParametricOptimum:
     """
 
     def __init__(self, *, loss: str = "huber", delta: float = 1e-3, n_boot: int = 200,
-                 ci_level: float = 0.95, convention: str = "6ND",
+                 starts=None, ci_level: float = 0.95, convention: str = "6ND",
                  flops_per_param_token: float = 6.0, seed: int = 0) -> None:
         self.loss = loss
         self.delta = delta
         self.n_boot = n_boot
+        self.starts = starts
         self.ci_level = ci_level
         self.convention = convention
         self.flops_per_param_token = flops_per_param_token
@@ -72,6 +76,7 @@ class ParametricOptimum:
 
     def settings(self) -> dict:
         return {"loss": self.loss, "delta": self.delta, "n_boot": self.n_boot,
+                "starts": None if self.starts is None else len(self.starts),
                 "ci_level": self.ci_level, "convention": self.convention,
                 "flops_per_param_token": self.flops_per_param_token, "seed": self.seed}
 
@@ -86,7 +91,7 @@ class ParametricOptimum:
         law = get_law("chinchilla")
         X = {"params": points["params"].to_numpy(), "tokens": points["tokens"].to_numpy()}
         self.result_ = fit_law(law, X, points["loss"].to_numpy(), loss=self.loss,
-                               delta=self.delta, bootstrap=self.n_boot,
+                               delta=self.delta, starts=self.starts, bootstrap=self.n_boot,
                                ci_level=self.ci_level, seed=self.seed)
         theta = np.array([self.result_.values[name] for name in law.param_names])
         boot = self.result_.bootstrap_values

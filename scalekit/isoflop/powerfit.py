@@ -8,7 +8,7 @@ from the t distribution of the least-squares slope.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
@@ -40,7 +40,7 @@ class PowerLawFit:
     ci_method: str
     n_points: int
     log_residual_sd: float
-    replicates: np.ndarray | None = None  # (R, 2): intercept (log coef) and exponent
+    replicates: np.ndarray | None = field(default=None, repr=False)  # (R, 2): log coef, exponent
 
     def predict(self, compute) -> np.ndarray:
         """``coef · C^exponent``."""
