@@ -383,13 +383,12 @@ class CurveStore:
                 run_rows.append(self._con.execute(
                     f"SELECT id, name, {', '.join(RUN_COLUMNS)}, config FROM runs WHERE id = ?",
                     (run_id,)).fetchone())
-        chunks = []
-        for run_row in run_rows:
-            chunks.append(self._con.execute(
-                "SELECT run_id, step, compute, tokens, value, wall_time FROM points "
-                "WHERE run_id = ? AND metric = ? ORDER BY step", (run_row[0], metric)).fetchall())
-        rows = [r for chunk in chunks for r in chunk]
-        return _assemble(rows, run_rows, metric)
+        chunks = [self._con.execute("SELECT step, compute, tokens, value, wall_time FROM points "
+                                    "WHERE run_id = ? AND metric = ? ORDER BY step",
+                                    (run_row[0], metric)).fetchall() for run_row in run_rows]
+        which = np.repeat(np.arange(len(run_rows)), [len(chunk) for chunk in chunks])
+        rows = chunks[0] if len(chunks) == 1 else [r for chunk in chunks for r in chunk]
+        return _assemble(rows, which, run_rows, metric)
 
     def export(self, path: str | Path, *, format: str | None = None) -> int:
         """Write every run's points, all metrics side by side, to CSV/Parquet/JSONL.
@@ -425,22 +424,22 @@ class CurveStore:
         return len(frame)
 
 
-def _assemble(rows: list[tuple], run_rows: list[tuple], metric: str) -> pd.DataFrame:
-    """Build the tidy frame from point rows (run_id, step, compute, tokens, value, wall_time)
-    and run rows (id, name, run-level columns, config)."""
-    data = np.array(rows, dtype=np.float64).reshape(-1, 6)
-    position = {row[0]: i for i, row in enumerate(run_rows)}
-    which = np.array([position[r[0]] for r in rows], dtype=np.int64)
+def _assemble(rows: list[tuple], which: np.ndarray, run_rows: list[tuple],
+              metric: str) -> pd.DataFrame:
+    """Build the tidy frame from point rows (step, compute, tokens, value, wall_time), the
+    position in ``run_rows`` of each point's run, and run rows (id, name, attributes, config)."""
+    data = np.array(rows, dtype=np.float64).reshape(-1, 5)
     attrs = pd.DataFrame([row[2:2 + len(RUN_COLUMNS)] for row in run_rows],
                          columns=list(RUN_COLUMNS), dtype=np.float64).to_numpy()[which]
     attrs = dict(zip(RUN_COLUMNS, attrs.T))
-    tokens = np.where(np.isnan(data[:, 3]), attrs["tokens"], data[:, 3])
-    derived = np.isnan(tokens) & ~np.isnan(data[:, 2] * attrs["params"])
-    tokens[derived] = data[derived, 2] / (6.0 * attrs["params"][derived])
+    step, compute, point_tokens, value, wall_time = data.T
+    tokens = np.where(np.isnan(point_tokens), attrs["tokens"], point_tokens)
+    derived = np.isnan(tokens) & ~np.isnan(compute * attrs["params"])
+    tokens[derived] = compute[derived] / (6.0 * attrs["params"][derived])
     names = np.array([row[1] for row in run_rows], dtype=object)
     frame = pd.DataFrame({
-        "run": names[which], "step": np.array([r[1] for r in rows], dtype=np.int64),
-        "compute": data[:, 2], "tokens": tokens, metric: data[:, 4], "wall_time": data[:, 5],
+        "run": names[which], "step": step.astype(np.int64), "compute": compute,
+        "tokens": tokens, metric: value, "wall_time": wall_time,
         **{c: attrs[c] for c in RUN_ONLY_COLUMNS}})
     optional = ["compute", "tokens", "wall_time", *RUN_ONLY_COLUMNS]
     frame = frame.drop(columns=[c for c in optional if frame[c].isna().all()])
