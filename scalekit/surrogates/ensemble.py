@@ -2,7 +2,8 @@
 
 Each curve's observed prefix is split in log x: the last ``holdout`` share of
 its log-x span is hidden, every family is fitted to the rest and scored by the
-mean squared log error of its forecast of the hidden tail. Weights are
+mean squared log error of its forecast of the hidden tail, each point weighted
+by its squared horizon ``ln(x / x_cut)`` so the longest reach counts most. Weights are
 ``exp(-(score - best) / (2 * temperature * (best + sigma**2)))``, so families
 about as good as the best share the weight. The families are then refitted to
 the whole prefix; the forecast is the mixture of their curves (in log loss) with
@@ -82,8 +83,13 @@ class EnsembleState:
 def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
                  families: Sequence[str], holdout: float = 0.3, temperature: float = 1.0,
                  prior_rate: float = 0.02, prior_points: float = 2.0, min_fit: int = 5,
-                 interval_scale: float = 1.0) -> EnsembleState:
-    """Fit the ensemble to B padded curves at once (see the module docstring)."""
+                 interval_scale: float = 1.0, pool: bool = False) -> EnsembleState:
+    """Fit the ensemble to B padded curves at once (see the module docstring).
+
+    With ``pool`` the B curves are taken as one sweep: each family's backtest
+    scores are averaged over the curves, and every curve gets the same weights,
+    as sharp as the evidence of B curves allows (``_pooled_weights``).
+    """
     x, y, mask = np.asarray(x, float), np.asarray(y, float), np.asarray(mask, bool)
     head, tail, has_tail = backtest_masks(x, mask, holdout=holdout, min_fit=min_fit)
     n_points = mask.sum(axis=1)
@@ -93,6 +99,8 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
     x_cut = x[rows, np.where(head, idx, -1).max(axis=1)]
     log_y = np.log(np.where(mask, y, 1.0))
 
+    horizons = np.log(np.where(tail, x, 1.0) / x_cut[:, None])
+    reach = horizons ** 2 / np.maximum((horizons ** 2).sum(axis=1, keepdims=True), 1e-300)
     fits, scores, errors, rms = [], [], [], []
     for name in families:
         family = FAMILIES[name]
@@ -100,7 +108,7 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
         back = fit_family(family, x, y, head)
         err = np.log(back.predict(x)) - log_y
         err = np.where(tail, err, 0.0)
-        score = np.where(tail, err ** 2, 0.0).sum(axis=1) / np.maximum(tail.sum(axis=1), 1)
+        score = np.where(tail, reach * err ** 2, 0.0).sum(axis=1)
         score = np.where(np.isfinite(score) & usable, score, np.inf)
         full = fit_family(family, x, y, mask)
         full = FamilyFit(full.family, full.theta, full.scale, full.rms, full.ok & usable)
@@ -118,6 +126,8 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
     with np.errstate(invalid="ignore"):
         logits = -(scores - best[:, None]) / spread[:, None]
     weights = np.where(np.isfinite(scores), np.exp(np.nan_to_num(logits, nan=-np.inf)), 0.0)
+    if pool and has_tail.sum() >= 2:
+        weights = _pooled_weights(scores[has_tail], sigma0[has_tail], temperature) * usable
     no_score = ~has_tail | (weights.sum(axis=1) <= 0)
     weights = np.where(no_score[:, None], usable.astype(float), weights)
     weights /= np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
@@ -127,11 +137,25 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
     fin = np.isfinite(errs)
     w_err = np.where(fin, weights[:, None, :], 0.0)
     ens_err = (np.where(fin, errs, 0.0) * w_err).sum(-1) / np.maximum(w_err.sum(-1), 1e-300)
-    horizons = np.log(np.where(tail, x, 1.0) / x_cut[:, None])
     rate = horizon_rate(ens_err, horizons, tail & (w_err.sum(-1) > 0), sigma,
                         prior_rate=prior_rate, prior_points=prior_points)
     return EnsembleState(tuple(fits), weights, sigma, rate, x[rows, last], y[rows, last],
                          interval_scale)
+
+
+def _pooled_weights(scores: np.ndarray, sigma: np.ndarray, temperature: float) -> np.ndarray:
+    """Shared weights from backtest scores (rows: curves) of one sweep.
+
+    A failed forecast scores as a log error of 1. The weight of family k is
+    ``exp(-n * (s_k - s_best) / (2 * temperature * (s_best + mean sigma**2)))``
+    with ``s`` the mean score over the ``n`` curves: the Gaussian
+    log-likelihood ratio of n curves' evidence.
+    """
+    capped = np.minimum(np.where(np.isfinite(scores), scores, 1.0), 1.0)
+    pooled = capped.mean(axis=0)
+    best = pooled.min()
+    spread = 2.0 * temperature * (best + np.mean(sigma ** 2)) + 1e-12
+    return np.exp(-scores.shape[0] * (pooled - best) / spread)[None, :]
 
 
 def _check_families(families) -> tuple[str, ...]:

@@ -1,0 +1,104 @@
+"""``scalekit forecast``: where will each run's loss go, with calibrated quantiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import open_frame, parse_mapping, print_renderable, store_option
+
+FORMAT = "forecast"
+
+
+def forecast(
+    file: Optional[Path] = typer.Argument(None, help="Curves file (CSV, JSONL, Parquet, W&B CSV, "
+                                          "TensorBoard dir). Omit to read --store."),
+    store: Optional[Path] = store_option(default=None),
+    to: Optional[float] = typer.Option(None, "--to", help="Forecast each run to this step "
+                                       "(or this value of --x)."),
+    to_compute: Optional[float] = typer.Option(None, "--to-compute",
+                                               help="Forecast each run to this compute (FLOPs)."),
+    x: Optional[str] = typer.Option(None, "--x", help="x column (default: step; compute with "
+                                    "--to-compute)."),
+    y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
+    method: str = typer.Option("ensemble", "--method", help="ensemble, gp, joint, or one family "
+                               "(vap, pow3, loglinear, hill3, logpower, pow4, mmf, exp4, "
+                               "janoschek, weibull, ilog2, satpow)."),
+    evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
+                                  "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
+    run: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
+    mapping: list[str] = typer.Option([], "--map", help="Column role, as role=column (repeatable)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG plot here."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+) -> None:
+    """Forecast learning curves (median and 50/80/95% intervals), or score the surrogates."""
+    from scalekit.errors import InputError
+    from scalekit.report import jsonio
+    from scalekit.surrogates.forecast import METHODS, evaluate_frame, forecast_frame
+
+    if evaluate == (to is not None or to_compute is not None) or (to is not None and
+                                                                 to_compute is not None):
+        raise InputError("give exactly one of --to STEP, --to-compute FLOPS or --evaluate")
+    axis = x or ("compute" if to_compute is not None else "step")
+    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y)
+    if run:
+        missing = sorted(set(run) - set(frame["run"].astype(str)))
+        if missing:
+            raise InputError(f"no run named {missing[0]!r} in the curves")
+        frame = frame[frame["run"].astype(str).isin(run)]
+    settings = {"method": method, "x": axis, "y": y, "runs": run or None,
+                "flops_convention": "compute as given by the curves (6·N·D where derived)"}
+    notes = list(frame.attrs.get("notes", []))
+    if evaluate:
+        methods = list(METHODS) if method == "all" else [method]
+        table = evaluate_frame(frame, methods=methods, x=axis, y=y)
+        body = {"evaluation": table.to_dict(orient="records"), "warnings": notes}
+        if not quiet:
+            shown = table[["method", "subset", "curves", "final_log_err", "tail_mape_pct",
+                           "cover50", "cover80", "cover95", "ms_per_curve"]]
+            print_renderable(_table("forecast evaluation (cut at 10/20/30/50%)", shown))
+    else:
+        target = to_compute if to_compute is not None else to
+        table, warnings = forecast_frame(frame, to=target, x=axis, y=y, method=method)
+        notes += warnings
+        final = table.groupby("run").tail(1).reset_index(drop=True)
+        shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
+            columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
+                     "q0.025": "95% low", "q0.975": "95% high"})
+        body = {"target": {axis: target}, "forecasts": table.to_dict(orient="records"),
+                "final": final.to_dict(orient="records"), "warnings": notes}
+        if not quiet:
+            print_renderable(_table(f"forecast at {axis} = {target:g} ({method})", shown))
+        if plot is not None:
+            from scalekit.report.forecast_plots import plot_forecasts
+
+            observed = frame[["run", axis, y]].dropna()
+            notes += plot_forecasts(observed, table, plot, x=axis, y=y)
+    if plot is not None and evaluate:
+        notes.append("--plot draws forecasts; with --evaluate no plot is written")
+    if not quiet:
+        for note in notes:
+            typer.echo(f"note: {note}", err=True)
+    if json_out is not None:
+        jsonio.write(json_out, jsonio.envelope(FORMAT, body, input_sha256=input_sha, seed=0,
+                                               settings=settings))
+
+
+def _table(title, table):
+    from rich.table import Table
+
+    out = Table(title=title)
+    for column in table.columns:
+        out.add_column(str(column), justify="left" if column in ("run", "method", "subset")
+                       else "right")
+    for row in table.itertuples(index=False):
+        out.add_row(*[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row])
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``forecast`` command to ``app``."""
+    app.command("forecast")(forecast)

@@ -1,0 +1,120 @@
+"""Forecasts of every run of a tidy curve frame: the API behind ``scalekit forecast``.
+
+:func:`forecast_frame` fits the chosen surrogate to each run's observed curve
+(or, for ``joint``, one law to all runs) and returns quantiles of the metric at
+requested positions. :func:`evaluate_frame` treats the runs as complete, cuts
+them, and scores each method (:mod:`scalekit.surrogates.evaluate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from scalekit.checks import check_choice, check_number
+from scalekit.errors import InputError
+from scalekit.surrogates.base import check_curve
+from scalekit.surrogates.evaluate import (QUANTILES, Task, cut_curves, ensemble_method,
+                                          estimator_method, evaluate, joint_method)
+from scalekit.surrogates.families import FAMILIES
+
+METHODS = ("ensemble", "gp", "joint", *FAMILIES)
+
+
+def _method(name: str):
+    check_choice("method", name, METHODS)
+    if name == "ensemble":
+        return ensemble_method()
+    if name == "gp":
+        from scalekit.surrogates.gp import GPSurrogate
+        return estimator_method(lambda: GPSurrogate())
+    if name == "joint":
+        return joint_method()
+    return ensemble_method(families=(name,))
+
+
+def _check_columns(frame: pd.DataFrame, *columns: str) -> None:
+    for column in columns:
+        if column not in frame.columns:
+            raise InputError(f"the curves have no column {column!r}; choose the x axis with "
+                             "--x (step, tokens, compute) or map a column to it", column=column)
+
+
+def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = "loss",
+                   method: str = "ensemble", points: int = 40, min_points: int = 5):
+    """Forecast every run of ``frame`` from its last point to ``x = to``.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Tidy curves (``run``, the ``x`` column and the ``y`` column).
+    to : float
+        Where to forecast to, in units of ``x``.
+    method : str
+        ``ensemble``, ``gp``, ``joint`` or one family name.
+    points : int
+        Forecast positions per run, log-spaced from the last observed x to ``to``.
+    min_points : int
+        Runs with fewer observed points are skipped with a warning.
+
+    Returns
+    -------
+    forecasts : DataFrame
+        ``run``, ``x``, one column ``q<level>`` per level of
+        :data:`~scalekit.surrogates.evaluate.QUANTILES`; the last row of each run
+        is at ``to``.
+    warnings : list of str
+    """
+    check_number("to", to, low=0.0, low_open=True)
+    check_number("points", points, low=1, integer=True)
+    _check_columns(frame, "run", x, y)
+    tasks, warnings = [], []
+    for run, curve in frame.groupby("run", sort=True):
+        curve = curve[[x, y]].dropna()
+        curve = curve[curve[x] > 0]
+        if curve[x].nunique() < min_points:
+            warnings.append(f"run {run!r}: {curve[x].nunique()} points, fewer than {min_points}; "
+                            "not forecast")
+            continue
+        last = curve[x].max()
+        if to <= last:
+            warnings.append(f"run {run!r}: already at x = {last:g} >= {to:g}; not forecast")
+            continue
+        grid = np.geomspace(last, to, points + 1)[1:]
+        size = float(frame.loc[frame["run"] == run, "params"].iloc[0]) \
+            if "params" in frame.columns else float("nan")
+        tasks.append(Task(str(run), curve[x].to_numpy(float), curve[y].to_numpy(float),
+                          grid, np.full(grid.size, np.nan), size=size))
+    if not tasks:
+        raise InputError("no run has enough points below the target to forecast"
+                         + (f" ({warnings[0]})" if warnings else ""))
+    tasks = [Task(t.run, *check_curve(t.x, t.y, min_points=min_points), t.x_target, t.y_target,
+                  size=t.size) for t in tasks]
+    quantiles = _method(method)(tasks)
+    rows = []
+    for task, q in zip(tasks, quantiles):
+        part = pd.DataFrame(q, columns=[f"q{level:g}" for level in QUANTILES])
+        part.insert(0, "x", task.x_target)
+        part.insert(0, "run", task.run)
+        rows.append(part)
+    return pd.concat(rows, ignore_index=True), warnings
+
+
+def evaluate_frame(frame: pd.DataFrame, *, methods: Sequence[str], x: str = "step",
+                   y: str = "loss", fractions: Sequence[float] = (0.1, 0.2, 0.3, 0.5),
+                   split_seed: int | None = None) -> pd.DataFrame:
+    """Cut every (complete) run at ``fractions`` of its x range and score each method.
+
+    The joint surrogate is fitted across all runs cut at the same fraction.
+    See :func:`scalekit.surrogates.evaluate.evaluate` for the columns.
+    """
+    _check_columns(frame, "run", x, y)
+    named = {name: _method(name) for name in methods}
+    size = "params" if "params" in frame.columns else None
+    tasks = []
+    for fraction, cut in cut_curves(frame, fractions, x=x, y=y, size=size).items():
+        tasks += [Task(t.run, t.x, t.y, t.x_target, t.y_target, group=f"{fraction:g}",
+                       size=t.size) for t in cut]
+    return evaluate(tasks, named, split_seed=split_seed, by=lambda t: f"cut {t.group}")
