@@ -77,7 +77,8 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
         check_number("n_jobs", n_jobs, low=1, integer=True)
     X, y = _check_points(law, X, y)
     log_y = np.log(y)
-    grid = law.start_grid() if starts is None else np.atleast_2d(np.asarray(starts, dtype=float))
+    grid = (law.start_grid(X, y) if starts is None
+            else np.atleast_2d(np.asarray(starts, dtype=float)))
     if grid.ndim != 2 or grid.shape[1] != len(law.params) or not np.isfinite(grid).all():
         raise fail("starts", f"an array of shape {grid.shape}",
                    f"a finite array of shape (S, {len(law.params)})")

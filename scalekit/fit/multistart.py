@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalekit.fit.objective import curvature_weights, log_jacobian, log_residuals, psi, rho
+from scalekit.fit.objective import curvature_weights, log_value_and_jacobian, psi, rho
 from scalekit.laws.base import Law
 
 _LAMBDA_START = 1e-3
@@ -78,72 +78,91 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
     """
     starts = np.atleast_2d(np.asarray(starts, dtype=float))
     S = len(starts)
-    weights = np.broadcast_to(np.ones(len(log_y)) if weights is None else weights,
-                              (S, len(log_y)))
+    if weights is not None:
+        weights = np.broadcast_to(weights, (S, len(log_y)))
     parts = [_minimize_block(law, X, log_y, starts[i:i + block_size],
-                             weights[i:i + block_size], loss, delta, max_iter, ftol, xtol)
+                             None if weights is None else weights[i:i + block_size],
+                             loss, delta, max_iter, ftol, xtol)
              for i in range(0, S, block_size)]
     return BatchResult(*(np.concatenate(column) for column in zip(*parts)))
 
 
-def _objective(r, weights, loss, delta):
-    f = (rho(r, loss, delta) * weights).sum(axis=-1)
-    return np.where(np.isfinite(f), f, np.inf)
+def _evaluate(law, X, log_y, z, weights, loss, delta):
+    """Objective (a,), residuals (a, n) and Jacobian (a, n, P) at ``z`` (a, P)."""
+    log_pred, J = log_value_and_jacobian(law, X, z)
+    r = log_pred - log_y
+    per_point = rho(r, loss, delta)
+    if weights is not None:
+        per_point *= weights
+    f = per_point.sum(axis=-1)
+    return np.where(np.isfinite(f), f, np.inf), r, J
 
 
-def _normal_equations(law, X, z, r, weights, loss, delta):
-    J = log_jacobian(law, X, z)                                   # (a, n, P)
-    J = np.where(np.isfinite(J), J, 0.0)
-    w = curvature_weights(r, loss, delta) * weights
-    H = np.matmul(np.swapaxes(J * w[..., None], -1, -2), J)       # (a, P, P)
-    g = np.matmul(psi(r, loss, delta)[..., None, :] * weights[..., None, :], J)[..., 0, :]
+def _normal_equations(J, r, weights, loss, delta):
+    """Gauss–Newton matrix (a, P, P) and gradient (a, P) of the objective.
+
+    Rows where either is not finite get the identity and a zero gradient (no step).
+    """
+    Jt = np.ascontiguousarray(np.swapaxes(J, -1, -2))            # (a, P, n)
+    w = curvature_weights(r, loss, delta)
+    slope = psi(r, loss, delta)
+    if weights is not None:
+        w *= weights
+        slope = slope * weights
+    H = np.matmul(Jt * w[:, None, :], np.swapaxes(Jt, -1, -2))
+    g = np.matmul(Jt, slope[..., None])[..., 0]
+    bad = ~(np.isfinite(H).all(axis=(-2, -1)) & np.isfinite(g).all(axis=-1))
+    if bad.any():
+        H[bad], g[bad] = np.eye(H.shape[-1]), 0.0
     return H, g
 
 
 def _minimize_block(law, X, log_y, starts, weights, loss, delta, max_iter, ftol, xtol):
+    """Run the damped Gauss–Newton iteration on one block; finished rows leave it."""
     lower, upper = law.fitting_bounds()
-    z = np.clip(starts, lower, upper)
-    S, P = z.shape
-    r = log_residuals(law, X, log_y, z)
-    f = _objective(r, weights, loss, delta)
-    lam = np.full(S, _LAMBDA_START)
-    iterations = np.zeros(S, dtype=int)
+    S, P = starts.shape
+    z_out = np.clip(starts, lower, upper)
+    f, r, J = _evaluate(law, X, log_y, z_out, weights, loss, delta)
+    f_out = f.copy()
     converged = np.zeros(S, dtype=bool)
-    active = np.flatnonzero(np.isfinite(f))
-    H = np.zeros((S, P, P))
-    g = np.zeros((S, P))
-    stale = active                     # rows whose normal equations need recomputing
+    iterations = np.zeros(S, dtype=int)
+    rows = np.flatnonzero(np.isfinite(f))          # block rows still iterating
+    z, f = z_out[rows], f[rows]
+    w = None if weights is None else weights[rows]
+    H, g = _normal_equations(J[rows], r[rows], w, loss, delta)
+    lam = np.full(len(rows), _LAMBDA_START)
     eye = np.eye(P)
     for _ in range(max_iter):
-        if active.size == 0:
+        if rows.size == 0:
             break
-        if stale.size:
-            H[stale], g[stale] = _normal_equations(law, X, z[stale], r[stale], weights[stale],
-                                                   loss, delta)
-        Ha, ga, la = H[active], g[active], lam[active]
-        diag = np.diagonal(Ha, axis1=-2, axis2=-1)
+        diag = np.diagonal(H, axis1=-2, axis2=-1)
         scale = np.maximum(diag, 1e-12 * diag.max(axis=-1, keepdims=True) + 1e-300)
-        damped = Ha + (la[:, None] * scale)[:, :, None] * eye
-        step = -np.linalg.solve(damped, ga[..., None])[..., 0]
+        step = -np.linalg.solve(H + (lam[:, None] * scale)[:, :, None] * eye,
+                                g[..., None])[..., 0]
         step = np.where(np.isfinite(step), step, 0.0)
         longest = np.abs(step).max(axis=-1, keepdims=True)
-        step = step * np.minimum(1.0, _MAX_STEP / np.maximum(longest, 1e-300))
-        z_old = z[active]
-        z_try = np.clip(z_old + step, lower, upper)
-        r_try = log_residuals(law, X, log_y, z_try)
-        f_try = _objective(r_try, weights[active], loss, delta)
-        f_old = f[active]
-        accept = f_try < f_old
-        iterations[active] += 1
-        small = (np.abs(z_try - z_old) <= xtol * (1.0 + np.abs(z_old))).all(axis=-1)
-        tiny_gain = (f_old - f_try) <= ftol * f_old
-        done = (accept & small & tiny_gain) | (~accept & (la >= _LAMBDA_MAX))
-        rows = active[accept]
-        z[rows], r[rows], f[rows] = z_try[accept], r_try[accept], f_try[accept]
-        lam[rows] = np.maximum(lam[rows] / 3.0, _LAMBDA_MIN)
-        rows = active[~accept]
-        lam[rows] = np.minimum(lam[rows] * 4.0, _LAMBDA_MAX)
-        converged[active[done]] = True
-        stale = active[accept & ~done]
-        active = active[~done]
-    return z, f, converged, iterations
+        step *= np.minimum(1.0, _MAX_STEP / np.maximum(longest, 1e-300))
+        z_try = np.clip(z + step, lower, upper)
+        f_try, r_try, J_try = _evaluate(law, X, log_y, z_try, w, loss, delta)
+        accept = f_try < f
+        iterations[rows] += 1
+        small = (np.abs(z_try - z) <= xtol * (1.0 + np.abs(z))).all(axis=-1)
+        tiny_gain = (f - f_try) <= ftol * f
+        done = (accept & small & tiny_gain) | (~accept & (lam >= _LAMBDA_MAX))
+        z[accept], f[accept] = z_try[accept], f_try[accept]
+        lam = np.where(accept, np.maximum(lam / 3.0, _LAMBDA_MIN),
+                       np.minimum(lam * 4.0, _LAMBDA_MAX))
+        update = accept & ~done
+        if update.all():
+            H, g = _normal_equations(J_try, r_try, w, loss, delta)
+        elif update.any():
+            H[update], g[update] = _normal_equations(
+                J_try[update], r_try[update], None if w is None else w[update], loss, delta)
+        if done.any():
+            z_out[rows], f_out[rows] = z, f
+            converged[rows[done]] = True
+            keep = ~done
+            rows, z, f, lam, H, g = rows[keep], z[keep], f[keep], lam[keep], H[keep], g[keep]
+            w = None if w is None else w[keep]
+    z_out[rows], f_out[rows] = z, f
+    return z_out, f_out, converged, iterations

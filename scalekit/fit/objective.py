@@ -67,22 +67,30 @@ def log_residuals(law: Law, X, log_y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return law.log_predict_fitting(X, z) - log_y
 
 
-def log_jacobian(law: Law, X, z: np.ndarray) -> np.ndarray:
-    """Derivative of the log prediction with respect to ``z``, shape (..., n, P).
+def log_value_and_jacobian(law: Law, X, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Log prediction (..., n) and its derivative with respect to ``z`` (..., n, P).
 
-    Uses the law's analytic ``log_jacobian`` when it has one, else central
+    Uses the law's analytic derivatives when it has them, else central
     differences with step ``1e-6 * max(1, |z|)``.
     """
     z = np.asarray(z, dtype=float)
-    if law.log_jacobian is not None:
-        return law.log_jacobian(X, z)
-    P = z.shape[-1]
-    step = 1e-6 * np.maximum(1.0, np.abs(z))                      # (..., P)
-    shift = np.eye(P) * step[..., None, :]                        # (..., P, P)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        up = law.log_predict_fitting(X, z[..., None, :] + shift)    # (..., P, n)
+        if law.log_value_and_jacobian is not None:
+            return law.log_value_and_jacobian(X, z)
+        value = law.log_predict_fitting(X, z)
+        if law.log_jacobian is not None:
+            return value, law.log_jacobian(X, z)
+        P = z.shape[-1]
+        step = 1e-6 * np.maximum(1.0, np.abs(z))                      # (..., P)
+        shift = np.eye(P) * step[..., None, :]                        # (..., P, P)
+        up = law.log_predict_fitting(X, z[..., None, :] + shift)      # (..., P, n)
         down = law.log_predict_fitting(X, z[..., None, :] - shift)
-    return np.swapaxes((up - down) / (2.0 * step[..., :, None]), -1, -2)
+    return value, np.swapaxes((up - down) / (2.0 * step[..., :, None]), -1, -2)
+
+
+def log_jacobian(law: Law, X, z: np.ndarray) -> np.ndarray:
+    """Derivative of the log prediction with respect to ``z``, shape (..., n, P)."""
+    return log_value_and_jacobian(law, X, z)[1]
 
 
 def objective(law: Law, X, log_y: np.ndarray, z: np.ndarray, *, loss: str, delta: float,

@@ -106,6 +106,10 @@ class FitResult:
                "inputs": list(self.law.inputs), "params": list(self.law.param_names)}
         if "expression" in self.law.extra:
             law["expression"] = self.law.extra["expression"]
+            law["symbols"] = dict(self.law.extra.get("symbols", {}))
+            law["param_specs"] = {p.name: {"lower": p.lower, "upper": p.upper,
+                                           "grid": list(p.grid), "log": p.log}
+                                  for p in self.law.params}
         return to_jsonable({
             "format": FORMAT,
             "law": law,
@@ -154,9 +158,12 @@ def law_from_json(spec: dict) -> Law:
     if "expression" in spec:
         from scalekit.laws.expression import law_from_expression
 
-        extra_inputs = [name for name in spec["inputs"]
-                        if name not in ("params", "tokens", "compute", "x")]
-        return law_from_expression(spec["expression"], inputs=extra_inputs)
+        specs = {name: {k: (-np.inf if v is None and k == "lower" else
+                            np.inf if v is None and k == "upper" else v)
+                        for k, v in spec_.items()}
+                 for name, spec_ in spec.get("param_specs", {}).items()}
+        return law_from_expression(spec["expression"], inputs=spec.get("symbols", {}),
+                                   params=specs, name=spec["name"])
     match = re.fullmatch(r"bnsl(\d+)", spec["name"])
     if match:
         from scalekit.laws.bnsl import bnsl

@@ -64,7 +64,16 @@ class Law:
     log_jacobian : callable, optional
         ``log_jacobian(X, z) -> J`` with shape ``(..., n, P)``: derivative of
         ``log_function(X, z)`` with respect to ``z``. The fit engine uses finite
-        differences when it is missing.
+        differences when the law has neither this nor ``log_value_and_jacobian``.
+    log_value_and_jacobian : callable, optional
+        ``log_value_and_jacobian(X, z) -> (log_y, J)``: ``log_function(X, z)``,
+        shape ``(..., n)``, and its derivative with respect to ``z``, shape
+        ``(..., n, P)``, computed together since they share terms (faster than
+        ``log_function`` plus ``log_jacobian``; preferred by the fit engine).
+    data_grid : callable, optional
+        ``data_grid(X, y) -> {name: grid}``: start grids (fitting space) computed
+        from the data, replacing the static grids of the named parameters (e.g.
+        break positions inside the range of ``x``).
     derive : callable, optional
         ``derive(values) -> dict`` of derived quantities from fitted values.
     description : str
@@ -78,6 +87,9 @@ class Law:
     function: Callable[[Inputs, np.ndarray], np.ndarray]
     log_function: Callable[[Inputs, np.ndarray], np.ndarray] | None = None
     log_jacobian: Callable[[Inputs, np.ndarray], np.ndarray] | None = None
+    log_value_and_jacobian: Callable[[Inputs, np.ndarray],
+                                     tuple[np.ndarray, np.ndarray]] | None = None
+    data_grid: Callable[[Inputs, np.ndarray], Mapping[str, tuple]] | None = None
     derive: Callable[[Mapping[str, float]], dict] | None = None
     description: str = ""
     extra: Mapping[str, object] = field(default_factory=dict)
@@ -109,9 +121,17 @@ class Law:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.log_mask, np.log(theta), theta)
 
-    def start_grid(self) -> np.ndarray:
-        """Cartesian product of the parameters' grids, shape (S, P), fitting space."""
-        return np.array(list(itertools.product(*(p.grid for p in self.params))), dtype=float)
+    def start_grid(self, X: Inputs | None = None, y: np.ndarray | None = None) -> np.ndarray:
+        """Cartesian product of the parameters' grids, shape (S, P), fitting space.
+
+        With data ``X``, ``y`` and a ``data_grid``, the grids it returns replace the
+        static ones.
+        """
+        grids = {p.name: p.grid for p in self.params}
+        if self.data_grid is not None and X is not None and y is not None:
+            grids.update(self.data_grid(_as_inputs(X, self.inputs), np.asarray(y, dtype=float)))
+        return np.array(list(itertools.product(*(grids[p.name] for p in self.params))),
+                        dtype=float)
 
     def predict(self, X: Inputs, theta: np.ndarray | Mapping[str, float]) -> np.ndarray:
         """Evaluate the law at ``X`` for natural parameters ``theta`` (array or mapping)."""

@@ -39,10 +39,13 @@ def _log_function(X, z):
     return _terms(X, z)[0]
 
 
-def _log_jacobian(X, z):
-    _, (w_e, w_a, w_b) = _terms(X, z)
-    return np.stack([w_e, w_a, w_b, -w_a * np.log(X["params"]), -w_b * np.log(X["tokens"])],
-                    axis=-1)
+def _log_value_and_jacobian(X, z):
+    value, (w_e, w_a, w_b) = _terms(X, z)
+    rows = np.empty((5,) + value.shape)          # built as (P, ..., n), returned as a view
+    rows[0], rows[1], rows[2] = w_e, w_a, w_b
+    np.multiply(w_a, -np.log(X["params"]), out=rows[3])
+    np.multiply(w_b, -np.log(X["tokens"]), out=rows[4])
+    return value, np.moveaxis(rows, 0, -1)
 
 
 def optimum_coefficients(values: Mapping[str, float]) -> dict[str, float]:
@@ -101,6 +104,7 @@ CHINCHILLA = register_law(Law(
             Param("alpha", 0.0, np.inf, _EXPONENT_GRID),
             Param("beta", 0.0, np.inf, _EXPONENT_GRID)),
     formula="E + A / N^alpha + B / D^beta",
-    function=_function, log_function=_log_function, log_jacobian=_log_jacobian,
+    function=_function, log_function=_log_function,
+    log_value_and_jacobian=_log_value_and_jacobian,
     derive=optimum_coefficients,
     description="Loss of N parameters trained on D tokens (Hoffmann et al. 2022, approach 3)."))

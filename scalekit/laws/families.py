@@ -29,19 +29,20 @@ def _power_law(input_name: str) -> Law:
         z = np.asarray(z, dtype=float)
         return z[..., 0:1] - z[..., 1:2] * np.log(X[input_name])
 
-    def log_jacobian(X, z):
-        z = np.asarray(z, dtype=float)
-        log_x = np.log(X[input_name])
-        ones = np.ones(z.shape[:-1] + log_x.shape)
-        return np.stack([ones, -log_x * ones], axis=-1)
+    def log_value_and_jacobian(X, z):
+        value = log_function(X, z)
+        rows = np.empty((2,) + value.shape)      # built as (P, ..., n), returned as a view
+        rows[0] = 1.0
+        rows[1] = -np.log(X[input_name])
+        return value, np.moveaxis(rows, 0, -1)
 
     return Law(
         name="power", inputs=(input_name,),
         params=(Param("A", 0.0, np.inf, _LOG_SCALE_GRID, log=True),
                 Param("alpha", -np.inf, np.inf, _EXPONENT_GRID)),
         formula=f"A * {input_name}^-alpha",
-        function=function, log_function=log_function, log_jacobian=log_jacobian,
-        description="Pure power law A x^-alpha.")
+        function=function, log_function=log_function,
+        log_value_and_jacobian=log_value_and_jacobian, description="Pure power law A x^-alpha.")
 
 
 def _saturating_power_law(name: str, input_name: str, description: str) -> Law:
@@ -53,10 +54,12 @@ def _saturating_power_law(name: str, input_name: str, description: str) -> Law:
     def log_function(X, z):
         return _terms(X, z)[0]
 
-    def log_jacobian(X, z):
-        log_x = np.log(X[input_name])
-        _, (w_floor, w_power) = _terms(X, z)
-        return np.stack([w_floor, w_power, -w_power * log_x], axis=-1)
+    def log_value_and_jacobian(X, z):
+        value, (w_floor, w_power) = _terms(X, z)
+        rows = np.empty((3,) + value.shape)      # built as (P, ..., n), returned as a view
+        rows[0], rows[1] = w_floor, w_power
+        np.multiply(w_power, -np.log(X[input_name]), out=rows[2])
+        return value, np.moveaxis(rows, 0, -1)
 
     def _terms(X, z):
         z = np.asarray(z, dtype=float)
@@ -69,8 +72,8 @@ def _saturating_power_law(name: str, input_name: str, description: str) -> Law:
                 Param("A", 0.0, np.inf, _LOG_SCALE_GRID, log=True),
                 Param("alpha", 0.0, np.inf, _EXPONENT_GRID)),
         formula=f"E + A * {input_name}^-alpha",
-        function=function, log_function=log_function, log_jacobian=log_jacobian,
-        description=description)
+        function=function, log_function=log_function,
+        log_value_and_jacobian=log_value_and_jacobian, description=description)
 
 
 POWER = register_law(_power_law("x"))

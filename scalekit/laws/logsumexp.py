@@ -14,15 +14,18 @@ def logsumexp_terms(*terms: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """Return ``log(sum_k exp(terms[k]))`` and the softmax weight of each term.
 
     The terms broadcast against each other; the result and every weight have the
-    broadcast shape.
+    broadcast shape. Stable for any finite terms (the largest is factored out).
     """
     terms = np.broadcast_arrays(*terms)
-    top = terms[0]
-    for term in terms[1:]:
-        top = np.maximum(top, term)
-    top = np.where(np.isfinite(top), top, 0.0)
+    top = np.maximum(terms[0], terms[1]) if len(terms) > 1 else terms[0].copy()
+    for term in terms[2:]:
+        np.maximum(top, term, out=top)
+    top[~np.isfinite(top)] = 0.0
     shifted = [np.exp(term - top) for term in terms]
-    total = shifted[0]
-    for part in shifted[1:]:
-        total = total + part
-    return top + np.log(total), [part / total for part in shifted]
+    total = shifted[0] + shifted[1] if len(shifted) > 1 else shifted[0].copy()
+    for part in shifted[2:]:
+        total += part
+    inverse = 1.0 / total
+    np.log(total, out=total)
+    total += top
+    return total, [np.multiply(part, inverse, out=part) for part in shifted]

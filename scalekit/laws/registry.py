@@ -15,6 +15,8 @@ _LAWS: dict[str, Law] = {}
 _BUILTIN_MODULES: tuple[str, ...] = (
     "scalekit.laws.families",
     "scalekit.laws.chinchilla",
+    "scalekit.laws.kaplan",
+    "scalekit.laws.bnsl",
     "scalekit.laws.depth",
     "scalekit.laws.class_count",
     "scalekit.laws.inference_k",
