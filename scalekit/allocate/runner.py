@@ -132,10 +132,14 @@ def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *
 
         def stored(advance: Advance) -> pd.DataFrame:
             frame = store.curves(runs=[advance.run], metric=metric)
+            if frame.empty:
+                return frame
             axis = frame[sweep.resource_name].to_numpy(float)
             return frame[(axis > advance.start) & (axis <= advance.stop * (1 + 1e-12))]
 
         def as_curve(points: pd.DataFrame) -> Curve:
+            if points.empty:
+                return Curve(np.empty(0), np.empty(0), np.empty(0))
             points = points.sort_values(sweep.resource_name)
             return Curve(points[sweep.resource_name].to_numpy(float),
                          points["compute"].to_numpy(float), points[metric].to_numpy(float))
@@ -155,14 +159,20 @@ def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *
                 state.reserve(task, advance)
                 futures[executor.submit(trainer.advance, advance.run, advance.start,
                                         advance.stop)] = advance
+            failure = None
             for future in as_completed(futures):
                 advance = futures[future]
+                if future.exception() is not None:  # keep the others' points, then re-raise
+                    failure = failure or future.exception()
+                    continue
                 points = pd.DataFrame(future.result())
                 if len(points):
                     store.append_points(advance.run, points)
                 state.mark_done(task, advance)
                 results[advance.run] = as_curve(stored(advance))
                 counts["trained"] += 1
+            if failure is not None:
+                raise failure
             return results
 
         allocation = drive(loop.steps(), execute)

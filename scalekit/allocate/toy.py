@@ -22,6 +22,9 @@ from scalekit.allocate.synthetic import CHINCHILLA, chinchilla_loss
 class SyntheticTrainer:
     """Trainer protocol: ``resource``, ``candidates()`` and ``advance(run, start, stop)``.
 
+    ``resource`` is ``"compute"`` (every rung gives each run the same FLOPs: the
+    early-leader setting) or ``"step"``.
+
     Parameters
     ----------
     sizes, variants : int
@@ -43,7 +46,7 @@ class SyntheticTrainer:
     tokens_per_step: float = 2.0 ** 20
     points: int = 60
     noise: float = 0.003
-    resource: str = "step"
+    resource: str = "compute"
 
     def _runs(self) -> pd.DataFrame:
         rng = np.random.default_rng(self.seed)
@@ -58,13 +61,20 @@ class SyntheticTrainer:
         return pd.DataFrame(rows)
 
     def candidates(self) -> pd.DataFrame:
-        """One row per run: ``run``, ``params``, ``max_resource`` (steps), ``flops_per_unit``."""
-        return self._runs()[["run", "params", "max_resource", "flops_per_unit"]]
+        """One row per run: ``run``, ``params``, ``max_resource`` and ``flops_per_unit``
+        (in steps, or in FLOPs when ``resource`` is ``"compute"``)."""
+        runs = self._runs()
+        if self.resource == "compute":
+            runs["max_resource"] = runs.max_resource * runs.flops_per_unit
+            runs["flops_per_unit"] = 1.0
+        return runs[["run", "params", "max_resource", "flops_per_unit"]]
 
     def advance(self, run: str, start: float, stop: float) -> pd.DataFrame:
-        """Points logged while training ``run`` from step ``start`` to ``stop``."""
+        """Points logged while training ``run`` from ``start`` to ``stop`` (steps or FLOPs)."""
         row = self._runs().set_index("run").loc[run]
-        last = min(np.floor(stop), row.max_resource)
+        if self.resource == "compute":
+            start, stop = start / row.flops_per_unit, stop / row.flops_per_unit
+        last = min(np.floor(stop * (1 + 1e-12)), row.max_resource)
         interval = max(1.0, np.floor(row.max_resource / self.points))
         first = (np.floor(start / interval) + 1) * interval
         steps = np.arange(first, last + 1, interval)
