@@ -63,6 +63,7 @@ class Envelope:
         check_number("n_boot", self.n_boot, low=0, integer=True)
         points = isoflop_points(data, convention=self.convention,
                                 flops_per_param_token=self.flops_per_param_token, source=source)
+        self.notes_ = list(points.attrs["notes"])
         if "run" not in points:
             raise InputError("approach 1 needs learning curves: a run column", source=source)
         curves = _curves(points, source)

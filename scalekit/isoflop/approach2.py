@@ -104,6 +104,7 @@ class IsoFLOPProfiles:
         check_number("ci_level", self.ci_level, low=0, high=1, low_open=True, high_open=True)
         points = isoflop_points(data, convention=self.convention,
                                 flops_per_param_token=self.flops_per_param_token, source=source)
+        self.notes_ = list(points.attrs["notes"])
         assignment = assign_budgets(points["compute"].to_numpy(), figures=self.figures,
                                     nominal=self.budgets, tolerance=self.tolerance)
         points["budget"] = assignment.budget

@@ -88,6 +88,7 @@ class ParametricOptimum:
         check_number("n_boot", self.n_boot, low=0, integer=True)
         points = isoflop_points(data, convention=self.convention,
                                 flops_per_param_token=self.flops_per_param_token, source=source)
+        self.notes_ = list(points.attrs["notes"])
         law = get_law("chinchilla")
         X = {"params": points["params"].to_numpy(), "tokens": points["tokens"].to_numpy()}
         self.result_ = fit_law(law, X, points["loss"].to_numpy(), loss=self.loss,

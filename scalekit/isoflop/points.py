@@ -6,7 +6,7 @@ Two conventions, stated in every report:
   dense transformer's forward and backward pass, Kaplan et al. 2020); given two
   of compute, params and tokens the third follows.
 * ``"counted"`` — the data carry counted FLOPs in ``compute`` and those are
-  used as they are; missing tokens are still derived as ``C / (k·N)``.
+  used as they are; a missing N or D is still derived from ``C = k·N·D``.
 
 Whether N counts embedding parameters is whatever the ``params`` column holds;
 choose the column (``--map params=...``) to change it.
@@ -29,17 +29,20 @@ def convention_text(convention: str, flops_per_param_token: float) -> str:
     """One line naming the FLOP convention, for reports."""
     if convention == "6ND":
         return f"C = {flops_per_param_token:g}·N·D (N as given in the params column)"
-    return f"counted FLOPs as given; missing tokens derived as D = C/({flops_per_param_token:g}·N)"
+    return (f"counted FLOPs as given; a missing N or D derived from "
+            f"C = {flops_per_param_token:g}·N·D")
 
 
 def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
                    flops_per_param_token: float = 6.0, source: str | None = None) -> pd.DataFrame:
     """Return a frame with ``compute``, ``params``, ``tokens``, ``loss`` (and ``run`` if given).
 
+    What was derived is listed in ``attrs["notes"]``.
+
     Parameters
     ----------
     data : DataFrame or mapping of arrays
-        Tidy points with at least two of ``compute``, ``params``, ``tokens`` and ``loss``.
+        Tidy points with ``loss`` and at least two of ``compute``, ``params``, ``tokens``.
     loss : str
         Name of the metric column.
     convention : {"6ND", "counted"}
@@ -56,9 +59,9 @@ def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
     if loss not in frame:
         raise InputError(f"no {loss!r} column", source=source)
     have = {name for name in ("compute", "params", "tokens") if name in frame}
-    if "params" not in have or len(have) < 2 or (convention == "counted" and "compute" not in have):
-        need = ("compute and params" if convention == "counted"
-                else "params and one of compute, tokens")
+    if len(have) < 2 or (convention == "counted" and "compute" not in have):
+        need = ("compute and one of params, tokens" if convention == "counted"
+                else "two of compute, params, tokens")
         raise InputError(f"IsoFLOP analysis needs {need}; the data have "
                          f"{', '.join(sorted(have)) or 'none of them'}", source=source)
     out = pd.DataFrame({"run": frame["run"]} if "run" in frame else {}, index=frame.index)
@@ -71,11 +74,22 @@ def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
                              source=source, column=name)
         out[name if name != loss else "loss"] = values
     k = flops_per_param_token
-    if "tokens" not in have:
+    notes = []
+    if "params" not in have:
+        out["params"] = out["compute"] / (k * out["tokens"])
+        notes.append(f"params derived as N = C/({k:g}·D)")
+    elif "tokens" not in have:
         out["tokens"] = out["compute"] / (k * out["params"])
-    if convention == "6ND" and "tokens" in have:
+        notes.append(f"tokens derived as D = C/({k:g}·N)")
+    elif convention == "6ND":
+        given = out["compute"].to_numpy() if "compute" in out else None
         out["compute"] = k * out["params"] * out["tokens"]
-    return out.reset_index(drop=True)
+        if given is not None and not np.allclose(given, out["compute"], rtol=1e-6, atol=0):
+            notes.append(f"compute recomputed as C = {k:g}·N·D (the compute column is ignored; "
+                         "use the counted convention to keep it)")
+    out = out.reset_index(drop=True)
+    out.attrs["notes"] = notes
+    return out
 
 
 def final_points(frame: pd.DataFrame) -> pd.DataFrame:

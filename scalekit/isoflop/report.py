@@ -79,12 +79,16 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
     warnings = [f"approach {NAMES[k]}: {w}" for k, m in fitted.items() for w in m.warnings_]
     warnings += [f"approach {name} skipped: {why}" for name, why in skipped.items()]
     convention = convention_text(settings["convention"], settings["flops_per_param_token"])
-    body = {"convention": convention,
+    notes = list(frame.attrs.get("notes", []))
+    for model in fitted.values():
+        notes += [n for n in model.notes_ if n not in notes]
+    body = {"convention": convention, "notes": notes,
             "approaches": {NAMES[k]: m.to_json() for k, m in fitted.items()},
             "comparison": table.to_dict(orient="records"),
             "spread_explained": explained, "skipped": skipped, "warnings": warnings}
     return Report("IsoFLOP analysis: compute-optimal N*(C) = k_N·C^a, D*(C) = k_D·C^b", body,
-                  _tables(fitted, table, explained, target, settings["ci_level"]), fitted)
+                  _tables(fitted, table, explained, target, settings["ci_level"]), fitted,
+                  [f"note: {n}" for n in notes])
 
 
 def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> Report:
@@ -97,7 +101,8 @@ def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> Report:
                               convention=settings["convention"], flops_per_param_token=k,
                               seed=seed).fit(final_points(frame), source=source)
     result = model.result_
-    body = {"convention": convention_text(settings["convention"], k),
+    notes = list(frame.attrs.get("notes", [])) + model.notes_
+    body = {"convention": convention_text(settings["convention"], k), "notes": notes,
             "law": {name: result.values[name] for name in result.law.param_names},
             "a": model.params_law_.exponent, "b": model.tokens_law_.exponent, "G": model.G_}
     rows = []
@@ -130,8 +135,10 @@ def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> Report:
                        "columns": ["by", "compute (FLOPs)", "N*", "D*", "D*/N*", "loss"],
                        "rows": rows}]
     body["warnings"] = list(model.warnings_)
-    notes = [body["compare_summary"]] if "compare_summary" in body else []
-    return Report("Compute plan", body, tables, {"3": model}, notes)
+    lines = [f"note: {n}" for n in notes]
+    if "compare_summary" in body:
+        lines.append(body["compare_summary"])
+    return Report("Compute plan", body, tables, {"3": model}, lines)
 
 
 def _tables(fitted, table, explained, target, level) -> list[dict]:

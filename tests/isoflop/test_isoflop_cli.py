@@ -32,6 +32,20 @@ def test_chinchilla_approach_2_report(shared_data, tmp_path, capsys):
     assert (tmp_path / "iso.png").stat().st_size > 10_000
 
 
+def test_llama3_tokens_profile(shared_data, tmp_path, capsys):
+    """Dubey et al. (2024), Llama 3 report, section 3.2.1: D*(C) = A·C^alpha, alpha = 0.53, A = 0.29.
+    The file has compute and tokens only; N = C/(6D) is derived and said so."""
+    out = tmp_path / "llama.json"
+    code = main(["isoflop", str(shared_data / "llama3_isoflops.csv"), "--approach", "2",
+                 "--in", "tokens", "--bootstrap", "200", "--json", str(out), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    fit = report["approaches"]["2 IsoFLOP profiles"]
+    assert fit["b"]["value"] == pytest.approx(0.53, abs=0.02)
+    assert fit["k_D"]["ci"][0] < 0.29 < fit["k_D"]["ci"][1]
+    assert any("params derived as N = C/(6·D)" in n for n in report["notes"])
+
+
 def test_all_approaches_with_target(tmp_path, capsys):
     path = tmp_path / "sweep.csv"
     sweep(seed=0).to_csv(path, index=False)
