@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from isoflop.isoflop_synthetic import A_TRUE, sweep
+from isoflop.isoflop_synthetic import A_TRUE, learning_curves, sweep
 from scalekit_cli.app import main
 
 CHINCHILLA_BUDGETS = "6e18,1e19,3e19,6e19,1e20,3e20,6e20,1e21,3e21"
@@ -33,8 +33,9 @@ def test_chinchilla_approach_2_report(shared_data, tmp_path, capsys):
 
 
 def test_llama3_tokens_profile(shared_data, tmp_path, capsys):
-    """Dubey et al. (2024), Llama 3 report, section 3.2.1: D*(C) = A·C^alpha, alpha = 0.53, A = 0.29.
-    The file has compute and tokens only; N = C/(6D) is derived and said so."""
+    """Dubey et al. (2024), Llama 3 report, section 3.2.1: D*(C) = A·C^alpha with
+    alpha = 0.53, A = 0.29. The file has compute and tokens only; N = C/(6D) is derived
+    and said so."""
     out = tmp_path / "llama.json"
     code = main(["isoflop", str(shared_data / "llama3_isoflops.csv"), "--approach", "2",
                  "--in", "tokens", "--bootstrap", "200", "--json", str(out), "--quiet"])
@@ -59,6 +60,22 @@ def test_all_approaches_with_target(tmp_path, capsys):
     for row in report["comparison"]:
         assert row["a"] == pytest.approx(A_TRUE, abs=0.02)
         assert row["params_lo"] < row["params"] < row["params_hi"]
+
+
+def test_envelope_from_a_curve_store(tmp_path, capsys):
+    from scalekit.curves import CurveStore
+
+    curves = learning_curves(seed=0, n_runs=25, n_steps=40)
+    store = tmp_path / "curves.db"
+    with CurveStore(store) as opened:
+        opened.import_frame(curves, source="synthetic")
+    out = tmp_path / "env.json"
+    code = main(["isoflop", "--store", str(store), "--approach", "1", "--bootstrap", "50",
+                 "--json", str(out), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    fit = json.loads(out.read_text())["approaches"]["1 envelope"]
+    assert fit["a"]["value"] == pytest.approx(A_TRUE, abs=0.03)
+    assert fit["a"]["ci"][0] < fit["a"]["value"] < fit["a"]["ci"][1]
 
 
 def _write(tmp_path, frame):
