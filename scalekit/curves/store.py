@@ -237,7 +237,7 @@ class CurveStore:
         metrics, config = _classify(frame, metrics)
         points = _numeric_points(frame, metrics, where)
         codes, order = check_frame(points, where, metrics=metrics, config=config)
-        names = points["run"].to_numpy(dtype=object)
+        names = points["run"]
         firsts = order[np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])]
         with self._transaction():
             ids = np.empty(len(firsts), dtype=np.int64)
@@ -247,7 +247,7 @@ class CurveStore:
                            if c in points}
                 settings = {c: _scalar(points[c].iloc[row]) for c in config}
                 before = self._con.total_changes
-                ids[code] = self._ensure_run(str(names[row]), str(source), columns,
+                ids[code] = self._ensure_run(str(names.iloc[row]), str(source), columns,
                                              {k: v for k, v in settings.items() if v is not None},
                                              compare=True)
                 if self._con.total_changes == before:
@@ -483,7 +483,7 @@ def _classify(frame: pd.DataFrame, metrics: Sequence[str] | None) -> tuple[list[
 
 def _numeric_points(frame: pd.DataFrame, metrics: Sequence[str], where: Locator) -> pd.DataFrame:
     """A copy of ``frame`` with checked numeric columns (steps int64, others float64)."""
-    out = {"run": frame["run"].astype(str).to_numpy(dtype=object),
+    out = {"run": frame["run"].astype(str).reset_index(drop=True),
            "step": to_step(frame["step"].to_numpy(), "step", where)}
     for column in (*POINT_COLUMNS, *RUN_ONLY_COLUMNS):
         if column in frame:

@@ -118,25 +118,17 @@ def check_positive(values: np.ndarray, column: str, where: Locator) -> None:
 
 
 def run_order(runs: pd.Series | np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Run codes (by first appearance) and the row order sorting by (run, step).
+    """Run codes (0, 1, … by first appearance) and the row order sorting by (run, step).
 
-    Fast path for the usual layout where each run is one contiguous block of
-    rows with increasing steps: no sort and no hashing of every name.
+    When the rows already come run by run with increasing steps (the usual
+    layout), the order is the identity and nothing is sorted.
     """
-    names = np.asarray(runs, dtype=object)
-    n = len(names)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    change = np.empty(n, dtype=bool)
-    change[0] = True
-    change[1:] = names[1:] != names[:-1]
-    starts = np.flatnonzero(change)
-    if len(set(names[starts].tolist())) == len(starts):
-        codes = np.cumsum(change) - 1
-    else:
-        codes = pd.factorize(names)[0].astype(np.int64)
-    if np.all((np.diff(codes) > 0) | ((np.diff(codes) == 0) & (np.diff(steps) > 0))):
-        return codes, np.arange(n)
+    codes = pd.factorize(runs, sort=False)[0].astype(np.int64)
+    if len(codes) < 2:
+        return codes, np.arange(len(codes))
+    code_step, step_step = np.diff(codes), np.diff(steps)
+    if np.all((code_step > 0) | ((code_step == 0) & (step_step > 0))):
+        return codes, np.arange(len(codes))
     return codes, np.lexsort((steps, codes))
 
 
