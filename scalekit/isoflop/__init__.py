@@ -2,12 +2,20 @@
 
 * approach 1 — the envelope of learning curves (:class:`Envelope`);
 * approach 2 — IsoFLOP profiles (:class:`IsoFLOPProfiles`);
-* approach 3 — the parametric Chinchilla law (:class:`ParametricOptimum`).
+* approach 3 — the parametric Chinchilla law (:class:`ParametricOptimum`);
+* :func:`comparison_table`, :func:`spread_explained` — the approaches side by side;
+* :func:`plan_for_loss`, :func:`compare_allocation` — plans from a fitted law (the plan
+  for a compute budget is :func:`scalekit.fit.plan.plan_for_compute`).
 """
 
+from scalekit.isoflop.approach1 import Envelope
 from scalekit.isoflop.approach2 import IsoFLOPProfiles
+from scalekit.isoflop.approach3 import ParametricOptimum
 from scalekit.isoflop.budgets import assign_budgets, round_significant
+from scalekit.isoflop.compare import comparison_table, spread_explained
+from scalekit.isoflop.plan import compare_allocation, plan_for_loss
 from scalekit.isoflop.powerfit import PowerLawFit, fit_power_law
 
-__all__ = ["IsoFLOPProfiles", "PowerLawFit", "assign_budgets", "fit_power_law",
-           "round_significant"]
+__all__ = ["Envelope", "IsoFLOPProfiles", "ParametricOptimum", "PowerLawFit", "assign_budgets",
+           "compare_allocation", "comparison_table", "fit_power_law", "plan_for_loss",
+           "round_significant", "spread_explained"]

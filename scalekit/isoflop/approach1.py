@@ -15,9 +15,8 @@ import pandas as pd
 
 from scalekit.checks import check_number
 from scalekit.errors import InputError, NotFittedError
-from scalekit.isoflop.approach2 import approach_json
 from scalekit.isoflop.points import convention_text, isoflop_points
-from scalekit.isoflop.powerfit import fit_power_law
+from scalekit.isoflop.powerfit import allocation_json, fit_power_law
 
 
 class Envelope:
@@ -115,7 +114,7 @@ class Envelope:
     def to_json(self) -> dict:
         if not hasattr(self, "frontier_"):
             raise NotFittedError.for_estimator(self)
-        return approach_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
+        return allocation_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
                              extra={"n_compute_values": int(self.frontier_["used"].sum()),
                                     "convention": self.convention_text()})
 

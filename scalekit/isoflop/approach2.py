@@ -21,7 +21,7 @@ from scalekit.errors import InputError, NotFittedError
 from scalekit.isoflop.budgets import assign_budgets
 from scalekit.isoflop.parabolas import Groups, fit_parabolas, resample_within_groups, vertices
 from scalekit.isoflop.points import convention_text, isoflop_points
-from scalekit.isoflop.powerfit import fit_power_law
+from scalekit.isoflop.powerfit import allocation_json, fit_power_law
 
 #: Budget checks, with the condition each one flags.
 CHECKS = {
@@ -224,25 +224,11 @@ class IsoFLOPProfiles:
     def to_json(self) -> dict:
         """Per-approach body of the report: a, b, k_N, k_D with intervals, budgets, warnings."""
         self._check_fitted()
-        return approach_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
+        return allocation_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
                              budgets=self.budgets_,
                              extra={"budgeting": self.assignment_.method,
                                     "profile": self.profile,
                                     "convention": self.convention_text()})
-
-
-def approach_json(params_law, tokens_law, *, warnings, budgets=None, extra=None) -> dict:
-    """The shared JSON shape of one approach's result."""
-    body = {"a": {"value": params_law.exponent, "ci": list(params_law.exponent_ci)},
-            "b": {"value": tokens_law.exponent, "ci": list(tokens_law.exponent_ci)},
-            "k_N": {"value": params_law.coef, "ci": list(params_law.coef_ci)},
-            "k_D": {"value": tokens_law.coef, "ci": list(tokens_law.coef_ci)},
-            "ci_level": params_law.ci_level, "ci_method": params_law.ci_method,
-            **(extra or {})}
-    if budgets is not None:
-        body["budgets"] = budgets.to_dict(orient="records")
-    body["warnings"] = list(warnings)
-    return body
 
 
 def _check_budgets(points: pd.DataFrame, profile: str, source: str | None) -> None:

@@ -14,9 +14,8 @@ import numpy as np
 
 from scalekit.checks import check_number
 from scalekit.errors import NotFittedError
-from scalekit.isoflop.approach2 import approach_json
 from scalekit.isoflop.points import convention_text, isoflop_points
-from scalekit.isoflop.powerfit import PowerLawFit
+from scalekit.isoflop.powerfit import PowerLawFit, allocation_json
 
 
 def allocation_lines(values: np.ndarray,
@@ -113,7 +112,7 @@ class ParametricOptimum:
     def to_json(self) -> dict:
         if not hasattr(self, "result_"):
             raise NotFittedError.for_estimator(self)
-        return approach_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
+        return allocation_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
                              extra={"G": self.G_, "law": self.result_.to_json(),
                                     "convention": self.convention_text()})
 

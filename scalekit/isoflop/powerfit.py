@@ -130,3 +130,17 @@ def fit_power_law(compute, values, *, replicates=None, ci_level: float = 0.95) -
                        coef_ci=(float(np.exp(intercept_ci[0])), float(np.exp(intercept_ci[1]))),
                        ci_level=ci_level, ci_method=method, n_points=n, log_residual_sd=sd,
                        replicates=lines)
+
+
+def allocation_json(params_law, tokens_law, *, warnings, budgets=None, extra=None) -> dict:
+    """JSON of one approach: a, b, k_N, k_D with intervals, optional budgets, warnings."""
+    body = {"a": {"value": params_law.exponent, "ci": list(params_law.exponent_ci)},
+            "b": {"value": tokens_law.exponent, "ci": list(tokens_law.exponent_ci)},
+            "k_N": {"value": params_law.coef, "ci": list(params_law.coef_ci)},
+            "k_D": {"value": tokens_law.coef, "ci": list(tokens_law.coef_ci)},
+            "ci_level": params_law.ci_level, "ci_method": params_law.ci_method,
+            **(extra or {})}
+    if budgets is not None:
+        body["budgets"] = budgets.to_dict(orient="records")
+    body["warnings"] = list(warnings)
+    return body
