@@ -36,8 +36,8 @@ def allocate(
                                                  "point)."),
     resource: str = typer.Option("compute", "--resource", help="Resource axis: compute, step or "
                                  "tokens."),
-    surrogate: str = typer.Option("ensemble", "--surrogate", help="Surrogate of the forecast "
-                                  "and frontier policies."),
+    surrogate: str = typer.Option("joint", "--surrogate", help="Surrogate of the forecast "
+                                  "and frontier policies: joint, ensemble or gp."),
     replay_mode: bool = typer.Option(False, "--replay", help="Simulate policies on complete "
                                      "curves (the default)."),
     plan_mode: bool = typer.Option(False, "--plan", help="Print the next actions for partial "
@@ -82,7 +82,7 @@ def allocate(
                     group=group, max_resource=max_resource)
     if mode == "run":
         report, table = _run(run_task, store, budgets[0], policy or "forecast", eta,
-                             min_resource, surrogate, seed, workers, plot)
+                             min_resource, surrogate, seed, workers, quiet)
         digest = None
     else:
         sweep, digest = _sweep(curves, store, mapping, group, resource, max_resource)
@@ -209,18 +209,23 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
     return {"mode": "plan", **plan.to_json(), "warnings": []}, Group(rungs, table)
 
 
-def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, workers, plot):
+def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, workers, quiet):
     from rich.text import Text
 
     from scalekit.allocate.policies import get_policy
-    from scalekit.allocate.runner import run_allocation
+    from scalekit.allocate.replay import fit_bracket
+    from scalekit.allocate.runner import candidate_sweep, run_allocation
     from scalekit.allocate.schedules import format_rung_table
     from scalekit.allocate.trainers import make_trainer
     from scalekit.errors import InputError
 
     if store is None:
         raise InputError("--run writes into a store: give --store DB")
-    trainer = make_trainer(task, seed=seed)
+    trainer = make_trainer(task, seed=seed, store=store)
+    sweep = candidate_sweep(trainer)
+    bracket = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
+    if not quiet:  # the rung table comes before any training
+        print_renderable(Text(format_rung_table(bracket, unit=trainer.resource)))
     executor = None
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor
@@ -230,14 +235,13 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
         result = run_allocation(store, task, trainer,
                                 get_policy(policy, surrogate=surrogate, seed=seed),
                                 budget=budget, eta=eta, min_resource=min_resource, seed=seed,
-                                executor=executor)
+                                executor=executor, settings={"surrogate": surrogate})
     finally:
         if executor is not None:
             executor.shutdown()
     allocation = result.allocation
     best = min((c.loss[-1], r) for r, c in allocation.observed.items() if len(c))
-    text = (f"{format_rung_table(result.bracket, unit=trainer.resource)}\n"
-            f"task {task!r}: {result.trained} advances trained now, {result.reused} read back "
+    text = (f"task {task!r}: {result.trained} advances trained now, {result.reused} read back "
             f"from the store; spent {allocation.spent:.4g} of {budget:.4g} FLOPs; "
             f"best run {best[1]} (loss {best[0]:.4f})")
     report = {"mode": "run", "task": task, "spent_flops": allocation.spent,

@@ -1,0 +1,120 @@
+"""Trainers that ``scalekit allocate --run TASK`` can drive.
+
+- ``synthetic``: :class:`scalekit.allocate.toy.SyntheticTrainer` (pure Python);
+- any bundled :mod:`scalekit.train` task: :class:`TorchTaskTrainer`, a width
+  sweep of that task whose runs advance between evaluations and resume from
+  their checkpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scalekit.allocate.toy import SyntheticTrainer
+from scalekit.checks import check_choice
+
+
+class _Reached(Exception):
+    """Raised from the training log once the run has reached the requested step."""
+
+
+@dataclass
+class TorchTaskTrainer:
+    """Trainer protocol over :func:`scalekit.train.train` runs (resource: steps).
+
+    ``advance(run, start, stop)`` trains the run from its checkpoint and stops at
+    its last evaluation at or before ``stop``, so no step beyond ``stop`` is
+    paid for. The training loop saves a checkpoint after each evaluation is
+    logged, so a run resumed later retrains the steps since its previous
+    evaluation once (its points are the same: the loop is deterministic).
+
+    Parameters
+    ----------
+    configs : list of TrainConfig
+        The candidate runs (their ``name`` names them in the store).
+    checkpoint_dir : path
+        Where the runs' checkpoints live.
+    """
+
+    configs: list
+    checkpoint_dir: str
+    resource: str = "step"
+    _flops: dict = field(default_factory=dict, repr=False)
+
+    def _config(self, run: str):
+        return {c.name: c for c in self.configs}[run]
+
+    def flops_per_step(self, config) -> float:
+        """Counted FLOPs of one training step of ``config`` (cached)."""
+        if config.name not in self._flops:
+            import torch
+
+            from scalekit.train.flops import counted_step_flops
+            from scalekit.train.tasks import get_task
+
+            task = get_task(config.task)
+            data = task.make_data(config)
+            torch.manual_seed(config.seed)
+            model = task.make_model(config, data)
+            x, y = data.sample(np.random.default_rng(0), config.batch_size)
+            self._flops[config.name] = float(counted_step_flops(model, data.loss_of, x, y))
+        return self._flops[config.name]
+
+    def candidates(self) -> pd.DataFrame:
+        from scalekit.train.tasks import get_task
+
+        rows = []
+        for config in self.configs:
+            task = get_task(config.task)
+            data = task.make_data(config)
+            params = sum(p.numel() for p in task.make_model(config, data).parameters())
+            rows.append(dict(run=config.name, params=float(params),
+                             max_resource=float(config.steps),
+                             flops_per_unit=self.flops_per_step(config)))
+        return pd.DataFrame(rows)
+
+    def advance(self, run: str, start: float, stop: float) -> pd.DataFrame:
+        from scalekit.train import train
+
+        config = self._config(run)
+        evals = [s for s in config.eval_steps() if s <= stop]
+        if not evals or evals[-1] <= start:
+            return pd.DataFrame(columns=["step", "compute", "tokens", "loss"])
+        last = evals[-1]
+        points = []
+
+        def log(name, attrs, new):
+            for point in new:
+                if start < point["step"] <= last and point["step"] not in {p["step"] for p in points}:
+                    points.append(dict(point))
+                if point["step"] >= last:
+                    raise _Reached
+
+        Path(self.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+        try:
+            train(config, log=log, checkpoint=Path(self.checkpoint_dir) / f"{run}.pt")
+        except _Reached:
+            pass
+        frame = pd.DataFrame(points)
+        return frame[[c for c in ("step", "compute", "tokens", "loss", "train_loss", "wall_time")
+                      if c in frame]]
+
+
+def make_trainer(task: str, *, seed: int = 0, store: str | Path | None = None):
+    """The trainer behind ``--run TASK``: ``synthetic`` or a bundled torch task's width sweep."""
+    from scalekit.train.tasks import available_tasks
+
+    check_choice("task", task, ("synthetic", *available_tasks()))
+    if task == "synthetic":
+        return SyntheticTrainer(seed=seed, sizes=9, variants=3, max_compute=1e18, points=40)
+    from scalekit.train import TrainConfig
+
+    configs = [TrainConfig(task=task, width=w, depth=2, steps=600, lr=3e-3, seed=s,
+                           data_seed=seed, evals=30, device="cpu")
+               for w in (8, 16, 32, 64, 128) for s in (seed, seed + 1)]
+    directory = Path(store or ".").with_suffix(".checkpoints") / task
+    return TorchTaskTrainer(configs, str(directory))

@@ -1,0 +1,100 @@
+"""``scalekit allocate``: replay, plan and run from the command line; bad input exits with 2."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from scalekit.allocate.synthetic import early_leader_frame
+from scalekit_cli.app import main
+
+
+@pytest.fixture()
+def curves(tmp_path):
+    path = tmp_path / "curves.csv"
+    early_leader_frame(seed=0, sizes=4, variants=2, points=30).to_csv(path, index=False)
+    return path
+
+
+def test_replay_writes_a_strict_json_report_and_a_plot(tmp_path, curves, capsys):
+    out, png = tmp_path / "replay.json", tmp_path / "replay.png"
+    code = main(["allocate", "--budget", "5%", "--budget", "20%", "--curves", str(curves),
+                 "--replay", "--seeds", "2", "--json", str(out), "--plot", str(png)])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())  # strict JSON: NaN would fail here
+    assert report["format"] == "scalekit.allocate/1"
+    assert "compute_convention" in report
+    rows = {(r["budget"], r["policy"]): r for r in report["summary"]}
+    assert rows[(0.05, "uniform")]["compute_fraction"] == pytest.approx(0.05)
+    assert rows[(0.2, "exhaustive")]["compute_fraction"] == pytest.approx(1.0)
+    for (budget, policy), row in rows.items():
+        if policy != "exhaustive":
+            assert row["compute_fraction"] <= budget * (1 + 1e-9)
+    assert png.stat().st_size > 10_000
+    assert "rung" in capsys.readouterr().out
+
+
+def test_plan_lists_next_actions(tmp_path, curves, capsys):
+    frame = early_leader_frame(seed=0, sizes=4, variants=2, points=30)
+    partial = frame[frame.compute <= 0.2 * frame.compute.max()]
+    path, out = tmp_path / "partial.csv", tmp_path / "plan.json"
+    partial.to_csv(path, index=False)
+    code = main(["allocate", "--budget", str(0.15 * 8 * frame.compute.max()), "--curves",
+                 str(path), "--plan", "--policy", "loss", "--max-resource",
+                 str(frame.compute.max()), "--json", str(out)])
+    assert code == 0, capsys.readouterr().err
+    plan = json.loads(out.read_text())
+    assert plan["rung"] is not None and plan["actions"]
+    assert 0 < plan["projected_saving"] < 1
+    kinds = {a["action"] for a in plan["actions"]}
+    assert kinds <= {"continue", "stop"}
+    for action in plan["actions"]:
+        if action["action"] == "continue":
+            assert action["to"] > action["from"]
+
+
+def test_run_then_rerun_reads_back_everything(tmp_path, capsys):
+    store = tmp_path / "store.db"
+    args = ["allocate", "--budget", "3e18", "--run", "synthetic", "--store", str(store),
+            "--policy", "loss"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert main(args) == 0
+    second = capsys.readouterr().out
+    assert "0 read back" in first and "0 advances trained now" in second
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--eta", "1"], "The value of `eta` is 1, but must be > 1."),
+    (["--budget", "lots"], "`budget`"),
+    (["--budget", "-5"], "`budget`"),
+    (["--policy", "greedy"], "The value of `policy` is 'greedy'"),
+    (["--resource", "epochs"], "The value of `resource` is 'epochs'"),
+    (["--min-resource", "0"], "The value of `min_resource` is 0.0, but must be > 0."),
+    (["--plan", "--budget", "5%"], "--replay"),
+    (["--plan", "--run", "synthetic"], "one of --replay, --plan and --run"),
+])
+def test_bad_settings_exit_with_2(curves, capsys, args, message):
+    base = ["allocate", "--curves", str(curves)]
+    if "--budget" not in args:
+        base += ["--budget", "1e20"]
+    assert main(base + args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_curves_exit_with_2(tmp_path, capsys):
+    frame = early_leader_frame(seed=0, sizes=2, variants=1, points=10)
+    frame.loc[4, "loss"] = -1.0
+    path = tmp_path / "bad.csv"
+    frame.to_csv(path, index=False)
+    assert main(["allocate", "--budget", "10%", "--curves", str(path), "--seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.csv" in err and "loss" in err
+
+
+def test_missing_file_exits_with_2(tmp_path, capsys):
+    assert main(["allocate", "--budget", "1e19", "--curves", str(tmp_path / "none.csv")]) == 2
+    assert "none.csv" in capsys.readouterr().err
