@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "scalekit_cli.isoflop",
     "scalekit_cli.train",
     "scalekit_cli.forecast",
+    "scalekit_cli.allocate",
 )
 
 app = typer.Typer(
