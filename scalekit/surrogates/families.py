@@ -13,8 +13,9 @@ every curve. ``y0`` is the first normalised loss.
 Adaptation to losses: families that rise to an asymptote in the paper (pow3,
 pow4, MMF, exp4, Janoschek, Weibull, ilog2) keep their form with the sign of the
 amplitude flipped, so they fall to the asymptote; vap and log-power already
-fall for the right signs; Hill3 and log-log-linear, which rise from zero, model
-the *drop* from the first observed loss, ``y0 - g(x)``. As in the paper some
+fall for the right signs; Hill3, which rises from zero, models the *drop* since
+the first observed point, ``y0 - Hill3(t - t_first)``, and log-log-linear the
+loss as ``c - a ln(b + ln tau)``. As in the paper some
 families share a function class (exp4, Janoschek and Weibull are one class in
 three parametrisations); the parametrisation still changes where a fit lands.
 No family assumes the data are monotone or convex: residuals are robust
@@ -129,7 +130,9 @@ def _loglinear_starts(y0, R):
 
 def _hill3(ax, th):
     m, kappa, eta = _cols(th)
-    return ax[2] - m / (1.0 + np.exp(np.clip(eta * (np.log(kappa) - ax[3]), -50, 50)))
+    with np.errstate(divide="ignore"):
+        log_gap = np.log(ax[0] - ax[0] / ax[1])     # ln(t - t_first): 0 drop at the first point
+    return ax[2] - m / (1.0 + np.exp(np.clip(eta * (np.log(kappa) - log_gap), -50, 50)))
 
 
 def _hill3_starts(y0, R):
@@ -236,7 +239,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("loglinear", ("c", "a", "b"), (False, True, True),
            "c - a*ln(b + ln(tau))", _loglinear, _loglinear_starts),
     Family("hill3", ("m", "kappa", "eta"), (True, True, True),
-           "y0 - m/(1 + (kappa/t)^eta)", _hill3, _hill3_starts),
+           "y0 - m/(1 + (kappa/(t - t_first))^eta)", _hill3, _hill3_starts),
     Family("logpower", ("a", "b", "c"), (True, False, True),
            "a/(1 + (t/e^b)^c)", _logpower, _logpower_starts),
     Family("pow4", ("c", "a", "b", "alpha"), (False, True, True, True),

@@ -30,6 +30,7 @@ class _Design:
     """Runs, normalised inputs and which parameters each point uses."""
 
     def __init__(self, x, y, run_index, n_runs, sizes, x_ref, size_ref):
+        """``sizes``: one per run (or None for free per-run levels)."""
         self.lx = np.log(x / x_ref)
         self.ly = np.log(y)
         self.run = run_index
@@ -202,7 +203,7 @@ class JointSurrogate(Surrogate):
         present = np.unique(index[use])
         remap = -np.ones(n_runs, int)
         remap[present] = np.arange(present.size)
-        sizes = None if self._run_sizes is None else self._run_sizes[present][remap[index[use]]]
+        sizes = None if self._run_sizes is None else self._run_sizes[present]
         design = _Design(x[use], loss[use], remap[index[use]], present.size, sizes,
                          self.x_ref_, self.size_ref_)
         y_min = np.array([loss[use][remap[index[use]] == r].min() for r in range(present.size)])
