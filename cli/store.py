@@ -27,20 +27,22 @@ def import_(
                                    "error, or keep the first or last."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
 ) -> None:
-    """Import curve files; each file is one transaction (all its rows or none)."""
+    """Import curve files in one transaction: every row of every file, or nothing."""
     from scalekit.curves import CurveStore, read_curves
 
     roles = parse_mapping(mapping)
     frames = [read_curves(file, format=format, mapping=roles, metric=metric,
                           duplicates=duplicates) for file in files]
-    with CurveStore(store) as opened:
-        for file, frame in zip(files, frames):
-            summary = opened.import_frame(frame, source=str(file))
-            if not quiet:
-                typer.echo(f"{file}: imported {summary.points} points of {summary.runs} runs "
-                           f"into {store}")
-                for note in frame.attrs.get("notes", []):
-                    typer.echo(f"  note: {note}")
+    with CurveStore(store) as opened, opened.transaction():
+        summaries = [opened.import_frame(frame, source=str(file))
+                     for file, frame in zip(files, frames)]
+    if quiet:
+        return
+    for file, frame, summary in zip(files, frames, summaries):
+        typer.echo(f"{file}: imported {summary.points} points of {summary.runs} runs "
+                   f"into {store}")
+        for note in frame.attrs.get("notes", []):
+            typer.echo(f"  note: {note}")
 
 
 @store_app.command("ls")

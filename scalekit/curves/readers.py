@@ -124,10 +124,10 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
         out["run"] = np.full(len(table), default_run, dtype=object)
         notes.append(f"no run column: all rows are one run named {default_run!r}")
     else:
-        out["run"] = np.array([f"{default_run}:{where.line(i)}" for i in range(len(table))],
+        out["run"] = np.array([f"{default_run}:{where.number(i)}" for i in range(len(table))],
                               dtype=object)
         notes.append(f"no run or step column: each row is its own run, named "
-                     f"'{default_run}:<line>'")
+                     f"'{default_run}:<{'line' if where.lines is not None else 'row'}>'")
     if "step" in roles:
         out["step"] = to_step(table[roles["step"]].to_numpy(), roles["step"], where)
     else:
@@ -400,9 +400,10 @@ def _read_tensorboard(path: Path, mapping: Mapping[str, str] | None,
     pieces = []
     for folder in folders:
         run = path.name if folder == path else folder.relative_to(path).as_posix()
-        acc = event_accumulator.EventAccumulator(
+        acc = event_accumulator.EventAccumulator(  # keep repeated steps: they are errors
             str(folder), size_guidance={event_accumulator.SCALARS: 0,
-                                        event_accumulator.TENSORS: 0})
+                                        event_accumulator.TENSORS: 0},
+            purge_orphaned_data=False)
         acc.Reload()
         series = _tensorboard_series(acc)
         role_of = {tag: _metric_role(tag, wanted, metric) for tag in series}

@@ -77,6 +77,7 @@ class CurveStore:
                  create: bool = True) -> None:
         self.path = Path(path)
         self.timeout = float(timeout)
+        self._depth = 0
         if not create and not self.path.is_file():
             raise InputError("no curve store here (import curves first)", source=str(self.path))
         self._con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
@@ -98,7 +99,7 @@ class CurveStore:
         tables = {row[0] for row in
                   con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"runs", "points"} <= tables:
-            with self._transaction():
+            with self.transaction():
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         con.execute(statement)
@@ -117,15 +118,46 @@ class CurveStore:
                 delay = min(delay * 2, 0.25)
 
     @contextmanager
-    def _transaction(self):
-        """One write transaction (``BEGIN IMMEDIATE``), committed whole or rolled back."""
+    def transaction(self):
+        """Group several writes into one transaction: all of them land, or none.
+
+        Writes outside this block are each their own transaction. Nested blocks
+        are savepoints: an error caught inside one undoes only that block.
+        """
+        if self._con.in_transaction:
+            name = f"sk{self._depth}"
+            self._con.execute(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield self
+            except BaseException:
+                self._con.execute(f"ROLLBACK TO {name}")
+                self._con.execute(f"RELEASE {name}")
+                raise
+            finally:
+                self._depth -= 1
+            self._con.execute(f"RELEASE {name}")
+            return
         self._retry(lambda: self._con.execute("BEGIN IMMEDIATE"))
         try:
-            yield self._con
+            yield self
         except BaseException:
             self._con.execute("ROLLBACK")
             raise
         self._retry(lambda: self._con.execute("COMMIT"))
+
+
+    @contextmanager
+    def _snapshot(self):
+        """A read transaction, so that several queries see one state of the file."""
+        if self._con.in_transaction:
+            yield
+            return
+        self._con.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._con.execute("COMMIT")
 
     def close(self) -> None:
         """Close the connection (the write-ahead log is folded into the file)."""
@@ -151,7 +183,7 @@ class CurveStore:
         attributes (or none) returns its id; different attributes are an error.
         """
         columns, config = _split_attrs(attrs or {}, source=str(self.path))
-        with self._transaction():
+        with self.transaction():
             return self._ensure_run(str(name), source, columns, config, compare=attrs is not None)
 
     def _ensure_run(self, name: str, source: str, columns: dict, config: dict, *,
@@ -187,12 +219,14 @@ class CurveStore:
         """One row per run: ``run`` (name), ``id``, ``source``, run-level attributes
         (float, NaN when unset), ``config`` (dict), ``points`` (number stored, all
         metrics) and ``metrics`` (list of names)."""
-        frame = pd.read_sql_query(f"SELECT name AS run, id, source, {', '.join(RUN_COLUMNS)}, "
-                                  "config FROM runs ORDER BY id", self._con)
+        with self._snapshot():
+            frame = pd.read_sql_query(f"SELECT name AS run, id, source, "
+                                      f"{', '.join(RUN_COLUMNS)}, config FROM runs ORDER BY id",
+                                      self._con)
+            counts = self._con.execute("SELECT run_id, metric, COUNT(*) FROM points "
+                                       "GROUP BY run_id, metric").fetchall()
         frame[list(RUN_COLUMNS)] = frame[list(RUN_COLUMNS)].astype(np.float64)
         frame["config"] = [json.loads(text) for text in frame["config"]]
-        counts = self._con.execute("SELECT run_id, metric, COUNT(*) FROM points "
-                                   "GROUP BY run_id, metric").fetchall()
         total: dict[int, int] = {}
         metrics: dict[int, list[str]] = {}
         for run_id, metric, count in counts:
@@ -205,7 +239,7 @@ class CurveStore:
     def remove(self, runs: str | Iterable[str]) -> int:
         """Delete runs (by name) with their points; all or none. Returns how many."""
         names = [runs] if isinstance(runs, str) else [str(r) for r in runs]
-        with self._transaction():
+        with self.transaction():
             ids = self._ids(names)
             for run_id in ids.values():
                 self._con.execute("DELETE FROM points WHERE run_id = ?", (run_id,))
@@ -239,7 +273,7 @@ class CurveStore:
         codes, order = check_frame(points, where, metrics=metrics, config=config)
         names = points["run"]
         firsts = order[np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])]
-        with self._transaction():
+        with self.transaction():
             ids = np.empty(len(firsts), dtype=np.int64)
             existing = []
             for code, row in enumerate(firsts):
@@ -277,7 +311,7 @@ class CurveStore:
         if not metrics:
             raise InputError("the appended points have no metric column", source=str(self.path))
         where = Locator(str(self.path), None)
-        with self._transaction():
+        with self.transaction():
             if isinstance(run, (int, np.integer)):
                 row = self._con.execute("SELECT id, name FROM runs WHERE id = ?",
                                         (int(run),)).fetchone()
@@ -372,6 +406,10 @@ class CurveStore:
         columns that are empty for every row are left out.
         Rows are ordered by run (in the order added) and step.
         """
+        with self._snapshot():
+            return self._curves(runs, metric)
+
+    def _curves(self, runs: str | Iterable[str] | None, metric: str) -> pd.DataFrame:
         if runs is None:
             run_rows = self._con.execute(f"SELECT id, name, {', '.join(RUN_COLUMNS)}, config "
                                          "FROM runs ORDER BY id").fetchall()
@@ -398,6 +436,15 @@ class CurveStore:
         """
         from scalekit.curves.writers import write_curves
 
+        with self._snapshot():
+            frame, metrics = self._export_frame()
+        ordered = [c for c in ("run", "step", "compute", "tokens") if c in frame] + metrics
+        frame = frame[ordered + [c for c in frame.columns if c not in ordered]]
+        write_curves(frame.reset_index(drop=True), path, format=format)
+        return len(frame)
+
+    def _export_frame(self) -> tuple[pd.DataFrame, list[str]]:
+        """Every metric's curves merged on (run, step), config columns prefixed."""
         metrics = [r[0] for r in self._con.execute("SELECT DISTINCT metric FROM points "
                                                    "ORDER BY metric")]
         frame = None
@@ -415,13 +462,11 @@ class CurveStore:
                 frame[column] = frame[column].combine_first(frame.pop(column + "__new"))
         if frame is None:
             raise InputError("the store holds no points to export", source=str(self.path))
-        run_order = {name: i for i, name in enumerate(self.runs()["run"])}
+        run_order = {name: i for i, (name,) in enumerate(
+            self._con.execute("SELECT name FROM runs ORDER BY id"))}
         frame = frame.sort_values(["run", "step"], key=lambda s: s.map(run_order)
                                   if s.name == "run" else s, kind="stable")
-        ordered = [c for c in ("run", "step", "compute", "tokens") if c in frame] + metrics
-        frame = frame[ordered + [c for c in frame.columns if c not in ordered]]
-        write_curves(frame.reset_index(drop=True), path, format=format)
-        return len(frame)
+        return frame, metrics
 
 
 def _assemble(rows: list[tuple], which: np.ndarray, run_rows: list[tuple],

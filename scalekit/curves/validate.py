@@ -20,22 +20,41 @@ EMPTY_TEXTS = frozenset({"", "nan", "NaN", "NAN", "null", "None", "NA", "N/A", "
 
 
 class Locator:
-    """Turns a row position of a frame into the line reported to the user."""
+    """Turns a row position of a table into the place reported to the user.
+
+    With ``lines`` (text files) a row is reported as its file line; without
+    (Parquet, data frames) as its 1-based row number, written into the reason.
+    """
 
     def __init__(self, source: str | None, lines: Sequence[int] | np.ndarray | None) -> None:
         self.source = source
         self.lines = None if lines is None else np.asarray(lines)
+        self.rows: np.ndarray | None = None
 
-    def line(self, row: int) -> int:
-        return int(self.lines[row]) if self.lines is not None else int(row) + 1
+    def number(self, row: int) -> int:
+        """The file line (text files) or 1-based row number of the row at position ``row``."""
+        if self.lines is not None:
+            return int(self.lines[row])
+        return int(self.rows[row] if self.rows is not None else row) + 1
+
+    def place(self, row: int) -> str:
+        """``"line N"`` or ``"row N"`` for the row at position ``row``."""
+        return f"{'line' if self.lines is not None else 'row'} {self.number(row)}"
 
     def error(self, reason: str, row: int | None = None, column: str | None = None) -> InputError:
-        line = None if row is None else self.line(row)
-        return InputError(reason, source=self.source, line=line, column=column)
+        if row is None:
+            return InputError(reason, source=self.source, column=column)
+        if self.lines is not None:
+            return InputError(reason, source=self.source, line=int(self.lines[row]),
+                              column=column)
+        return InputError(f"{reason} ({self.place(row)})", source=self.source, column=column)
 
     def subset(self, rows: np.ndarray) -> "Locator":
-        lines = self.lines[rows] if self.lines is not None else np.asarray(rows) + 1
-        return Locator(self.source, lines)
+        """The locator of the table restricted to positions ``rows``."""
+        sub = Locator(self.source, None if self.lines is None else self.lines[rows])
+        if self.lines is None:
+            sub.rows = np.asarray(rows) if self.rows is None else self.rows[rows]
+        return sub
 
 
 def to_float(values: pd.Series | np.ndarray, column: str, where: Locator, *,
@@ -164,7 +183,7 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
         i = int(np.flatnonzero(dup)[0])
         first, second = sorted((int(order[i]), int(order[i + 1])))
         raise where.error(f"duplicate point: run {frame['run'].iloc[second]!r} has step "
-                          f"{steps[second]} twice (first on line {where.line(first)})",
+                          f"{steps[second]} twice (first on {where.place(first)})",
                           second, "step")
     if "compute" in frame:
         compute = frame["compute"].to_numpy(dtype=np.float64)[order]

@@ -85,6 +85,15 @@ def test_second_bad_file_of_an_import_writes_nothing(tmp_path, store):
     assert store_files_digest(path) == before
 
 
+def test_store_level_rejection_of_a_later_file_undoes_the_earlier_ones(tmp_path, store):
+    path, before = store
+    fine, clash = tmp_path / "fine.csv", tmp_path / "clash.csv"
+    fine.write_text(GOOD.replace("a,", "z,"))
+    clash.write_text("run,step,loss\na,2,9.0\n")  # run a already has step 2 in the store
+    assert main(["store", "import", str(fine), str(clash), "--store", str(path)]) == 2
+    assert store_files_digest(path) == before
+
+
 def _frame(run, steps, loss, compute=None, **attrs):
     frame = pd.DataFrame({"run": run, "step": steps, "loss": loss})
     if compute is not None:
