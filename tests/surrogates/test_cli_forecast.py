@@ -1,0 +1,64 @@
+"""``scalekit forecast``: tables, JSON, plot, evaluation, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalekit_cli.app import main
+
+
+@pytest.fixture
+def curves(tmp_path):
+    rows = []
+    for i, (e, a) in enumerate(((2.0, 5.0), (2.2, 4.0), (1.9, 6.0))):
+        for step in np.arange(1, 41) * 50:
+            rows.append({"run": f"r{i}", "step": int(step), "loss": e + a * (step / 50) ** -0.5})
+    path = tmp_path / "curves.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_forecast_writes_json_and_plot(curves, tmp_path, capsys):
+    out, png = tmp_path / "f.json", tmp_path / "f.png"
+    assert main(["forecast", str(curves), "--to", "20000", "--method", "pow3",
+                 "--json", str(out), "--plot", str(png)]) == 0
+    assert "r1" in capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert report["format"] == "scalekit.forecast/1" and report["settings"]["method"] == "pow3"
+    assert len(report["input_sha256"]) == 64
+    final = {row["run"]: row for row in report["final"]}
+    assert final["r0"]["x"] == pytest.approx(20000)
+    truth = 2.0 + 5.0 * (20000 / 50) ** -0.5
+    assert final["r0"]["q0.5"] == pytest.approx(truth, rel=0.01)
+    assert final["r0"]["q0.1"] <= final["r0"]["q0.5"] <= final["r0"]["q0.9"]
+    assert png.stat().st_size > 10_000
+
+
+def test_evaluate_mode_scores_the_method(curves, tmp_path):
+    out = tmp_path / "e.json"
+    assert main(["forecast", str(curves), "--evaluate", "--method", "satpow", "--json", str(out),
+                 "-q"]) == 0
+    rows = json.loads(out.read_text())["evaluation"]
+    overall = [r for r in rows if r["subset"] == "all"][0]
+    assert overall["method"] == "satpow" and overall["final_log_err"] < 0.01
+
+
+@pytest.mark.parametrize("args", [
+    ["--to", "100", "--evaluate"],
+    [],
+    ["--to", "1e9", "--method", "nope"],
+    ["--to", "1e9", "--run", "missing"],
+    ["--to", "10"],
+])
+def test_bad_requests_exit_with_code_2(curves, args, capsys):
+    assert main(["forecast", str(curves), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "Traceback" not in err
+
+
+def test_missing_file_exits_with_code_2(tmp_path, capsys):
+    assert main(["forecast", str(tmp_path / "none.csv"), "--to", "10"]) == 2
