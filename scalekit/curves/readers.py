@@ -108,60 +108,31 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
                          + ", ".join(looked) + f"); name one with --map {metric}=COLUMN",
                          source=where.source, line=1)
     notes: list[str] = []
-    out: dict[str, object] = {}
-    if "run" in roles:
-        parts = roles["run"] if isinstance(roles["run"], tuple) else (roles["run"],)
-        names = None
-        for part in parts:
-            runs = table[part]
-            empty = runs.isna() | (runs.astype(str).str.strip() == "")
-            if empty.any():
-                raise where.error("the run name is missing", int(np.flatnonzero(empty)[0]), part)
-            text = runs.astype(str).str.strip()
-            names = text if names is None else names + "/" + text
-        out["run"] = names.to_numpy(dtype=object)
-    elif "step" in roles:
-        out["run"] = np.full(len(table), default_run, dtype=object)
-        notes.append(f"no run column: all rows are one run named {default_run!r}")
-    else:
-        out["run"] = np.array([f"{default_run}:{where.number(i)}" for i in range(len(table))],
-                              dtype=object)
-        notes.append(f"no run or step column: each row is its own run, named "
-                     f"'{default_run}:<{'line' if where.lines is not None else 'row'}>'")
-    if "step" in roles:
-        out["step"] = to_step(table[roles["step"]].to_numpy(), roles["step"], where)
-    else:
-        repeated = pd.Series(out["run"]).duplicated().to_numpy()
-        if repeated.any() and duplicates == "error":
-            row = int(np.flatnonzero(repeated)[0])
-            raise where.error(f"run {out['run'][row]!r} has several rows but the file has no "
-                              "step column; name one with --map step=COLUMN", row,
-                              ",".join(parts))
-        out["step"] = np.zeros(len(table), dtype=np.int64)
+    out: dict[str, object] = {"run": _run_names(table, roles, where, default_run, notes)}
+    out["step"] = _steps(table, roles, where, out["run"], duplicates)
     for role in ("compute", "tokens", "wall_time"):
         if role in roles:
             out[role] = to_float(table[roles[role]].to_numpy(), roles[role], where,
                                  missing="nan")
     out[metric] = to_float(table[roles["loss"]].to_numpy(), roles["loss"], where)
     metrics = [metric]
-    used = {c for value in roles.values()
-            for c in (value if isinstance(value, tuple) else (value,))}
+    used = {c for value in roles.values() for c in _columns_of(value)}
     for column in table.columns:
         if column not in used and not str(column).startswith(CONFIG_PREFIX) \
                 and is_metric_name(column) and column not in out:
             out[column] = to_float(table[column].to_numpy(), column, where, missing="nan")
             metrics.append(column)
             used.add(column)
-    for role in ("params", "depth", "width", "classes", "k", "seed"):
+    for role in ("params", *INTEGER_RUN_COLUMNS):
         if role in roles:
             out[role] = to_float(table[roles[role]].to_numpy(), roles[role], where,
                                  missing="nan")
     config_columns = []
     for column in table.columns:
-        name = str(column)
-        if name.startswith(CONFIG_PREFIX) and name[len(CONFIG_PREFIX):] not in out:
-            out[name[len(CONFIG_PREFIX):]] = _config_values(table[column])
-            config_columns.append(name[len(CONFIG_PREFIX):])
+        name = str(column)[len(CONFIG_PREFIX):]
+        if str(column).startswith(CONFIG_PREFIX) and name not in out:
+            out[name] = _config_values(table[column])
+            config_columns.append(name)
             used.add(column)
     ignored = [str(c) for c in table.columns if c not in used]
     if ignored:
@@ -177,7 +148,7 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
                          f"keeping the {duplicates}")
             frame = frame.iloc[keep].reset_index(drop=True)
             where = where.subset(keep)
-    codes, order = check_frame(frame, where, metrics=metrics, config=config_columns)
+    _, order = check_frame(frame, where, metrics=metrics, config=config_columns)
     for column in INTEGER_RUN_COLUMNS:
         if column in frame and not frame[column].isna().any():
             frame[column] = frame[column].astype(np.int64)
@@ -185,6 +156,47 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     frame = frame[_ordered(frame.columns, metrics, config_columns)]
     frame.attrs.update(notes=notes, metrics=metrics, config_columns=config_columns)
     return frame
+
+
+def _columns_of(role_value: str | tuple[str, ...]) -> tuple[str, ...]:
+    return role_value if isinstance(role_value, tuple) else (role_value,)
+
+
+def _run_names(table: pd.DataFrame, roles: dict, where: Locator, default_run: str,
+               notes: list[str]) -> np.ndarray:
+    """Run name of every row: the run column(s) joined by ``/``, the file's name, or one run
+    per row (named ``<file>:<line>``) when there is neither a run nor a step column."""
+    if "run" in roles:
+        names = None
+        for column in _columns_of(roles["run"]):
+            text = table[column].astype(str).str.strip()
+            empty = table[column].isna() | (text == "")
+            if empty.any():
+                raise where.error("the run name is missing", int(np.flatnonzero(empty)[0]),
+                                  column)
+            names = text if names is None else names + "/" + text
+        return names.to_numpy(dtype=object)
+    if "step" in roles:
+        notes.append(f"no run column: all rows are one run named {default_run!r}")
+        return np.full(len(table), default_run, dtype=object)
+    notes.append(f"no run or step column: each row is its own run, named "
+                 f"'{default_run}:<{'line' if where.lines is not None else 'row'}>'")
+    return np.array([f"{default_run}:{where.number(i)}" for i in range(len(table))],
+                    dtype=object)
+
+
+def _steps(table: pd.DataFrame, roles: dict, where: Locator, runs: np.ndarray,
+           duplicates: str) -> np.ndarray:
+    """The step column, or step 0 for files with one row per run."""
+    if "step" in roles:
+        return to_step(table[roles["step"]].to_numpy(), roles["step"], where)
+    repeated = pd.Series(runs).duplicated().to_numpy()
+    if repeated.any() and duplicates == "error":
+        row = int(np.flatnonzero(repeated)[0])
+        raise where.error(f"run {runs[row]!r} has several rows but the file has no step "
+                          "column; name one with --map step=COLUMN", row,
+                          ",".join(_columns_of(roles["run"])))
+    return np.zeros(len(table), dtype=np.int64)
 
 
 def _ordered(columns, metrics: list[str], config: list[str]) -> list[str]:
