@@ -153,3 +153,24 @@ def test_jsonl_errors_name_the_line(tmp_path):
     with pytest.raises(InputError) as info:
         read_curves(path)
     assert info.value.line == 2
+
+
+def test_parquet_errors_name_the_row(tmp_path):
+    path = tmp_path / "curves.parquet"
+    pd.DataFrame({"run": ["a", "a", "a"], "step": [1, 2, 3],
+                  "loss": [2.0, 1.0, float("nan")]}).to_parquet(path)
+    with pytest.raises(InputError, match=r"\(row 3\)") as info:
+        read_curves(path)
+    assert info.value.column == "loss" and info.value.line is None
+
+
+def test_tensorboard_repeated_step_is_a_duplicate(tmp_path):
+    frame = pd.DataFrame({"run": "r", "step": [1, 2], "loss": [2.0, 1.5]})
+    write_curves(frame, tmp_path / "first", format="tensorboard")
+    write_curves(frame.iloc[1:], tmp_path / "second", format="tensorboard")
+    for event_file in (tmp_path / "second" / "r").iterdir():  # a restart that logged step 2 again
+        event_file.rename(tmp_path / "first" / "r" / (event_file.name + ".restart"))
+    with pytest.raises(InputError, match="duplicate"):
+        read_curves(tmp_path / "first")
+    back = read_curves(tmp_path / "first", duplicates="last")
+    assert back["step"].tolist() == [1, 2]
