@@ -72,12 +72,14 @@ class JudgeModel:
         d = self.dim
         w_teacher = rng.normal(0.0, np.sqrt(self.prior_var), d)
         w_judge = w_teacher + self.misspecification * rng.normal(0.0, 1.0, d)
-        X = rng.normal(0.0, 1.0 / np.sqrt(d), (self.n_train, d))
-        y = X @ w_teacher + self.noise * rng.normal(0.0, 1.0, self.n_train)
+        X_test = rng.normal(0.0, 1.0 / np.sqrt(d), (self.n_test, d))
+        # separate streams: a larger n_train extends the smaller training set
+        inputs_rng, noise_rng = rng.spawn(2)
+        X = inputs_rng.normal(0.0, 1.0 / np.sqrt(d), (self.n_train, d))
+        y = X @ w_teacher + self.noise * noise_rng.normal(0.0, 1.0, self.n_train)
         precision = X.T @ X / self.noise ** 2 + np.eye(d) / self.prior_var
         covariance = np.linalg.inv(precision)
         w_mean = covariance @ (X.T @ y) / self.noise ** 2
-        X_test = rng.normal(0.0, 1.0 / np.sqrt(d), (self.n_test, d))
         variance = np.einsum("ij,jk,ik->i", X_test, covariance, X_test) + self.noise ** 2
         return Predictive(mean=X_test @ w_mean, std=np.sqrt(variance),
                           target=X_test @ w_teacher, reward_target=X_test @ w_judge)

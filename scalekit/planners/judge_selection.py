@@ -114,7 +114,7 @@ def _one_input(c, s, offset, ks, temperature, radius_points, gumbel_points):
         return (np.trapezoid(weight * density_error, r, axis=1)
                 / np.trapezoid(weight * density, r, axis=1))
     g, gumbel_weights = _gumbel_rule(gumbel_points)
-    log_survival = _log_survival(c, s, temperature, r_max)
+    log_survival = _log_survival(c, s, temperature, r_max, gumbel_points)
     z = r[:, None] ** 2 - temperature * g[None, :]
     log_s = log_survival(z)  # (r, g)
     out = np.empty(ks.size)
@@ -125,9 +125,9 @@ def _one_input(c, s, offset, ks, temperature, radius_points, gumbel_points):
     return out
 
 
-def _log_survival(c, s, temperature, r_max):
+def _log_survival(c, s, temperature, r_max, gumbel_points):
     """``z -> log P(R^2 - T G > z)``, tabulated on a signed-square-root grid of z."""
-    g, gumbel_weights = _gumbel_rule(400)
+    g, gumbel_weights = _gumbel_rule(gumbel_points)
     low = -np.sqrt(_GUMBEL_RANGE[1] * temperature)
     high = np.sqrt(r_max ** 2 - _GUMBEL_RANGE[0] * temperature)
     u = np.unique(np.concatenate([
