@@ -241,8 +241,9 @@ def _check_budgets(points: pd.DataFrame, profile: str, source: str | None) -> No
     if len(few):
         budget, row = next(iter(few.iterrows()))
         raise InputError(f"budget {budget:.3g} FLOPs has {int(row['nunique'])} distinct "
-                         f"{profile} values, but a parabola needs at least three (set the "
-                         "budgets explicitly or round them more coarsely)",
+                         f"{profile} values, but a parabola needs at least three (give the "
+                         "study's nominal budgets, `budgets` / --budgets, or round to fewer "
+                         "significant figures, `figures` / --figures)",
                          source=source, column="compute")
 
 
