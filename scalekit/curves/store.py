@@ -184,10 +184,13 @@ class CurveStore:
         """
         columns, config = _split_attrs(attrs or {}, source=str(self.path))
         with self.transaction():
-            return self._ensure_run(str(name), source, columns, config, compare=attrs is not None)
+            return self._ensure_run(str(name), source, columns, config,
+                                    compare=attrs is not None)[0]
 
     def _ensure_run(self, name: str, source: str, columns: dict, config: dict, *,
-                    compare: bool) -> int:
+                    compare: bool) -> tuple[int, bool]:
+        """The id of run ``name`` and whether it was created now; an existing run's
+        attributes must agree with the given ones (``compare``), missing ones are filled in."""
         row = self._con.execute(f"SELECT id, {', '.join(RUN_COLUMNS)}, config FROM runs "
                                 "WHERE name = ?", (name,)).fetchone()
         if row is None:
@@ -196,7 +199,7 @@ class CurveStore:
                 f"VALUES (?, ?, {', '.join('?' * len(RUN_COLUMNS))}, ?)",
                 (name, source, *(columns.get(c) for c in RUN_COLUMNS),
                  json.dumps(config, sort_keys=True)))
-            return int(cursor.lastrowid)
+            return int(cursor.lastrowid), True
         if compare:
             stored = dict(zip(RUN_COLUMNS, row[1:-1]))
             stored_config = json.loads(row[-1])
@@ -213,7 +216,7 @@ class CurveStore:
                     "WHERE id = ?", (*new_columns.values(),
                                      json.dumps({**stored_config, **new_config}, sort_keys=True),
                                      row[0]))
-        return int(row[0])
+        return int(row[0]), False
 
     def runs(self) -> pd.DataFrame:
         """One row per run: ``run`` (name), ``id``, ``source``, run-level attributes
@@ -280,11 +283,10 @@ class CurveStore:
                 columns = {c: _scalar(points[c].iloc[row]) for c in RUN_ONLY_COLUMNS
                            if c in points}
                 settings = {c: _scalar(points[c].iloc[row]) for c in config}
-                before = self._con.total_changes
-                ids[code] = self._ensure_run(str(names.iloc[row]), str(source), columns,
-                                             {k: v for k, v in settings.items() if v is not None},
-                                             compare=True)
-                if self._con.total_changes == before:
+                ids[code], created = self._ensure_run(
+                    str(names.iloc[row]), str(source), columns,
+                    {k: v for k, v in settings.items() if v is not None}, compare=True)
+                if not created:
                     existing.append(code)
             sorted_points = points.iloc[order].reset_index(drop=True)
             run_ids = ids[codes[order]]
