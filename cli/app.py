@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "scalekit_cli.store",
     "scalekit_cli.isoflop",
     "scalekit_cli.train",
+    "scalekit_cli.law",
     "scalekit_cli.forecast",
     "scalekit_cli.allocate",
 )

@@ -21,8 +21,8 @@ from scalekit.laws.registry import register_law
 #: Terms of the law: (scale name, exponent name, input column).
 TERMS = (("c_m", "alpha_m", "width"), ("c_l", "alpha_l", "depth"), ("c_D", "alpha_D", "tokens"))
 
-_LOG_SCALE_GRID = (-2.0, 2.0, 6.0, 10.0)
-_LOG_FLOOR_GRID = (0.0, 0.5)
+_LOG_SCALE_GRID = (0.0, 4.0, 8.0)
+_LOG_FLOOR_GRID = (0.5,)
 
 
 def _terms(X, z):
@@ -84,11 +84,11 @@ DEPTH_WIDTH_DATA = register_law(Law(
     name="depth_width_data",
     inputs=("width", "depth", "tokens"),
     params=(Param("c_m", 0.0, np.inf, _LOG_SCALE_GRID, log=True),
-            Param("alpha_m", 0.0, 10.0, (0.5, 1.0, 2.0)),
+            Param("alpha_m", 0.0, 10.0, (0.5, 1.5)),
             Param("c_l", 0.0, np.inf, _LOG_SCALE_GRID, log=True),
-            Param("alpha_l", 0.0, 10.0, (0.5, 1.0, 2.0, 3.0)),
+            Param("alpha_l", 0.0, 10.0, (0.5, 1.5, 3.0)),
             Param("c_D", 0.0, np.inf, _LOG_SCALE_GRID, log=True),
-            Param("alpha_D", 0.0, 10.0, (0.2, 0.4)),
+            Param("alpha_D", 0.0, 10.0, (0.3,)),
             Param("L0", 0.0, np.inf, _LOG_FLOOR_GRID, log=True)),
     formula="c_m m^-alpha_m + c_l l^-alpha_l + c_D D^-alpha_D + L0",
     function=_function, log_function=_log_function, log_jacobian=_log_jacobian,

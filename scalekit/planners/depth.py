@@ -170,3 +170,25 @@ def plan_depth(values: Mapping[str, float], params_budget: float, tokens: float,
                                                               np.array([shape_depth])))[0]),
                     shape_loss=shape_loss, loss_lost=shape_loss - loss)
     return DepthPlan(**plan)
+
+
+def param_count_from_expression(expression: str) -> ParamCount:
+    """Parameter formula from a safe expression in ``m`` (width) and ``l`` (depth).
+
+    E.g. ``"12*m**2*l + 2*50257*m"`` for a transformer with tied embeddings.
+    Parsed by :func:`scalekit.laws.expression.law_from_expression` (numbers,
+    ``m``, ``l``, arithmetic and a few numpy functions only).
+    """
+    from scalekit.laws.expression import law_from_expression
+
+    law = law_from_expression(f"_unit * ({expression})", inputs={"m": "width", "l": "depth"})
+    if law.param_names != ("_unit",):
+        others = ", ".join(name for name in law.param_names if name != "_unit")
+        raise fail("param_count", expression, f"a formula in m and l only (it also names {others})")
+
+    def count(width, depth):
+        width, depth = np.broadcast_arrays(np.asarray(width, dtype=float), np.asarray(depth, dtype=float))
+        X = {"width": np.atleast_1d(width).ravel(), "depth": np.atleast_1d(depth).ravel()}
+        return np.asarray(law.function(X, np.array([1.0])), dtype=float).reshape(width.shape)
+
+    return count
