@@ -81,6 +81,11 @@ class PerCurveForecaster:
         return {run: q[i, :len(x[run])] for i, run in enumerate(runs)}
 
 
+#: Joint fits by their exact data: policies replayed on the same points (the first
+#: rung of ``forecast`` and ``frontier``) share one fit. Deterministic, so safe.
+_FITTED: dict = {}
+
+
 @dataclass
 class JointForecaster:
     """One across-runs surrogate fitted to every run's points at once.
@@ -108,10 +113,17 @@ class JointForecaster:
         labels = np.concatenate([np.full(len(observed[r]), r, dtype=object) for r in runs])
         per_point = (np.concatenate([np.full(len(observed[r]), sizes[r]) for r in runs])
                      if per_size else None)
-        try:
-            model = self.factory().fit(xs, ys, runs=labels.astype(str), sizes=per_point)
-        except InputError:
-            return out
+        key = (self.factory, xs.tobytes(), ys.tobytes(), labels.astype(str).tobytes(),
+               None if per_point is None else per_point.tobytes())
+        model = _FITTED.get(key)
+        if model is None:
+            try:
+                model = self.factory().fit(xs, ys, runs=labels.astype(str), sizes=per_point)
+            except InputError:
+                return out
+            if len(_FITTED) >= 32:
+                _FITTED.pop(next(iter(_FITTED)))
+            _FITTED[key] = model
         asked = [r for r in x if r in runs]
         if asked:
             at = np.concatenate([np.asarray(x[r], float) / scale(r) for r in asked])

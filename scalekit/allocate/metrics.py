@@ -16,6 +16,9 @@ import numpy as np
 
 from scalekit.allocate.sweep import Curve
 
+#: About this many starts of the frontier law's grid are optimised per fit.
+FRONTIER_STARTS = 24
+
 
 def best_final_loss(observed: Mapping[str, Curve]) -> float:
     """Lowest loss among the last points reached by the runs (NaN if none)."""
@@ -41,8 +44,11 @@ def frontier_points(observed: Mapping[str, Curve]) -> tuple[np.ndarray, np.ndarr
 def fit_frontier(observed: Mapping[str, Curve], *, seed: int = 0):
     """Fit ``L(C) = E + A C^-alpha`` (law ``frontier``) to the frontier of ``observed``.
 
-    Returns the :class:`~scalekit.fit.FitResult`, or None with fewer than four
-    frontier points (three parameters need more than three points).
+    Huber loss on log residuals (``fit_law`` defaults), started from every
+    ``k``-th point of the law's start grid so that about :data:`FRONTIER_STARTS`
+    starts are optimised (replays fit hundreds of frontiers). Returns the
+    :class:`~scalekit.fit.FitResult`, or None with fewer than four frontier
+    points (three parameters need more than three points).
     """
     from scalekit.fit import fit_law
     from scalekit.laws import get_law
@@ -50,7 +56,10 @@ def fit_frontier(observed: Mapping[str, Curve], *, seed: int = 0):
     compute, loss = frontier_points(observed)
     if len(compute) < 4:
         return None
-    return fit_law(get_law("frontier"), {"compute": compute}, loss, seed=seed)
+    law = get_law("frontier")
+    grid = law.start_grid({"compute": compute}, loss)
+    starts = grid[:: max(1, -(-len(grid) // FRONTIER_STARTS))]
+    return fit_law(law, {"compute": compute}, loss, starts=starts, seed=seed)
 
 
 def frontier_law_error(fit, reference, computes) -> np.ndarray:

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.allocate.metrics import best_final_loss, frontier_points
+from scalekit.allocate.metrics import (best_final_loss, fit_frontier, frontier_law_error,
+                                      frontier_points)
 from scalekit.allocate.replay import allocate, fit_bracket, planned_cost, replay, uniform_allocation
 from scalekit.allocate.synthetic import early_leader_frame, early_leader_sweep
 from scalekit.allocate.sweep import sweep_from_frame
@@ -136,3 +137,19 @@ def test_bad_curves_are_rejected(change, message):
 def test_unknown_policy_is_rejected(sweep):
     with pytest.raises(InputError, match="The value of `policy` is 'greedy'"):
         allocate(sweep, "greedy", 1e20)
+
+
+def test_frontier_law_fit_recovers_a_known_frontier():
+    # points on L(C) = 1.8 + 300 C^-0.15 exactly: the law and its prediction 10x out
+    compute = np.geomspace(1e17, 1e20, 40)
+    loss = 1.8 + 300.0 * compute ** -0.15
+    from scalekit.allocate.sweep import Curve
+
+    fit = fit_frontier({"a": Curve(compute, compute, loss)})
+    assert fit.values["alpha"] == pytest.approx(0.15, rel=1e-3)
+    assert fit.values["E"] == pytest.approx(1.8, rel=1e-3)
+    reference = fit_frontier({"b": Curve(compute[::2], compute[::2], loss[::2])})
+    error = frontier_law_error(fit, reference, [1e20, 1e21])
+    assert np.all(error < 1e-4)
+    truth = 1.8 + 300.0 * 1e21 ** -0.15
+    assert fit.predict({"compute": np.array([1e21])})[0] == pytest.approx(truth, rel=1e-4)
