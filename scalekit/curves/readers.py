@@ -321,10 +321,11 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 
 
 def _looks_wide(columns, mapping: Mapping[str, str] | None, metric: str) -> bool:
-    if mapping:
+    """A W&B export: no metric column (by name or mapping) but ``<run> - <metric>`` columns."""
+    mapped = dict(mapping or {}).get("loss", dict(mapping or {}).get(metric))
+    if mapped in set(columns) or "loss" in resolve_roles(columns, None, metric=metric):
         return False
-    roles = resolve_roles(columns, None, metric=metric)
-    return "loss" not in roles and any(_WIDE_COLUMN.match(str(c)) for c in columns)
+    return any(_WIDE_COLUMN.match(str(c)) for c in columns)
 
 
 def _metric_role(name: str, wanted: str | None, metric: str) -> str | None:

@@ -174,3 +174,20 @@ def test_tensorboard_repeated_step_is_a_duplicate(tmp_path):
         read_curves(tmp_path / "first")
     back = read_curves(tmp_path / "first", duplicates="last")
     assert back["step"].tolist() == [1, 2]
+
+
+def test_wandb_export_with_slashed_metric_names_and_gaps(tmp_path):
+    path = tmp_path / "wandb_export.csv"
+    path.write_text(
+        "Step,fast-run - train/loss,fast-run - train/loss__MIN,fast-run - train/loss__MAX,"
+        "fast-run - val/acc,slow-run - train/loss,slow-run - train/loss__MIN,"
+        "slow-run - train/loss__MAX,slow-run - val/acc\n"
+        "100,3.5,3.4,3.6,0.1,4.0,3.9,4.1,0.05\n"
+        "200,3.1,3.0,3.2,0.2,,,,\n"
+        "300,2.9,2.8,3.0,0.3,3.3,3.2,3.4,0.1\n")
+    frame = read_curves(path)
+    assert frame["run"].tolist() == ["fast-run"] * 3 + ["slow-run"] * 2
+    assert frame["step"].tolist() == [100, 200, 300, 100, 300]
+    assert frame["loss"].tolist() == [3.5, 3.1, 2.9, 4.0, 3.3]
+    accuracy = read_curves(path, mapping={"loss": "val/acc"})
+    assert accuracy["loss"].tolist() == [0.1, 0.2, 0.3, 0.05, 0.1]
