@@ -194,7 +194,8 @@ def _steps(table: pd.DataFrame, roles: dict, where: Locator, runs: np.ndarray,
     if repeated.any() and duplicates == "error":
         row = int(np.flatnonzero(repeated)[0])
         raise where.error(f"run {runs[row]!r} has several rows but the file has no step "
-                          "column; name one with --map step=COLUMN", row,
+                          "column; name one with --map step=COLUMN, or name the columns that "
+                          "together identify a run with --map run=COL1,COL2", row,
                           ",".join(_columns_of(roles["run"])))
     return np.zeros(len(table), dtype=np.int64)
 
