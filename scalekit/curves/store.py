@@ -287,7 +287,8 @@ class CurveStore:
                     {k: v for k, v in settings.items() if v is not None}, compare=True)
                 if not created:
                     existing.append(code)
-            sorted_points = points.iloc[order].reset_index(drop=True)
+            in_order = bool(np.all(order == np.arange(len(order))))
+            sorted_points = points if in_order else points.iloc[order].reset_index(drop=True)
             run_ids = ids[codes[order]]
             if existing:
                 self._check_against_stored(sorted_points, run_ids, np.isin(codes[order], existing),
@@ -388,16 +389,17 @@ class CurveStore:
         for metric in metrics:
             values = points[metric].to_numpy(dtype=np.float64)
             keep = ~np.isnan(values)
-            matrix = np.column_stack([run_ids[keep], points["step"].to_numpy()[keep], values[keep],
-                                      *(points[c].to_numpy(dtype=np.float64)[keep]
-                                        for c in extras)]).astype(np.float64)
+            columns = [run_ids, points["step"].to_numpy(), values,
+                       *(points[c].to_numpy(dtype=np.float64) for c in extras)]
+            matrix = np.empty((int(keep.sum()), width))
+            for i, column in enumerate(columns):
+                matrix[:, i] = column[keep]
             whole = len(matrix) - len(matrix) % _ROWS_PER_INSERT
             try:
                 for rows, block in ((_ROWS_PER_INSERT, matrix[:whole]), (1, matrix[whole:])):
                     if len(block):
-                        sql = _insert_sql(extras, rows)
-                        self._con.executemany(sql, ([metric, *params] for params in
-                                                    block.reshape(-1, rows * width).tolist()))
+                        self._con.executemany(_insert_sql(metric, extras, rows),
+                                              block.reshape(-1, rows * width).tolist())
             except sqlite3.IntegrityError as exc:  # a race is impossible inside the transaction
                 raise InputError(f"the points clash with stored ones ({exc})",
                                  source=str(self.path)) from None
@@ -481,17 +483,12 @@ class CurveStore:
 _ROWS_PER_INSERT = 100
 
 
-def _insert_sql(extras: Sequence[str], rows: int) -> str:
-    """``INSERT`` of ``rows`` points; parameter 1 is the metric, then each row's fields."""
-    width = 3 + len(extras)
-    groups = []
-    for row in range(rows):
-        first = 2 + row * width
-        fields = [f"?{first}", f"?{first + 1}", "?1", *(f"?{first + 2 + i}" for i in range(
-            width - 2))]
-        groups.append("(" + ", ".join(fields) + ")")
+def _insert_sql(metric: str, extras: Sequence[str], rows: int) -> str:
+    """``INSERT`` of ``rows`` points of ``metric`` (an SQL string literal, quotes doubled)."""
+    literal = "'" + metric.replace("'", "''") + "'"
+    group = "(?, ?, " + literal + ", ?" + ", ?" * len(extras) + ")"
     return (f"INSERT INTO points (run_id, step, metric, value{''.join(', ' + c for c in extras)})"
-            f" VALUES {', '.join(groups)}")
+            f" VALUES {', '.join([group] * rows)}")
 
 
 def _assemble(rows: list[tuple], which: np.ndarray, run_rows: list[tuple],

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from scalekit.curves.schema import INTEGER_RUN_COLUMNS, LOG_COLUMNS, RUN_ONLY_COLUMNS
+from scalekit.curves.schema import (INTEGER_RUN_COLUMNS, LOG_COLUMNS, RUN_ONLY_COLUMNS,
+                                    is_log_metric)
 from scalekit.errors import InputError
 
 #: Cell texts read as "no value" in text formats.
@@ -84,7 +85,7 @@ def to_float(values: pd.Series | np.ndarray, column: str, where: Locator, *,
         return fast
     out = np.full(len(raw), np.nan)
     for row, cell in enumerate(raw):
-        if cell is None or (isinstance(cell, float) and np.isnan(cell)) or (
+        if cell is None or cell is pd.NA or (isinstance(cell, float) and np.isnan(cell)) or (
                 isinstance(cell, str) and cell.strip() in EMPTY_TEXTS):
             if missing == "error" or (isinstance(cell, str) and cell.strip().lower() == "nan"):
                 text = "NaN" if isinstance(cell, (str, float)) and str(cell).strip() else "missing"
@@ -160,8 +161,6 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
     attributes (and ``config`` columns) constant within a run, and whole
     numbers where they count things. Returns ``run_order(frame.run, frame.step)``.
     """
-    from scalekit.curves.schema import is_log_metric
-
     for column in (*LOG_COLUMNS, *(m for m in metrics if is_log_metric(m))):
         if column in frame:
             check_positive(frame[column].to_numpy(dtype=np.float64), column, where)
