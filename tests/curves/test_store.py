@@ -183,3 +183,13 @@ def test_transaction_groups_writes_and_nested_blocks_are_savepoints(tmp_path):
             store.append_points("outer", {"step": 1, "loss": 2.0})
         assert list(store.runs()["run"]) == ["outer"]
         assert store.curves()["loss"].tolist() == [2.0]
+
+
+def test_metric_names_with_quotes_are_stored_verbatim(tmp_path):
+    name = "it's a loss'); DROP TABLE points; --"
+    frame = pd.DataFrame({"run": "r", "step": np.arange(250), name: np.linspace(3, 2, 250)})
+    with CurveStore(tmp_path / "s.db") as store:
+        assert store.import_frame(frame, source="x", metrics=[name]).points == 250
+        back = store.curves(metric=name)
+        assert np.array_equal(back[name].to_numpy(), frame[name].to_numpy())
+        assert store.runs()["metrics"].iloc[0] == [name]
