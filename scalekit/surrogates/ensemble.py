@@ -110,7 +110,7 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
         err = np.where(tail, err, 0.0)
         score = np.where(tail, reach * err ** 2, 0.0).sum(axis=1)
         score = np.where(np.isfinite(score) & usable, score, np.inf)
-        full = fit_family(family, x, y, mask)
+        full = fit_family(family, x, y, mask, start=back.start)
         full = FamilyFit(full.family, full.theta, full.scale, full.rms, full.ok & usable)
         fits.append(full)
         scores.append(score)

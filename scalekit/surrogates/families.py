@@ -301,6 +301,8 @@ class FamilyFit:
         Root mean square relative residual of the fit (robust weights applied).
     ok : ndarray of bool (B,)
         The fit converged to finite values.
+    start : ndarray of int (B,)
+        Which entry of the start grid led to the fit.
     """
 
     family: Family
@@ -308,6 +310,7 @@ class FamilyFit:
     scale: CurveScale
     rms: np.ndarray
     ok: np.ndarray
+    start: np.ndarray | None = None
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Loss at ``x`` (B, m); NaN where the fit failed or the curve leaves y > 0."""
@@ -319,7 +322,8 @@ class FamilyFit:
 
 
 def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
-               iterations: int = 60, huber: float = 2.5) -> FamilyFit:
+               iterations: int = 60, huber: float = 2.5,
+               start: np.ndarray | None = None) -> FamilyFit:
     """Fit ``family`` to B padded curves at once (batched Levenberg–Marquardt).
 
     Parameters
@@ -329,10 +333,14 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
     mask : ndarray of bool (B, n)
         Which points belong to each curve (at least ``P + 1`` per row).
     iterations : int
-        Levenberg–Marquardt steps; every start of every curve moves together.
+        Levenberg–Marquardt steps; every start of every curve moves together
+        until step 9, after which only each curve's best start goes on.
     huber : float
         Residuals beyond ``huber`` robust standard deviations are down-weighted
         (iteratively reweighted least squares), so one spike does not bend a fit.
+    start : ndarray of int (B,), optional
+        Use only this entry of the family's start grid for each curve (e.g. the
+        one that won on a shorter prefix of the same curve) instead of all.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -342,6 +350,8 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
     y0 = scale.y_first / scale.y_last
     R = np.maximum(scale.x_last / scale.x_first, 1.0 + 1e-9)
     starts = family.starts(y0, R)                       # (B, S, P)
+    if start is not None:
+        starts = starts[np.arange(B), np.asarray(start)][:, None, :]
     S, P = starts.shape[1], starts.shape[2]
     rep = scale.repeat(S)
     ax = rep.axes(np.repeat(x, S, axis=0))
@@ -352,12 +362,16 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
     weights_all = m.copy()
     rows = np.arange(B * S)              # rows still iterating
     u, weights, lam = u_all.copy(), m.copy(), np.full(B * S, 1e-2)
-    reweight_at = (6, 12) if huber else ()
+    reweight_at = (4, 8) if huber else ()
+    prune_at = max(reweight_at, default=6) + 1
+
+    inv_y = 1.0 / yn
 
     def residuals(uu):
         with np.errstate(all="ignore"):
-            r = (family.function(ax, family.to_natural(uu)) - yn) / yn
-        return np.where(np.isfinite(r), r, 1e6) * weights
+            r = family.function(ax, family.to_natural(uu)) * inv_y - 1.0
+            r *= weights
+        return np.nan_to_num(r, copy=False, nan=1e6, posinf=1e6, neginf=-1e6)
 
     r = residuals(u)
     cost = (r * r).sum(axis=1)
@@ -394,6 +408,11 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
         cost = np.where(better, cost_new, cost)
         lam = np.clip(np.where(better, lam * 0.3, lam * 4.0), 1e-12, 1e12)
         finished = small | (lam > 1e6) if it >= max(reweight_at, default=0) else np.zeros_like(small)
+        if it == prune_at and S > 1:      # go on with each curve's most promising start only
+            current = cost_all.copy()
+            current[rows] = cost
+            leader = np.argmin(current.reshape(B, S), axis=1) + np.arange(B) * S
+            finished |= rows != leader[rows // S]
         if finished.any() or it == iterations - 1:
             if it == iterations - 1:
                 finished[:] = True
@@ -405,7 +424,7 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
                 break
             rows, u, r, cost, lam, weights = rows[keep], u[keep], r[keep], cost[keep], lam[keep], weights[keep]
             ax = tuple(a[keep] for a in ax)
-            yn, m = yn[keep], m[keep]
+            yn, m, inv_y = yn[keep], m[keep], inv_y[keep]
     cost = cost_all.reshape(B, S)
     best = np.argmin(np.where(np.isfinite(cost), cost, np.inf), axis=1)
     theta = family.to_natural(u_all.reshape(B, S, P)[np.arange(B), best])
@@ -413,7 +432,8 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
     used = weights_all.reshape(B, S, n)[np.arange(B), best]
     rms = np.sqrt(best_cost / np.maximum((used ** 2).sum(axis=1), 1.0))
     ok = np.isfinite(theta).all(axis=1) & (rms < 1e3)
-    return FamilyFit(family, theta, scale, rms, ok)
+    chosen = best if start is None else np.asarray(start)
+    return FamilyFit(family, theta, scale, rms, ok, chosen)
 
 
 def _masked_median(values: np.ndarray, mask: np.ndarray) -> np.ndarray:

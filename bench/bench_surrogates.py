@@ -1,0 +1,111 @@
+"""Time to fit and forecast 1,000 learning curves of 100 points, per surrogate.
+
+Curves: saturating power laws ``E + A (x/x0)^-alpha`` with 1% log-normal noise,
+random E, A, alpha (seeded), 100 points each; every method fits each curve and
+forecasts 20 positions up to 10x beyond it, with 7 quantiles.
+
+Reference measured in the same run: one ``scipy.optimize.curve_fit`` of the
+saturating power law per curve (a plain loop), i.e. the cost of the simplest
+single-family fit one would write by hand. The ratio ``method / reference`` is
+what to compare across machines; the target is <= 20 ms per curve for the
+parametric ensemble on 2 cores. GP and joint are timed on subsets (stated) and
+reported per curve.
+
+Run: ``python bench/bench_surrogates.py [--curves 1000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from scipy.optimize import curve_fit
+
+from scalekit.surrogates.ensemble import forecast_batch
+from scalekit.surrogates.evaluate import QUANTILES
+from scalekit.surrogates.gp import GPSurrogate
+from scalekit.surrogates.joint import JointSurrogate
+
+
+def make_curves(n_curves: int, n_points: int = 100, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = np.tile(np.arange(1, n_points + 1) * 10.0, (n_curves, 1))
+    e, a, alpha = (rng.uniform(lo, hi, (n_curves, 1)) for lo, hi in ((1.5, 2.5), (2, 6), (0.3, 0.8)))
+    y = (e + a * (x / 10) ** -alpha) * np.exp(rng.normal(0, 0.01, x.shape))
+    x_new = np.tile(np.geomspace(x[0, -1] * 1.1, x[0, -1] * 10, 20), (n_curves, 1))
+    return x, y, x_new
+
+
+def _satpow(x, e, a, alpha):
+    return e + a * (x / 10) ** -alpha
+
+
+def reference(x, y, x_new):
+    out = np.empty_like(x_new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(x.shape[0]):
+            try:
+                p, _ = curve_fit(_satpow, x[i], y[i], p0=(1.0, 3.0, 0.5), maxfev=2000)
+            except RuntimeError:
+                p = (y[i, -1], 0.0, 0.5)
+            out[i] = _satpow(x_new[i], *p)
+    return out
+
+
+def timed(fn, *args, **kwargs):
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return time.perf_counter() - start, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--curves", type=int, default=1000)
+    args = parser.parse_args()
+    n = args.curves
+    x, y, x_new = make_curves(n)
+    mask = np.ones_like(x, bool)
+    rows = []
+    ref_s, ref_pred = timed(reference, x, y, x_new)
+    rows.append(("reference: scipy curve_fit per curve", n, ref_s))
+    ens_s, ens_q = timed(forecast_batch, x, y, mask, x_new, QUANTILES)
+    rows.append(("ensemble (12 families, batched)", n, ens_s))
+    one_s, _ = timed(forecast_batch, x, y, mask, x_new, QUANTILES, families=("satpow",))
+    rows.append(("single family satpow (batched)", n, one_s))
+
+    k_gp = min(n, 50)
+    gp_s, _ = timed(lambda: [GPSurrogate().fit(x[i], y[i]).predict_quantiles(x_new[i], QUANTILES)
+                             for i in range(k_gp)])
+    rows.append((f"gp (first {k_gp} curves)", k_gp, gp_s))
+
+    k_sweep, sweeps = 10, min(n // 10, 20)
+
+    def joint():
+        for s in range(sweeps):
+            rows_ = slice(s * k_sweep, (s + 1) * k_sweep)
+            runs = np.repeat(np.arange(k_sweep).astype(str), x.shape[1])
+            model = JointSurrogate().fit(x[rows_].ravel(), y[rows_].ravel(), runs=runs)
+            for r in range(k_sweep):
+                model.predict_quantiles(x_new[s * k_sweep + r], QUANTILES, runs=str(r))
+    joint_s, _ = timed(joint)
+    rows.append((f"joint ({sweeps} sweeps of {k_sweep} curves)", sweeps * k_sweep, joint_s))
+
+    print(f"{n} curves x {x.shape[1]} points, forecast at {x_new.shape[1]} positions, "
+          f"{QUANTILES.size} quantiles")
+    print(f"{'method':42s} {'curves':>6s} {'ms/curve':>9s} {'x reference':>12s}")
+    ref_ms = 1000 * ref_s / n
+    for name, count, seconds in rows:
+        ms = 1000 * seconds / count
+        print(f"{name:42s} {count:6d} {ms:9.2f} {ms / ref_ms:12.2f}")
+    ens_ms = 1000 * ens_s / n
+    print(f"ensemble: {ens_ms:.1f} ms per curve (target <= 20 ms on 2 cores): "
+          f"{'met' if ens_ms <= 20 else 'NOT met'}")
+    err_ens = np.median(np.abs(np.log(ens_q[..., 3] / ref_pred)))
+    print(f"median |log(ensemble median / reference fit)| at the forecasts: {err_ens:.4f}")
+
+
+if __name__ == "__main__":
+    main()
