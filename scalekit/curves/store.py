@@ -496,29 +496,29 @@ def _assemble(rows: list[tuple], which: np.ndarray, run_rows: list[tuple],
     """Build the tidy frame from point rows (step, compute, tokens, value, wall_time), the
     position in ``run_rows`` of each point's run, and run rows (id, name, attributes, config)."""
     data = np.array(rows, dtype=np.float64).reshape(-1, 5)
-    attrs = pd.DataFrame([row[2:2 + len(RUN_COLUMNS)] for row in run_rows],
-                         columns=list(RUN_COLUMNS), dtype=np.float64).to_numpy()[which]
-    attrs = dict(zip(RUN_COLUMNS, attrs.T))
+    per_run = np.array([[np.nan if v is None else v for v in row[2:2 + len(RUN_COLUMNS)]]
+                        for row in run_rows], dtype=np.float64).reshape(-1, len(RUN_COLUMNS))
+    attrs = dict(zip(RUN_COLUMNS, per_run[which].T))
     step, compute, point_tokens, value, wall_time = data.T
     tokens = np.where(np.isnan(point_tokens), attrs["tokens"], point_tokens)
     derived = np.isnan(tokens) & ~np.isnan(compute * attrs["params"])
     tokens[derived] = compute[derived] / (6.0 * attrs["params"][derived])
     names = np.array([row[1] for row in run_rows], dtype=object)
-    frame = pd.DataFrame({
-        "run": names[which], "step": step.astype(np.int64), "compute": compute,
-        "tokens": tokens, metric: value, "wall_time": wall_time,
-        **{c: attrs[c] for c in RUN_ONLY_COLUMNS}})
-    optional = ["compute", "tokens", "wall_time", *RUN_ONLY_COLUMNS]
-    frame = frame.drop(columns=[c for c in optional if frame[c].isna().all()])
-    for column in INTEGER_RUN_COLUMNS:
-        if column in frame and not frame[column].isna().any():
-            frame[column] = frame[column].astype(np.int64)
+    columns: dict[str, object] = {"run": names[which], "step": step.astype(np.int64)}
+    optional = {"compute": compute, "tokens": tokens, metric: value, "wall_time": wall_time,
+                **{c: attrs[c] for c in RUN_ONLY_COLUMNS}}
+    for name, values in optional.items():
+        missing = np.isnan(values)
+        if name == metric or not missing.all():
+            whole = name in INTEGER_RUN_COLUMNS and not missing.any()
+            columns[name] = values.astype(np.int64) if whole else values
     configs = [json.loads(row[-1]) for row in run_rows]
     keys = [k for k in dict.fromkeys(k for config in configs for k in config)
-            if k not in frame.columns]
+            if k not in columns]
     for key in keys:
-        per_run = pd.Series([config.get(key) for config in configs], dtype=object)
-        frame[key] = per_run.iloc[which].reset_index(drop=True).infer_objects()
+        values = pd.Series([config.get(key) for config in configs], dtype=object)
+        columns[key] = values.iloc[which].reset_index(drop=True).infer_objects()
+    frame = pd.DataFrame(columns)
     notes = ["tokens derived as compute / (6 * params) where not stored"] if derived.any() else []
     frame.attrs.update(metrics=[metric], config_columns=keys, notes=notes)
     return frame
