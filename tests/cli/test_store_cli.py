@@ -119,3 +119,22 @@ def test_show_limits_points_keeping_first_and_last(tmp_path, capsys):
     steps = [int(line.split()[1]) for line in out.splitlines()
              if line.startswith("│") and line.split()[1].isdigit()]
     assert steps[0] == 1 and steps[-1] == 500 and len(steps) == 5
+
+
+def test_import_of_published_checkpoints_with_composite_run(tmp_path, capsys, shared_data):
+    path, db = shared_data / "misfitting_all_checkpoints.csv", tmp_path / "s.db"
+    key = ["model", "sweep", "peak_lr", "total_steps", "total_epochs"]
+    with path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    firsts = {}
+    for row in rows:
+        firsts.setdefault((*(row[k] for k in key), int(row["current_steps"])), float(row["loss"]))
+    assert main(["store", "import", str(path), "--store", str(db), "--map", "run=" + ",".join(key),
+                 "--map", "step=current_steps", "--duplicates", "first"]) == 0
+    assert f"dropped {len(rows) - len(firsts)} rows" in capsys.readouterr().out
+    with CurveStore(db) as store:
+        curves = store.curves()
+    assert curves["run"].nunique() == len({k[:-1] for k in firsts})
+    stored = {(*run.split("/"), step): loss
+              for run, step, loss in zip(curves["run"], curves["step"], curves["loss"])}
+    assert stored == firsts
