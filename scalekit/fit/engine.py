@@ -25,7 +25,7 @@ N_POLISH = 5
 #: Starts of each bootstrap resample: this many distinct optima of the full fit ...
 BOOTSTRAP_OPTIMA = 8
 #: ... plus this many drawn at random from the law's start grid.
-BOOTSTRAP_RANDOM_STARTS = 24
+BOOTSTRAP_RANDOM_STARTS = 8
 
 
 def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float = 1e-3,
@@ -101,8 +101,8 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     if not converged:
         warnings.append(f"the optimiser did not converge: {best.message}")
     if not np.isfinite(np.diagonal(cov)).all():
-        warnings.append("standard errors are undefined: no residual lies inside the Huber "
-                        "threshold delta, or there are no more points than parameters")
+        warnings.append("standard errors are undefined: the curvature matrix of the "
+                        "objective is singular at the optimum")
     lower, upper = law.fitting_bounds()
     for name, zk, lo, hi in zip(law.param_names, best.z, lower, upper):
         if np.isclose(zk, lo) or np.isclose(zk, hi):

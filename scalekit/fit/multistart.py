@@ -30,6 +30,7 @@ from scalekit.laws.base import Law
 _LAMBDA_START = 1e-3
 _LAMBDA_MIN = 1e-12
 _LAMBDA_MAX = 1e10
+_F_EXACT = 1e-24         # objective changes below this count as none (exact data)
 _MAX_STEP = 1.0          # largest change of any fitting-space coordinate in one step
 
 
@@ -147,7 +148,7 @@ def _minimize_block(law, X, log_y, starts, weights, loss, delta, max_iter, ftol,
         accept = f_try < f
         iterations[rows] += 1
         small = (np.abs(z_try - z) <= xtol * (1.0 + np.abs(z))).all(axis=-1)
-        tiny_gain = (f - f_try) <= ftol * f
+        tiny_gain = (f - f_try) <= ftol * f + _F_EXACT
         done = (accept & small & tiny_gain) | (~accept & (lam >= _LAMBDA_MAX))
         z[accept], f[accept] = z_try[accept], f_try[accept]
         lam = np.where(accept, np.maximum(lam / 3.0, _LAMBDA_MIN),

@@ -116,9 +116,9 @@ def _parse(expression: str) -> ast.Expression:
 
 def _names(tree: ast.Expression) -> list[str]:
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    found = [node.id for node in ast.walk(tree)
-             if isinstance(node, ast.Name) and id(node) not in called]
-    ordered = sorted(set(found), key=lambda s: (found.index(s), s))
+    found = sorted((node.col_offset, node.id) for node in ast.walk(tree)
+                   if isinstance(node, ast.Name) and id(node) not in called)
+    ordered = list(dict.fromkeys(symbol for _, symbol in found))    # in reading order
     clash = [s for s in ordered if s in FUNCTIONS]
     if clash:
         raise InputError(f"{', '.join(clash)} name functions and cannot be symbols")

@@ -1,0 +1,127 @@
+"""Law families: formulas, analytic derivatives, the Chinchilla optimum, expressions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from scalekit.errors import InputError
+from scalekit.laws import available_laws, get_law, law_from_expression
+from scalekit.laws.bnsl import bnsl
+from scalekit.laws.chinchilla import chinchilla_optimum
+
+RNG = np.random.default_rng(7)
+X_ALL = {"x": np.exp(RNG.uniform(0, 8, 12)), "compute": np.exp(RNG.uniform(40, 55, 12)),
+         "params": np.exp(RNG.uniform(16, 24, 12)), "tokens": np.exp(RNG.uniform(19, 28, 12))}
+# Parameter values (natural units) where each law is checked.
+POINTS = {
+    "power": [3.0, 0.4],
+    "saturating_power": [0.8, 4.0, 0.35],
+    "frontier": [1.7, 900.0, 0.15],
+    "chinchilla": [1.69, 406.4, 410.7, 0.34, 0.28],
+    "kaplan": [8.8e13, 0.076, 5.4e13, 0.095],
+    "bnsl": [0.3, 6.0, 0.2, 1.5, 50.0, 0.3],
+    "bnsl2": [0.3, 6.0, 0.2, 1.5, 50.0, 0.3, 0.7, 900.0, 0.5],
+}
+
+
+def _law(name):
+    return bnsl(2) if name == "bnsl2" else get_law(name)
+
+
+def test_builtin_names_are_registered():
+    assert {"power", "saturating_power", "frontier", "chinchilla", "kaplan",
+            "bnsl"} <= set(available_laws())
+
+
+@pytest.mark.parametrize("name", sorted(POINTS))
+def test_log_form_equals_log_of_formula(name):
+    law = _law(name)
+    theta = np.array(POINTS[name])
+    direct = np.log(law.predict(X_ALL, theta))
+    z = law.to_fitting(theta)
+    np.testing.assert_allclose(law.log_predict_fitting(X_ALL, z), direct, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(POINTS))
+def test_analytic_jacobian_matches_central_differences(name):
+    law = _law(name)
+    z = law.to_fitting(np.array(POINTS[name]))
+    value, J = law.log_value_and_jacobian(law_inputs(law), z[None, :])
+    assert value.shape == (1, 12) and J.shape == (1, 12, len(z))
+    for k in range(len(z)):
+        h = 1e-6 * max(1.0, abs(z[k]))
+        up, down = z.copy(), z.copy()
+        up[k] += h
+        down[k] -= h
+        numeric = (law.log_predict_fitting(X_ALL, up) - law.log_predict_fitting(X_ALL, down)) / (2 * h)
+        np.testing.assert_allclose(J[0, :, k], numeric, rtol=1e-5, atol=1e-7)
+
+
+def law_inputs(law):
+    return {name: X_ALL[name] for name in law.inputs}
+
+
+def test_chinchilla_optimum_matches_numerical_minimisation_under_fixed_compute():
+    values = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"]))
+    law = get_law("chinchilla")
+    for C in (1e20, 5.76e23, 1e25):
+        def loss_at(log_n):
+            N = np.exp(log_n)
+            return law.predict({"params": np.array([N]), "tokens": np.array([C / (6 * N)])},
+                               values)[0]
+        best = minimize_scalar(loss_at, bounds=(np.log(1e6), np.log(1e14)), method="bounded",
+                               options={"xatol": 1e-10})
+        optimum = chinchilla_optimum(values, C)
+        assert optimum["params"] == pytest.approx(np.exp(best.x), rel=1e-4)
+        assert optimum["tokens"] == pytest.approx(C / (6 * np.exp(best.x)), rel=1e-4)
+        assert optimum["loss"] == pytest.approx(best.fun, rel=1e-9)
+        assert optimum["a"] + optimum["b"] == pytest.approx(1.0)
+
+
+def test_chinchilla_optimum_with_hoffmann_values_gives_their_exponents():
+    # Hoffmann et al. (2022), approach 3: alpha = 0.34, beta = 0.28 -> a = 0.46, b = 0.54.
+    values = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"]))
+    optimum = chinchilla_optimum(values, np.array([1e21, 1e23]))
+    assert optimum["a"] == pytest.approx(0.45, abs=0.01)
+    assert optimum["b"] == pytest.approx(0.55, abs=0.01)
+    assert optimum["params"].shape == (2,)
+    slope = np.diff(np.log(optimum["params"])) / np.log(100.0)
+    assert slope[0] == pytest.approx(optimum["a"], rel=1e-9)
+
+
+def test_expression_law_evaluates_like_builtin():
+    custom = law_from_expression("E + A*N**-alpha + B*D**-beta")
+    assert custom.inputs == ("params", "tokens")
+    assert custom.param_names == ("E", "A", "alpha", "B", "beta")
+    theta = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"]))
+    np.testing.assert_allclose(custom.predict(X_ALL, theta),
+                               get_law("chinchilla").predict(X_ALL, theta), rtol=1e-12)
+
+
+def test_expression_extra_input_and_functions():
+    law = law_from_expression("L0 + c*exp(-k*depth) * x**-a", inputs=["depth"])
+    assert set(law.inputs) == {"x", "depth"}
+    assert set(law.param_names) == {"L0", "c", "k", "a"}
+    X = {"x": np.array([2.0, 4.0]), "depth": np.array([1.0, 3.0])}
+    theta = {"L0": 1.0, "c": 2.0, "k": 0.5, "a": 1.0}
+    expected = 1.0 + 2.0 * np.exp(-0.5 * X["depth"]) / X["x"]
+    np.testing.assert_allclose(law.predict(X, theta), expected)
+
+
+@pytest.mark.parametrize("bad", [
+    "__import__('os').system('true')", "x.real + a", "E + a*x[0]", "(lambda: 1)() + a*x",
+    "a * x +", "a*x if a else x", "open('f') + a*x", "'s' + a*x", "a + b",
+])
+def test_expression_rejects_anything_outside_the_whitelist(bad):
+    with pytest.raises(InputError):
+        law_from_expression(bad)
+
+
+def test_expression_param_overrides():
+    law = law_from_expression("a + b*log(x)", params={"b": {"lower": -5.0, "upper": 5.0}})
+    b = law.params[law.param_names.index("b")]
+    assert (b.log, b.lower, b.upper) == (False, -5.0, 5.0)
+    with pytest.raises(InputError):
+        law_from_expression("a + b*x", params={"c": {"log": False}})
