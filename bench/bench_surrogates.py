@@ -21,6 +21,7 @@ import time
 import warnings
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 from scipy.optimize import curve_fit
 
 from scalekit.surrogates.ensemble import forecast_batch
@@ -62,6 +63,7 @@ def timed(fn, *args, **kwargs):
 
 
 def main() -> None:
+    threadpool_limits(1)  # thousands of tiny matrices: BLAS threads would only contend
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--curves", type=int, default=1000)
     args = parser.parse_args()

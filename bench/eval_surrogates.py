@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 import pandas as pd
 
 from scalekit.surrogates.evaluate import (Task, cut_curves, ensemble_method, estimator_method,
@@ -91,6 +92,7 @@ def summarise(name: str, table: pd.DataFrame) -> None:
 
 
 def main() -> None:
+    threadpool_limits(1)  # thousands of tiny matrices: BLAS threads would only contend
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="keep every third curve")
     parser.add_argument("--seed", type=int, default=0, help="seed of the calibration split")

@@ -89,6 +89,9 @@ class GPSurrogate(ParametricEnsemble):
         Extra random restarts of the GP's hyperparameter optimiser.
     seed : int
         Seed of those restarts.
+    max_points : int
+        The GP sees at most this many points, spread evenly in log x (the last
+        always among them); the parametric mean sees every point.
     Other parameters are those of :class:`ParametricEnsemble`, which gives the
     mean; by default the saturating power law alone, so that the GP, not a
     mixture of families, accounts for the residual structure.
@@ -103,15 +106,18 @@ class GPSurrogate(ParametricEnsemble):
 
     def __init__(self, *, families=("satpow",), holdout: float = 0.3, temperature: float = 1.0,
                  prior_rate: float = 0.02, prior_points: float = 2.0, interval_scale: float = 1.0,
-                 restarts: int = 0, seed: int = 0, direction: str = "minimize") -> None:
+                 restarts: int = 0, seed: int = 0, max_points: int = 50,
+                 direction: str = "minimize") -> None:
         super().__init__(families=families, holdout=holdout, temperature=temperature,
                          prior_rate=prior_rate, prior_points=prior_points,
                          interval_scale=interval_scale, direction=direction)
         self.restarts = restarts
         self.seed = seed
+        self.max_points = max_points
 
     def _fit(self, x, loss):
         check_number("restarts", self.restarts, low=0, integer=True)
+        check_number("max_points", self.max_points, low=5, integer=True)
         super()._fit(x, loss)
         means, weights, _ = super()._log_mixture(x)
         resid = np.log(loss) - (means * weights).sum(axis=1)
@@ -121,9 +127,10 @@ class GPSurrogate(ParametricEnsemble):
                   + WhiteKernel(scale ** 2, (1e-10, 1.0)))
         gp = GaussianProcessRegressor(kernel, normalize_y=False, n_restarts_optimizer=self.restarts,
                                       random_state=self.seed)
+        keep = _thin(x, self.max_points)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            gp.fit((x / x[-1])[:, None], resid)
+            gp.fit((x[keep] / x[-1])[:, None], resid[keep])
         self.gp_ = gp
         self._noise = float(gp.kernel_.k2.noise_level)
 
@@ -133,3 +140,11 @@ class GPSurrogate(ParametricEnsemble):
         latent = np.maximum(std ** 2 - self._noise, 0.0)
         sd = np.sqrt(sd ** 2 + latent * self.interval_scale ** 2)
         return means + shift[:, None], weights, sd
+
+
+def _thin(x: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of at most ``limit`` points of sorted ``x``, evenly spread in log x."""
+    if x.size <= limit:
+        return np.arange(x.size)
+    wanted = np.geomspace(x[0], x[-1], limit)
+    return np.unique(np.r_[np.searchsorted(x, wanted).clip(0, x.size - 1), x.size - 1])
