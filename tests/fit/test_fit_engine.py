@@ -1,0 +1,118 @@
+"""The batched multi-start engine against straightforward references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import least_squares, minimize
+from scipy.special import huber
+
+from scalekit.fit import compare_laws, fit_law
+from scalekit.fit.multistart import minimize_batch
+from scalekit.laws import get_law, law_from_expression
+from scalekit.laws.bnsl import bnsl
+
+
+def saturating_points(seed=0, n=40, noise=0.02):
+    rng = np.random.default_rng(seed)
+    X = {"x": np.exp(rng.uniform(0.0, np.log(1e4), n))}
+    y = get_law("saturating_power").predict(X, [0.5, 3.0, 0.5]) * np.exp(rng.normal(0, noise, n))
+    return X, y
+
+
+def test_squared_loss_matches_scipy_least_squares():
+    X, y = saturating_points()
+    fit = fit_law("saturating_power", X, y, loss="squared")
+
+    def residuals(z):
+        E, A, alpha = np.exp(z[0]), np.exp(z[1]), z[2]
+        return np.log(E + A * X["x"] ** -alpha) - np.log(y)
+
+    reference = least_squares(residuals, [0.0, 1.0, 0.3], xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    np.testing.assert_allclose(fit.law.to_fitting(fit.theta), reference.x, rtol=1e-6)
+    assert fit.stats["objective"] == pytest.approx(reference.cost, rel=1e-9)
+
+
+def test_huber_objective_is_the_scipy_huber_sum_and_no_worse_than_lbfgsb():
+    X, y = saturating_points(seed=1)
+    fit = fit_law("saturating_power", X, y, delta=1e-3)
+    log_pred = np.log(fit.predict(X))
+    assert fit.stats["objective"] == pytest.approx(huber(1e-3, log_pred - np.log(y)).sum(),
+                                                   rel=1e-12)
+
+    def objective(z):
+        E, A, alpha = np.exp(z[0]), np.exp(z[1]), z[2]
+        with np.errstate(all="ignore"):
+            value = huber(1e-3, np.log(E + A * X["x"] ** -alpha) - np.log(y)).sum()
+        return value if np.isfinite(value) else 1e10
+
+    grid = get_law("saturating_power").start_grid()
+    reference = min(minimize(objective, s, method="L-BFGS-B").fun for s in grid[::40])
+    assert fit.stats["objective"] <= reference * (1 + 1e-9)
+
+
+def test_batch_rows_are_independent_of_their_neighbours():
+    """A start gives the same optimum alone as inside a batch with other starts."""
+    X, y = saturating_points(seed=2)
+    law = get_law("saturating_power")
+    grid = law.start_grid()
+    together = minimize_batch(law, X, np.log(y), grid, loss="huber", delta=1e-3)
+    for k in (0, 57, len(grid) - 1):
+        alone = minimize_batch(law, X, np.log(y), grid[k:k + 1], loss="huber", delta=1e-3)
+        np.testing.assert_allclose(alone.z[0], together.z[k], rtol=1e-12)
+
+
+def test_every_start_is_counted():
+    X, y = saturating_points()
+    fit = fit_law("saturating_power", X, y)
+    assert fit.stats["n_starts"] == len(get_law("saturating_power").start_grid())
+    assert 1 <= fit.stats["n_at_best"] <= fit.stats["n_starts"]
+    starts = np.array([[0.0, 1.0, 0.5], [-1.0, 2.0, 1.0]])
+    assert fit_law("saturating_power", X, y, starts=starts).stats["n_starts"] == 2
+
+
+def test_expression_law_reproduces_builtin_saturating_power_fit():
+    X, y = saturating_points(seed=4)
+    builtin = fit_law("saturating_power", X, y)
+    custom = fit_law(law_from_expression("E + A*x**-alpha"), X, y)
+    assert custom.law.param_names == ("E", "A", "alpha")
+    for name in ("E", "A", "alpha"):
+        assert custom.values[name] == pytest.approx(builtin.values[name], rel=1e-5)
+        assert custom.stderr[name] == pytest.approx(builtin.stderr[name], rel=1e-3)
+    assert custom.stats["objective"] == pytest.approx(builtin.stats["objective"], rel=1e-9)
+
+
+def test_kaplan_recovers_its_published_constants_from_noise_free_data():
+    # Kaplan et al. (2020): N_c = 8.8e13, alpha_N = 0.076, D_c = 5.4e13, alpha_D = 0.095.
+    truth = np.array([8.8e13, 0.076, 5.4e13, 0.095])
+    rng = np.random.default_rng(0)
+    X = {"params": np.exp(rng.uniform(np.log(1e6), np.log(1e10), 60)),
+         "tokens": np.exp(rng.uniform(np.log(1e8), np.log(1e11), 60))}
+    fit = fit_law("kaplan", X, get_law("kaplan").predict(X, truth))
+    np.testing.assert_allclose(fit.theta, truth, rtol=1e-4)
+
+
+def test_bnsl_extrapolates_the_published_four_digit_addition_points(shared_data):
+    """Caballero et al. (2022): fit the first 14 points, extrapolate to the last 3."""
+    frame = pd.read_csv(shared_data / "bnsl_4digit_addition.csv")
+    x = frame["train_dataset_size"].to_numpy(dtype=float)
+    y = frame["test_cross_entropy"].to_numpy(dtype=float)
+    broken = fit_law(bnsl(1), {"x": x[:14]}, y[:14])
+    plain = fit_law("saturating_power", {"x": x[:14]}, y[:14])
+    error = np.abs(np.log(broken.predict({"x": x[14:]}) / y[14:]))
+    plain_error = np.abs(np.log(plain.predict({"x": x[14:]}) / y[14:]))
+    assert error.max() < 0.05                       # within 5% of the held-out losses
+    assert error.mean() < 0.2 * plain_error.mean()  # and far better than no break
+
+
+def test_compare_laws_prefers_the_true_family():
+    rng = np.random.default_rng(5)
+    X = {"x": np.exp(np.linspace(0.0, np.log(1e5), 60))}
+    y = get_law("saturating_power").predict(X, [0.8, 5.0, 0.6]) * np.exp(rng.normal(0, 0.01, 60))
+    table = compare_laws(["power", "saturating_power"], X, y, holdout=0.2)
+    assert list(table["law"]) == ["saturating_power", "power"]     # sorted by AIC
+    best, other = table.iloc[0], table.iloc[1]
+    assert best["bic"] < other["bic"] and best["delta_aic"] == 0.0
+    assert best["extrapolation_rmse"] < 0.03 < other["extrapolation_rmse"]
+    assert best["n_holdout"] == 12
