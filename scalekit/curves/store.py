@@ -391,9 +391,10 @@ class CurveStore:
             keep = ~np.isnan(values)
             columns = [run_ids, points["step"].to_numpy(), values,
                        *(points[c].to_numpy(dtype=np.float64) for c in extras)]
-            matrix = np.empty((int(keep.sum()), width))
+            every = bool(keep.all())
+            matrix = np.empty((len(values) if every else int(keep.sum()), width))
             for i, column in enumerate(columns):
-                matrix[:, i] = column[keep]
+                matrix[:, i] = column if every else column[keep]
             whole = len(matrix) - len(matrix) % _ROWS_PER_INSERT
             try:
                 for rows, block in ((_ROWS_PER_INSERT, matrix[:whole]), (1, matrix[whole:])):
@@ -480,7 +481,7 @@ class CurveStore:
         return frame, metrics
 
 
-_ROWS_PER_INSERT = 100
+_ROWS_PER_INSERT = 400
 
 
 def _insert_sql(metric: str, extras: Sequence[str], rows: int) -> str:
