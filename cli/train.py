@@ -160,16 +160,30 @@ class _progress:
 
 
 def _summary(frame, store: Path):
+    """The last point of every run, with the settings that vary across the sweep."""
     from rich.table import Table
 
     last = frame.sort_values("step").groupby("run", sort=False).tail(1).sort_values(["params", "step"])
-    table = Table(title=f"{last['run'].nunique()} runs → {store} (compute: counted FLOPs)")
-    for column in ("run", "params", "step", "tokens", "compute", "compute_6nd", "loss"):
-        table.add_column(column, justify="left" if column == "run" else "right")
-    for row in last.itertuples(index=False):
-        table.add_row(row.run, f"{row.params:,}", f"{row.step:,}", f"{row.tokens:.3g}",
-                      f"{row.compute:.3g}", f"{row.compute_6nd:.3g}", f"{row.loss:.4g}")
+    varied = [c for c in ("width", "depth", "data", "steps", "lr", "seed", "dropout", "dropout_schedule")
+              if c in last and last[c].astype(str).nunique() > 1]
+    table = Table(title=f"{len(last)} runs → {store} (compute: counted FLOPs)")
+    shown = [*varied, "params", "tokens", "compute", "compute_6nd", "loss"]
+    for column in shown:
+        table.add_column(column, justify="right")
+    for _, row in last.iterrows():
+        table.add_row(*(_cell(row[c]) for c in shown))
     return table
+
+
+def _cell(value) -> str:
+    import numbers
+
+    if isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer()
+                                               and abs(value) < 1e6):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def register(app: typer.Typer) -> None:

@@ -142,5 +142,5 @@ class TrainConfig:
 
     def eval_steps(self) -> list[int]:
         """Steps after which the model is evaluated: log-spaced from 1 to the last step."""
-        grid = np.unique(np.round(np.geomspace(1, self.steps, self.evals)).astype(int))
-        return [int(s) for s in grid]
+        grid = np.round(np.geomspace(1, self.steps, self.evals)) if self.evals > 1 else []
+        return [int(s) for s in np.unique(np.append(grid, self.steps))]

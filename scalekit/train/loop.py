@@ -122,7 +122,7 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
     forward = torch.compile(model) if config.compile else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     batches = np.random.default_rng([config.data_seed, 1])
-    step, points, train_sum, train_count, elapsed = 0, [], 0.0, 0, 0.0
+    step, points, train_sum, train_count, elapsed = 0, [], torch.zeros((), device=device), 0, 0.0
 
     path = Path(checkpoint) if checkpoint is not None else None
     if path is not None and path.exists():
@@ -152,7 +152,7 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
         loss.backward()
         optimizer.step()
         step += 1
-        train_sum, train_count = train_sum + loss.item(), train_count + 1
+        train_sum, train_count = train_sum + loss.detach().float(), train_count + 1  # no sync per step
 
         if step in evals:
             samples = step * config.batch_size
@@ -160,10 +160,10 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
             val_loss = evaluate(model, data, device)
             point = {"step": step, "samples": samples, "tokens": tokens,
                      "compute": float(step * flops_per_step), "compute_6nd": estimate_6nd(params, tokens),
-                     "loss": val_loss, "val_loss": val_loss, "train_loss": train_sum / train_count,
+                     "loss": val_loss, "val_loss": val_loss, "train_loss": float(train_sum) / train_count,
                      "wall_time": time.perf_counter() - started}
             points.append(point)
-            train_sum, train_count = 0.0, 0
+            train_sum, train_count = torch.zeros((), device=device), 0
             if log is not None:
                 log(config.name, attrs, [point])
             if path is not None:
