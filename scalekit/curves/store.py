@@ -140,10 +140,11 @@ class CurveStore:
         self._retry(lambda: self._con.execute("BEGIN IMMEDIATE"))
         try:
             yield self
+            self._retry(lambda: self._con.execute("COMMIT"))
         except BaseException:
-            self._con.execute("ROLLBACK")
+            if self._con.in_transaction:
+                self._con.execute("ROLLBACK")
             raise
-        self._retry(lambda: self._con.execute("COMMIT"))
 
 
     @contextmanager
