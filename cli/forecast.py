@@ -23,9 +23,10 @@ def forecast(
     x: Optional[str] = typer.Option(None, "--x", help="x column (default: step; compute with "
                                     "--to-compute)."),
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
-    method: str = typer.Option("ensemble", "--method", help="ensemble, gp, joint, or one family "
-                               "(vap, pow3, loglinear, hill3, logpower, pow4, mmf, exp4, "
-                               "janoschek, weibull, ilog2, satpow)."),
+    method: str = typer.Option("ensemble", "--method",
+                               help="ensemble, gp, joint, ensemble+joint, or one family (vap, "
+                               "pow3, loglinear, hill3, logpower, pow4, mmf, exp4, janoschek, "
+                               "weibull, ilog2, satpow)."),
     evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
                                   "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
     run: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),

@@ -16,11 +16,11 @@ import pandas as pd
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
 from scalekit.surrogates.base import check_curve
-from scalekit.surrogates.evaluate import (QUANTILES, Task, cut_curves, ensemble_method,
-                                          estimator_method, evaluate, joint_method)
+from scalekit.surrogates.evaluate import (QUANTILES, Task, averaged_method, cut_curves,
+                                          ensemble_method, estimator_method, evaluate, joint_method)
 from scalekit.surrogates.families import FAMILIES
 
-METHODS = ("ensemble", "gp", "joint", *FAMILIES)
+METHODS = ("ensemble", "gp", "joint", "ensemble+joint", *FAMILIES)
 
 
 def _method(name: str):
@@ -32,6 +32,8 @@ def _method(name: str):
         return estimator_method(lambda: GPSurrogate())
     if name == "joint":
         return joint_method()
+    if name == "ensemble+joint":
+        return averaged_method(ensemble_method(), joint_method())
     return ensemble_method(families=(name,))
 
 
@@ -53,7 +55,8 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     to : float
         Where to forecast to, in units of ``x``.
     method : str
-        ``ensemble``, ``gp``, ``joint`` or one family name.
+        ``ensemble``, ``gp``, ``joint``, ``ensemble+joint`` (their quantiles
+        averaged in log space) or one family name.
     points : int
         Forecast positions per run, log-spaced from the last observed x to ``to``.
     min_points : int
