@@ -29,11 +29,12 @@ _JOB: dict = {}
 
 def distinct_optima(z: np.ndarray, objective: np.ndarray, count: int, *, decimals: int = 3
                     ) -> np.ndarray:
-    """The ``count`` best rows of ``z`` that differ after rounding to ``decimals``."""
+    """Indices of the ``count`` best rows of ``z`` that differ after rounding to ``decimals``,
+    best first."""
     order = np.argsort(objective, kind="stable")
     order = order[np.isfinite(objective[order])]
     _, first = np.unique(np.round(z[order], decimals), axis=0, return_index=True)
-    return z[order[np.sort(first)[:count]]]
+    return order[np.sort(first)[:count]]
 
 
 def resample_counts(rng: np.random.Generator, n_points: int, n_resamples: int) -> np.ndarray:

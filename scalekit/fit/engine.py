@@ -20,8 +20,11 @@ from scalekit.laws.base import Law
 
 #: Starts whose objective is within this relative tolerance of the best count as "at best".
 AT_BEST_RTOL = 1e-6
-#: Distinct candidate optima polished with scipy.
+#: At most this many distinct candidate optima are polished with scipy: the best
+#: one and others within ``POLISH_RTOL`` of its objective (a local polish does not
+#: turn a clearly worse optimum into the best one).
 N_POLISH = 5
+POLISH_RTOL = 1e-3
 #: Starts of each bootstrap resample: this many distinct optima of the full fit ...
 BOOTSTRAP_OPTIMA = 8
 #: ... plus this many drawn at random from the law's start grid.
@@ -87,6 +90,8 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     if not np.isfinite(batch.objective).any():
         raise InputError(f"law {law.name!r} is not finite at any start on these data")
     candidates = distinct_optima(batch.z, batch.objective, N_POLISH)
+    near = batch.objective[candidates] <= batch.objective[candidates[0]] * (1 + POLISH_RTOL)
+    candidates = batch.z[candidates[near]]
     polished = [polish(law, X, log_y, z, loss=loss, delta=delta) for z in candidates]
     best = min(polished, key=lambda p: p.objective)
     at_best = batch.objective <= best.objective * (1.0 + AT_BEST_RTOL)
@@ -142,7 +147,8 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
 def _bootstrap(law, X, log_y, batch, best_z, grid, *, loss, delta, n_resamples, seed, n_jobs):
     rng = np.random.default_rng(seed)
     counts = resample_counts(rng, len(log_y), n_resamples)
-    optima = np.vstack([best_z, distinct_optima(batch.z, batch.objective, BOOTSTRAP_OPTIMA)])
+    optima = np.vstack([best_z, batch.z[distinct_optima(batch.z, batch.objective,
+                                                         BOOTSTRAP_OPTIMA)]])
     n_random = min(BOOTSTRAP_RANDOM_STARTS, len(grid))
     picks = np.stack([rng.choice(len(grid), n_random, replace=False) for _ in range(n_resamples)])
     starts = np.concatenate([np.broadcast_to(optima, (n_resamples,) + optima.shape),

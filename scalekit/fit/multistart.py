@@ -8,9 +8,11 @@ when it lowers the true objective (so the objective never rises); ``lambda``
 shrinks after a kept step and grows after a refused one. A start leaves the
 batch once a kept step changes the objective by less than ``ftol`` relatively
 and ``z`` by less than ``xtol``, or once no step lowers it at the largest
-damping. No coordinate moves by more than 1 in one step (a factor e for a
-log-parameter), which keeps starts far from the data out of degenerate regions
-(on the Chinchilla grid it lets 99% of the starts reach the best optimum).
+damping. No coordinate moves by more than a cap in one step (1 at first, then
+x1.5 after a kept step and x0.5 after a refused one, within [0.5, 2]; 1 is a
+factor e for a log-parameter), which keeps starts far from the data out of
+degenerate regions: on the Chinchilla grid 99% of the starts reach the best
+optimum, against about 2% for L-BFGS-B from the same starts.
 Bounds are kept by projection.
 
 The starts are processed in blocks of ``block_size`` rows so that the
@@ -31,7 +33,7 @@ _LAMBDA_START = 1e-3
 _LAMBDA_MIN = 1e-12
 _LAMBDA_MAX = 1e10
 _F_EXACT = 1e-24         # objective changes below this count as none (exact data)
-_MAX_STEP = 1.0          # largest change of any fitting-space coordinate in one step
+_MAX_STEP = (0.5, 2.0)   # range of the cap on any fitting-space coordinate's step
 
 
 @dataclass(frozen=True)
@@ -104,13 +106,13 @@ def _normal_equations(J, r, weights, loss, delta):
 
     Rows where either is not finite get the identity and a zero gradient (no step).
     """
-    Jt = np.ascontiguousarray(np.swapaxes(J, -1, -2))            # (a, P, n)
+    Jt = np.swapaxes(J, -1, -2)                                  # (a, P, n) view
     w = curvature_weights(r, loss, delta)
     slope = psi(r, loss, delta)
     if weights is not None:
         w *= weights
         slope = slope * weights
-    H = np.matmul(Jt * w[:, None, :], np.swapaxes(Jt, -1, -2))
+    H = np.matmul(Jt * w[:, None, :], J)
     g = np.matmul(Jt, slope[..., None])[..., 0]
     bad = ~(np.isfinite(H).all(axis=(-2, -1)) & np.isfinite(g).all(axis=-1))
     if bad.any():
@@ -132,6 +134,7 @@ def _minimize_block(law, X, log_y, starts, weights, loss, delta, max_iter, ftol,
     w = None if weights is None else weights[rows]
     H, g = _normal_equations(J[rows], r[rows], w, loss, delta)
     lam = np.full(len(rows), _LAMBDA_START)
+    cap = np.ones(len(rows))
     eye = np.eye(P)
     for _ in range(max_iter):
         if rows.size == 0:
@@ -142,7 +145,7 @@ def _minimize_block(law, X, log_y, starts, weights, loss, delta, max_iter, ftol,
                                 g[..., None])[..., 0]
         step = np.where(np.isfinite(step), step, 0.0)
         longest = np.abs(step).max(axis=-1, keepdims=True)
-        step *= np.minimum(1.0, _MAX_STEP / np.maximum(longest, 1e-300))
+        step *= np.minimum(1.0, cap[:, None] / np.maximum(longest, 1e-300))
         z_try = np.clip(z + step, lower, upper)
         f_try, r_try, J_try = _evaluate(law, X, log_y, z_try, w, loss, delta)
         accept = f_try < f
@@ -153,17 +156,18 @@ def _minimize_block(law, X, log_y, starts, weights, loss, delta, max_iter, ftol,
         z[accept], f[accept] = z_try[accept], f_try[accept]
         lam = np.where(accept, np.maximum(lam / 3.0, _LAMBDA_MIN),
                        np.minimum(lam * 4.0, _LAMBDA_MAX))
+        cap = np.where(accept, np.minimum(cap * 1.5, _MAX_STEP[1]),
+                       np.maximum(cap * 0.5, _MAX_STEP[0]))
         update = accept & ~done
-        if update.all():
-            H, g = _normal_equations(J_try, r_try, w, loss, delta)
-        elif update.any():
-            H[update], g[update] = _normal_equations(
-                J_try[update], r_try[update], None if w is None else w[update], loss, delta)
+        if update.any():
+            H_try, g_try = _normal_equations(J_try, r_try, w, loss, delta)
+            H[update], g[update] = H_try[update], g_try[update]
         if done.any():
             z_out[rows], f_out[rows] = z, f
             converged[rows[done]] = True
             keep = ~done
             rows, z, f, lam, H, g = rows[keep], z[keep], f[keep], lam[keep], H[keep], g[keep]
+            cap = cap[keep]
             w = None if w is None else w[keep]
     z_out[rows], f_out[rows] = z, f
     return z_out, f_out, converged, iterations
