@@ -63,21 +63,22 @@ def count_depth(n_layers, *, exclude_end_layers: bool = False) -> np.ndarray:
     return layers - 2.0 if exclude_end_layers else layers
 
 
-def depth_regime(alpha_l: float, interval: tuple[float, float] | None = None) -> str:
+def depth_regime(alpha_l: float) -> str:
     """Name the regime that the depth exponent indicates (Liu et al. 2026).
 
-    ``"ensemble-like"`` when the exponent (or the whole interval) lies below 2,
-    the midpoint of 1 and 3; ``"ODE-like"`` when above 2; ``"between"`` when the
-    interval straddles 2; ``"shallow"`` below 0.5, where depth barely matters.
+    ``"ensemble-like"`` below 2, the midpoint of 1 (layers average like an
+    ensemble) and 3 (smooth, ODE-like refinement); ``"ODE-like"`` above 2;
+    ``"shallow"`` below 0.5, where depth barely matters.
     """
-    lo, hi = interval if interval is not None else (alpha_l, alpha_l)
-    if hi < 0.5:
+    if alpha_l < 0.5:
         return "shallow"
-    if hi < 2.0:
-        return "ensemble-like"
-    if lo > 2.0:
-        return "ODE-like"
-    return "between"
+    return "ensemble-like" if alpha_l < 2.0 else "ODE-like"
+
+
+def regime_resolved(interval: tuple[float, float]) -> bool:
+    """Whether an interval of ``alpha_l`` lies within one regime of :func:`depth_regime`."""
+    lo, hi = interval
+    return depth_regime(lo) == depth_regime(hi)
 
 
 DEPTH_WIDTH_DATA = register_law(Law(

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from scalekit.checks import check_number, fail
-from scalekit.laws.depth import DEPTH_WIDTH_DATA, count_depth, depth_regime
+from scalekit.laws.depth import DEPTH_WIDTH_DATA, count_depth, depth_regime, regime_resolved
 
 ParamCount = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -45,8 +45,11 @@ class DepthPlan:
     loss : float
         Predicted loss at the optimum.
     regime : str
-        What ``alpha_l`` indicates: ``ensemble-like`` (about 1), ``ODE-like`` (about 3),
-        ``between`` or ``shallow`` (see :func:`scalekit.laws.depth.depth_regime`).
+        What ``alpha_l`` indicates: ``ensemble-like`` (about 1), ``ODE-like`` (about 3)
+        or ``shallow`` (see :func:`scalekit.laws.depth.depth_regime`).
+    regime_resolved : bool or None
+        Whether the interval of ``alpha_l`` lies within that one regime (None without
+        an interval).
     alpha_l : float
         The depth exponent the plan used.
     shape_width, shape_depth, shape_params, shape_loss, loss_lost : float or None
@@ -61,6 +64,7 @@ class DepthPlan:
     aspect_ratio: float
     loss: float
     regime: str
+    regime_resolved: bool | None
     alpha_l: float
     shape_width: float | None = None
     shape_depth: float | None = None
@@ -160,7 +164,8 @@ def plan_depth(values: Mapping[str, float], params_budget: float, tokens: float,
     alpha_l = float(values["alpha_l"])
     plan = dict(params_budget=float(params_budget), tokens=float(tokens), width=width, depth=depth,
                 aspect_ratio=width / depth, loss=loss, alpha_l=alpha_l,
-                regime=depth_regime(alpha_l, alpha_l_interval))
+                regime=depth_regime(alpha_l),
+                regime_resolved=None if alpha_l_interval is None else regime_resolved(alpha_l_interval))
     if shape is not None:
         shape_width, shape_depth = (check_number(f"shape[{i}]", float(v), low=0, low_open=True)
                                     for i, v in enumerate(shape))

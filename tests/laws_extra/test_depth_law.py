@@ -9,7 +9,7 @@ import pytest
 from scalekit.errors import InputError
 from scalekit.fit import fit_law
 from scalekit.laws import get_law
-from scalekit.laws.depth import count_depth, depth_regime
+from scalekit.laws.depth import count_depth, depth_regime, regime_resolved
 from scalekit.planners.depth import (param_count_from_expression, plan_depth, transformer_params,
                                      width_for_depth)
 
@@ -40,8 +40,9 @@ def test_chinchilla_exponents_agree_with_liu_et_al(chinchilla_fit, name):
 
 
 def test_chinchilla_depth_regime_is_ensemble_like(chinchilla_fit):
-    assert depth_regime(chinchilla_fit.values["alpha_l"], chinchilla_fit.ci["alpha_l"]) \
-        == "ensemble-like"
+    assert depth_regime(chinchilla_fit.values["alpha_l"]) == "ensemble-like"
+    # the interval excludes the ODE-like exponent 3
+    assert chinchilla_fit.ci["alpha_l"][1] < 3.0
 
 
 def test_recovers_known_exponents_from_synthetic_grid():
@@ -69,8 +70,9 @@ def test_regime_names(alpha_l, regime):
     assert depth_regime(alpha_l) == regime
 
 
-def test_regime_between_when_interval_straddles_two():
-    assert depth_regime(1.9, (1.2, 2.8)) == "between"
+def test_regime_unresolved_when_interval_straddles_two():
+    assert not regime_resolved((1.2, 2.8))
+    assert regime_resolved((0.8, 1.6))
 
 
 @pytest.mark.parametrize("budget", [1e7, 1e9, 1e11])
