@@ -75,7 +75,7 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
 def run(name: str, seeds: int) -> dict:
     start = time.perf_counter()
     if name == "real":
-        result = replay(misfitting_sweep(), policies=POLICIES, budgets=[0.02, 0.05, 0.1, 0.2],
+        result = replay(misfitting_sweep(), policies=POLICIES, budgets=[0.02, 0.05, 0.1],
                         seeds=seeds, n_candidates=27)
     else:
         result = replay(lambda seed: early_leader_sweep(seed=seed), policies=POLICIES,
