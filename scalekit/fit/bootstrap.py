@@ -6,9 +6,10 @@ resamples of a chunk are stacked into one batch for
 :func:`~scalekit.fit.multistart.minimize_batch`, and chunks run in parallel
 processes.
 
-Starts of a resample: the distinct local optima that the full multi-start fit
-reached (the best ``n_optima``), plus ``n_random`` starts drawn from the law's
-start grid. On the Chinchilla points this finds the same optimum as the whole
+Starts of a resample (chosen by :func:`~scalekit.fit.fit_law`): the full fit's
+optimum and its other distinct local optima within 10% of the best objective,
+plus 8 starts drawn at random from the law's start grid. (Clearly worse optima
+are left out: they are degenerate, slow and never win.) On the Chinchilla points this finds the same optimum as the whole
 4,500-start grid on every resample checked (``tests/fit/test_bootstrap.py``
 and ``bench/bench_bootstrap.py`` check it).
 """

@@ -25,8 +25,10 @@ AT_BEST_RTOL = 1e-6
 #: turn a clearly worse optimum into the best one).
 N_POLISH = 5
 POLISH_RTOL = 1e-3
-#: Starts of each bootstrap resample: this many distinct optima of the full fit ...
+#: Starts of each bootstrap resample: the best fit and up to this many other distinct
+#: optima of the full fit within ``BOOTSTRAP_OPTIMA_RTOL`` of the best objective ...
 BOOTSTRAP_OPTIMA = 8
+BOOTSTRAP_OPTIMA_RTOL = 0.1
 #: ... plus this many drawn at random from the law's start grid.
 BOOTSTRAP_RANDOM_STARTS = 8
 
@@ -147,8 +149,9 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
 def _bootstrap(law, X, log_y, batch, best_z, grid, *, loss, delta, n_resamples, seed, n_jobs):
     rng = np.random.default_rng(seed)
     counts = resample_counts(rng, len(log_y), n_resamples)
-    optima = np.vstack([best_z, batch.z[distinct_optima(batch.z, batch.objective,
-                                                         BOOTSTRAP_OPTIMA)]])
+    others = distinct_optima(batch.z, batch.objective, BOOTSTRAP_OPTIMA + 1)[1:]
+    others = others[batch.objective[others] <= batch.objective.min() * (1 + BOOTSTRAP_OPTIMA_RTOL)]
+    optima = np.vstack([best_z, batch.z[others]])
     n_random = min(BOOTSTRAP_RANDOM_STARTS, len(grid))
     picks = np.stack([rng.choice(len(grid), n_random, replace=False) for _ in range(n_resamples)])
     starts = np.concatenate([np.broadcast_to(optima, (n_resamples,) + optima.shape),
