@@ -14,7 +14,9 @@ of the frontier law L(C) = E + A C^-alpha fitted to the explored points against
 the one fitted to all points, at the largest compute and at 10x beyond.
 Measures are defined in ``docs/allocate.md``.
 
-Usage: ``python bench/replay_allocate.py [--seeds 20] [--data real|synthetic|both] [--json OUT]``
+Usage: ``python bench/replay_allocate.py [--seeds 20] [--data real|synthetic|both] [--json OUT]``;
+seeds can be split over processes (``--first-seed 5 --seeds 5 --json part.json``) and the
+parts summarised together with ``--merge part1.json part2.json ...``.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def run(name: str, seeds: int) -> dict:
+def run(name: str, seeds: list[int]) -> dict:
     start = time.perf_counter()
     if name == "real":
         result = replay(misfitting_sweep(), policies=POLICIES, budgets=[0.02, 0.05, 0.1],
@@ -80,27 +82,43 @@ def run(name: str, seeds: int) -> dict:
     else:
         result = replay(lambda seed: early_leader_sweep(seed=seed), policies=POLICIES,
                         budgets=[0.02, 0.05, 0.1], seeds=seeds)
-    summary = summarise(result.rows)
     seconds = time.perf_counter() - start
+    show(name, result.rows, seconds, result.exhaustive_compute)
+    return {"data": name, "seeds": seeds, "seconds": seconds,
+            "exhaustive_flops": result.exhaustive_compute,
+            "rows": result.rows.to_dict(orient="records")}
+
+
+def show(name: str, rows: pd.DataFrame, seconds: float, exhaustive: float) -> None:
+    summary = summarise(rows)
+    convention = ("the file's C column (FLOPs as logged)" if name == "real"
+                  else "6·N·D")
     with pd.option_context("display.width", 220, "display.max_columns", 30,
                            "display.float_format", "{:.4g}".format):
-        print(f"\n== {name}: {seeds} seeds, {seconds:.0f} s; exhaustive sweep "
-              f"{result.exhaustive_compute:.3g} FLOPs (compute as logged: 6ND for real, "
-              "6ND for synthetic) ==")
+        print(f"\n== {name}: {rows.seed.nunique()} seeds, {seconds:.0f} s; mean exhaustive "
+              f"sweep {exhaustive:.3g} FLOPs; compute: {convention} ==")
         print(summary.to_string(index=False))
-    return {"data": name, "seeds": seeds, "seconds": seconds,
-            "summary": summary.to_dict(orient="records"),
-            "rows": result.rows.to_dict(orient="records")}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--data", choices=["real", "synthetic", "both"], default="both")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--merge", type=Path, nargs="+")
     args = parser.parse_args()
+    if args.merge:
+        parts = [part for path in args.merge for part in json.loads(path.read_text())]
+        for name in dict.fromkeys(part["data"] for part in parts):
+            mine = [part for part in parts if part["data"] == name]
+            rows = pd.DataFrame([row for part in mine for row in part["rows"]])
+            show(name, rows, sum(part["seconds"] for part in mine),
+                 float(np.mean([part["exhaustive_flops"] for part in mine])))
+        return
     names = ["real", "synthetic"] if args.data == "both" else [args.data]
-    results = [run(name, args.seeds) for name in names]
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    results = [run(name, seeds) for name in names]
     if args.json:
         args.json.write_text(dumps(results) + "\n")
 
