@@ -104,7 +104,11 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     theta = law.to_natural(best.z)
     r = log_residuals(law, X, log_y, best.z)
     warnings = []
-    converged = bool(best.success or batch.converged[at_best].any())
+    batch_converged = bool(batch.converged[at_best].any())
+    converged = best.success or batch_converged
+    message = (f"L-BFGS-B polish: {best.message}" if best.success else
+               f"batched Levenberg-Marquardt converged; L-BFGS-B polish stopped: {best.message}"
+               if batch_converged else f"not converged: {best.message}")
     if not converged:
         warnings.append(f"the optimiser did not converge: {best.message}")
     if not np.isfinite(np.diagonal(cov)).all():
@@ -117,7 +121,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
 
     stats = {"n_points": n, "n_params": P, "objective": best.objective, "loss": loss,
              "delta": delta, "n_starts": len(grid), "n_at_best": int(at_best.sum()),
-             "at_best_rtol": AT_BEST_RTOL, "converged": converged, "message": best.message,
+             "at_best_rtol": AT_BEST_RTOL, "converged": converged, "message": message,
              **information_criteria(r, P),
              "residual_scale": float(np.sqrt((r ** 2).sum() / max(n - P, 1))),
              "bootstrap": bootstrap}
