@@ -9,9 +9,10 @@ processes.
 Starts of a resample (chosen by :func:`~scalekit.fit.fit_law`): the full fit's
 optimum and its other distinct local optima within 10% of the best objective,
 plus 8 starts drawn at random from the law's start grid. (Clearly worse optima
-are left out: they are degenerate, slow and never win.) On the Chinchilla points this finds the same optimum as the whole
-4,500-start grid on every resample checked (``tests/fit/test_bootstrap.py``
-and ``bench/bench_bootstrap.py`` check it).
+are left out: they are degenerate, slow and never win.) On the Chinchilla
+points this finds the same optimum as the whole 4,500-start grid on every
+resample checked (``tests/fit/test_real_chinchilla.py`` and
+``bench/bench_bootstrap.py`` check it).
 """
 
 from __future__ import annotations

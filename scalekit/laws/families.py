@@ -81,4 +81,5 @@ SATURATING_POWER = register_law(_saturating_power_law(
     "saturating_power", "x", "Power law with an irreducible floor, E + A x^-alpha."))
 FRONTIER = register_law(_saturating_power_law(
     "frontier", "compute",
-    "Compute frontier L(C) = E + A C^-alpha of the best loss at each compute (Kaplan et al. 2020)."))
+    "Compute frontier L(C) = E + A C^-alpha of the best loss at each compute "
+    "(Kaplan et al. 2020)."))

@@ -55,7 +55,8 @@ def test_analytic_jacobian_matches_central_differences(name):
         up, down = z.copy(), z.copy()
         up[k] += h
         down[k] -= h
-        numeric = (law.log_predict_fitting(X_ALL, up) - law.log_predict_fitting(X_ALL, down)) / (2 * h)
+        numeric = (law.log_predict_fitting(X_ALL, up)
+                   - law.log_predict_fitting(X_ALL, down)) / (2 * h)
         np.testing.assert_allclose(J[0, :, k], numeric, rtol=1e-5, atol=1e-7)
 
 
