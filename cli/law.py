@@ -241,7 +241,7 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
     if plot is not None:
         from scalekit.report.law_plots import plot_inference_k
 
-        plot_inference_k(ks, mc, plot, stderr=stderr, theory=quadrature)
+        plot_inference_k(ks, mc, plot, stderr=stderr, theory=quadrature, label="Monte Carlo")
 
 
 def _last_points(frame):

@@ -47,12 +47,12 @@ def plot_depth_fit(result, X: Mapping[str, np.ndarray], y: np.ndarray, path: str
 
 
 def plot_inference_k(ks, errors, path: str | Path, *, stderr=None, theory=None, result=None,
-                     plan: Mapping | None = None) -> None:
+                     plan: Mapping | None = None, label: str = "measured") -> None:
     """Error against the number of samples k: measurements, theory curve, fitted law."""
     plt = _figure()
     ks, errors = np.asarray(ks, float), np.asarray(errors, float)
     fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
-    ax.errorbar(ks, errors, yerr=stderr, fmt="o", ms=4, color="0.25", label="measured")
+    ax.errorbar(ks, errors, yerr=stderr, fmt="o", ms=4, color="0.25", label=label)
     if theory is not None:
         ax.plot(ks, theory, color="C2", label="theory (quadrature)")
     if result is not None:
