@@ -29,16 +29,6 @@ from scalekit.laws.base import Law
 _JOB: dict = {}
 
 
-def distinct_optima(z: np.ndarray, objective: np.ndarray, count: int, *, decimals: int = 3
-                    ) -> np.ndarray:
-    """Indices of the ``count`` best rows of ``z`` that differ after rounding to ``decimals``,
-    best first."""
-    order = np.argsort(objective, kind="stable")
-    order = order[np.isfinite(objective[order])]
-    _, first = np.unique(np.round(z[order], decimals), axis=0, return_index=True)
-    return order[np.sort(first)[:count]]
-
-
 def resample_counts(rng: np.random.Generator, n_points: int, n_resamples: int) -> np.ndarray:
     """Point multiplicities of ``n_resamples`` bootstrap resamples, shape (B, n)."""
     return rng.multinomial(n_points, np.full(n_points, 1.0 / n_points), size=n_resamples)

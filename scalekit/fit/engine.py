@@ -8,8 +8,8 @@ import numpy as np
 
 from scalekit.checks import check_number, fail
 from scalekit.errors import InputError
-from scalekit.fit.bootstrap import bootstrap_fits, default_jobs, distinct_optima, resample_counts
-from scalekit.fit.multistart import minimize_batch
+from scalekit.fit.bootstrap import bootstrap_fits, default_jobs, resample_counts
+from scalekit.fit.multistart import distinct_optima, minimize_batch
 from scalekit.fit.objective import check_loss, log_residuals
 from scalekit.fit.polish import polish
 from scalekit.fit.result import FitResult

@@ -94,6 +94,16 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
     return BatchResult(*(np.concatenate(column) for column in zip(*parts)))
 
 
+def distinct_optima(z: np.ndarray, objective: np.ndarray, count: int, *, decimals: int = 3
+                    ) -> np.ndarray:
+    """Indices of the ``count`` best rows of ``z`` that differ after rounding to ``decimals``,
+    best first."""
+    order = np.argsort(objective, kind="stable")
+    order = order[np.isfinite(objective[order])]
+    _, first = np.unique(np.round(z[order], decimals), axis=0, return_index=True)
+    return order[np.sort(first)[:count]]
+
+
 def _evaluate(law, X, log_y, z, weights, loss, delta):
     """Objective (a,), residuals (a, n) and Jacobian (a, n, P) at ``z`` (a, P)."""
     log_pred, J = log_value_and_jacobian(law, X, z)
