@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Hyperparameter, Kernel, WhiteKernel
 
-from scalekit.checks import check_number
+from scalekit.checks import check_choice, check_number
 from scalekit.surrogates.ensemble import ParametricEnsemble
 
 
@@ -92,6 +92,10 @@ class GPSurrogate(ParametricEnsemble):
     max_points : int
         The GP sees at most this many points, spread evenly in log x (the last
         always among them); the parametric mean sees every point.
+    mean : {"curve", "asymptote"}
+        The GP's mean function: the parametric curve itself (the GP models the
+        residual structure), or only its asymptote, as in freeze-thaw, so that
+        the decay kernel alone carries the curve towards it.
     Other parameters are those of :class:`ParametricEnsemble`, which gives the
     mean; by default the saturating power law alone, so that the GP, not a
     mixture of families, accounts for the residual structure.
@@ -106,11 +110,12 @@ class GPSurrogate(ParametricEnsemble):
 
     def __init__(self, *, families=("satpow",), holdout: float = 0.3, temperature: float = 1.0,
                  prior_rate: float = 0.02, prior_points: float = 2.0, interval_scale: float = 1.0,
-                 restarts: int = 0, seed: int = 0, max_points: int = 50,
+                 mean: str = "curve", restarts: int = 0, seed: int = 0, max_points: int = 50,
                  direction: str = "minimize") -> None:
         super().__init__(families=families, holdout=holdout, temperature=temperature,
                          prior_rate=prior_rate, prior_points=prior_points,
                          interval_scale=interval_scale, direction=direction)
+        self.mean = mean
         self.restarts = restarts
         self.seed = seed
         self.max_points = max_points
@@ -118,9 +123,9 @@ class GPSurrogate(ParametricEnsemble):
     def _fit(self, x, loss):
         check_number("restarts", self.restarts, low=0, integer=True)
         check_number("max_points", self.max_points, low=5, integer=True)
+        check_choice("mean", self.mean, ("curve", "asymptote"))
         super()._fit(x, loss)
-        means, weights, _ = super()._log_mixture(x)
-        resid = np.log(loss) - (means * weights).sum(axis=1)
+        resid = np.log(loss) - self._prior_mean(x)
         scale = max(float(np.std(resid)), 1e-4)
         kernel = (ConstantKernel(scale ** 2, (1e-8, 1.0)) * ExponentialDecay()
                   + ConstantKernel(scale ** 2, (1e-8, 1.0))
@@ -134,11 +139,20 @@ class GPSurrogate(ParametricEnsemble):
         self.gp_ = gp
         self._noise = float(gp.kernel_.k2.noise_level)
 
+    def _prior_mean(self, x):
+        """The GP's mean function in log loss: the parametric curve, or its asymptote."""
+        if self.mean == "asymptote":
+            x = np.full_like(x, self.state_.x_last[0] * 1e8)
+        means, weights, _ = super()._log_mixture(x)
+        return (means * weights).sum(axis=1)
+
     def _log_mixture(self, x):
         means, weights, sd = super()._log_mixture(x)
         shift, std = self.gp_.predict((x / self.state_.x_last[0])[:, None], return_std=True)
         latent = np.maximum(std ** 2 - self._noise, 0.0)
         sd = np.sqrt(sd ** 2 + latent * self.interval_scale ** 2)
+        if self.mean == "asymptote":
+            return (self._prior_mean(x) + shift)[:, None], np.ones((x.size, 1)), sd
         return means + shift[:, None], weights, sd
 
 

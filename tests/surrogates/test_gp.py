@@ -37,15 +37,16 @@ def test_kernel_gradient_matches_finite_differences():
         np.testing.assert_allclose(grad[..., k], (up(t) - down(t)) / (2 * eps), rtol=1e-5, atol=1e-9)
 
 
-def test_gp_forecast_is_accurate_and_finite():
+@pytest.mark.parametrize("mean", ["curve", "asymptote"])
+def test_gp_forecast_is_accurate_and_finite(mean):
     rng = np.random.default_rng(0)
     x = np.arange(1, 41) * 25.0
     truth = 1.8 + 4.0 * (x / 25) ** -0.6
-    model = GPSurrogate().fit(x, truth * np.exp(rng.normal(0, 0.005, x.size)))
+    model = GPSurrogate(mean=mean).fit(x, truth * np.exp(rng.normal(0, 0.005, x.size)))
     q = model.predict_quantiles([2000.0, 5000.0], [0.025, 0.5, 0.975])
     expected = 1.8 + 4.0 * (np.array([2000.0, 5000.0]) / 25) ** -0.6
     assert np.all(np.isfinite(q)) and np.all(q[:, 0] < q[:, 2])
-    np.testing.assert_allclose(q[:, 1], expected, rtol=0.02)
+    np.testing.assert_allclose(q[:, 1], expected, rtol=0.03)
     assert np.all((q[:, 0] <= expected) & (expected <= q[:, 2]))
 
 
