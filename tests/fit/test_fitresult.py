@@ -97,3 +97,13 @@ def test_bad_input_raises_input_error():
         fit_law("saturating_power", {"x": X["x"][:3]}, y[:3])
     with pytest.raises(InputError):
         fit_law("no_such_law", X, y)
+
+
+def test_bootstrap_is_seeded_and_independent_of_the_process_count():
+    X, y = points(seed=8)
+    one = fit_law("saturating_power", X, y, bootstrap=30, seed=5, n_jobs=1)
+    two = fit_law("saturating_power", X, y, bootstrap=30, seed=5, n_jobs=2)
+    other = fit_law("saturating_power", X, y, bootstrap=30, seed=6, n_jobs=1)
+    np.testing.assert_allclose(one.bootstrap_values, two.bootstrap_values, rtol=1e-12)
+    assert one.ci == two.ci
+    assert not np.allclose(one.bootstrap_values, other.bootstrap_values)
