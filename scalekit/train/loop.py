@@ -141,9 +141,12 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
     model.train()
     started = time.perf_counter() - elapsed
     while step < config.steps:
-        for group in optimizer.param_groups:
-            group["lr"] = config.lr_at(step)
-        model.set_dropout(config.dropout_at(step))
+        lr, dropout = config.lr_at(step), config.dropout_at(step)
+        if lr != optimizer.param_groups[0]["lr"]:
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+        if dropout != model.dropout_rate:
+            model.set_dropout(dropout)
         x, y = data.sample(batches, config.batch_size)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         with autocast(device):

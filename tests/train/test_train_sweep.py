@@ -14,10 +14,10 @@ BASE = TrainConfig(steps=60, evals=4, eval_size=256, device="cpu")
 
 
 def test_teacher_student_loss_falls_with_width():
-    spec = SweepSpec(base=TrainConfig(steps=600, evals=2, lr=3e-3, lr_schedule="cosine", device="cpu"),
+    spec = SweepSpec(base=TrainConfig(steps=400, evals=2, lr=1e-2, lr_schedule="cosine", device="cpu"),
                      widths=[2, 8, 64])
     frame = run_sweep(spec.configs())
-    final = frame[frame["step"] == 600].sort_values("width")
+    final = frame[frame["step"] == 400].sort_values("width")
     assert np.all(np.diff(final["loss"].to_numpy()) < 0)
     assert np.all(np.diff(final["params"].to_numpy()) > 0)
 

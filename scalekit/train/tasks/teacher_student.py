@@ -10,8 +10,8 @@ output (scaled to unit variance) plus Gaussian noise, which sets the irreducible
 loss ``noise**2``; classification labels are the arg-max of ``classes`` teacher
 outputs.
 
-Options: ``dim`` (32), ``alpha`` (1.0), ``teacher_width`` (256), ``gain`` (2.0),
-``decay`` (0.75), ``noise`` (0.1),
+Options: ``dim`` (32), ``alpha`` (1.0), ``teacher_width`` (256), ``gain`` (1.0),
+``decay`` (1.0), ``noise`` (0.3),
 ``kind`` ("regression" or "classification"), ``classes`` (10).
 """
 
@@ -24,7 +24,7 @@ from scalekit.train.config import TrainConfig
 from scalekit.train.models import MLP
 from scalekit.train.tasks.base import TaskData, vector_task
 
-DEFAULTS = {"dim": 32, "alpha": 1.0, "teacher_width": 256, "gain": 2.0, "decay": 0.75, "noise": 0.1,
+DEFAULTS = {"dim": 32, "alpha": 1.0, "teacher_width": 256, "gain": 1.0, "decay": 1.0, "noise": 0.3,
             "kind": "regression", "classes": 10}
 
 
