@@ -62,3 +62,18 @@ def test_bad_requests_exit_with_code_2(curves, args, capsys):
 
 def test_missing_file_exits_with_code_2(tmp_path, capsys):
     assert main(["forecast", str(tmp_path / "none.csv"), "--to", "10"]) == 2
+
+
+def test_to_compute_forecasts_along_the_compute_column(tmp_path):
+    steps = np.arange(1, 41) * 50.0
+    frame = pd.DataFrame({"run": "a", "step": steps.astype(int), "compute": steps * 1e15,
+                          "loss": 2.0 + 5.0 * (steps / 50) ** -0.5})
+    path, out = tmp_path / "c.csv", tmp_path / "c.json"
+    frame.to_csv(path, index=False)
+    assert main(["forecast", str(path), "--to-compute", "2e19", "--method", "satpow",
+                 "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    assert report["settings"]["x"] == "compute"
+    final = report["final"][0]
+    assert final["x"] == pytest.approx(2e19)
+    assert final["q0.5"] == pytest.approx(2.0 + 5.0 * (2e4 / 50) ** -0.5, rel=0.01)
