@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from scalekit.checks import check_number, fail
+from scalekit.checks import check_number
+from scalekit.errors import InputError
 from scalekit.laws.class_count import class_count_error
 
 StepError = Callable[[np.ndarray], np.ndarray]
@@ -164,8 +165,10 @@ def plan_tree(classes: int, step_error: StepError | Mapping[str, float], *,
 def _checked(step_error: StepError, degrees: np.ndarray) -> np.ndarray:
     errors = np.asarray(step_error(degrees), dtype=float)
     if errors.shape != degrees.shape or not np.all((errors >= 0) & (errors < 1)):
-        raise fail("step_error", "a function with values outside [0, 1)",
-                   "a vectorised step error in [0, 1) for every degree")
+        raise InputError("`step_error` must return one error in [0, 1) for every degree "
+                         f"2..{int(degrees[-1])}; it returned values from {errors.min():.3g} "
+                         f"to {errors.max():.3g}" if errors.shape == degrees.shape else
+                         "`step_error` must return one error per degree (a vectorised function)")
     return errors
 
 
