@@ -53,7 +53,6 @@ def monte_carlo_errors(predictive: Predictive, ks, temperature: float, *, repeat
     m, s = predictive.mean[:, None], predictive.std[:, None]
     t, y_r = predictive.target[:, None], predictive.reward_target[:, None]
     shape = (predictive.mean.size, repeats)
-    wanted = {int(k): i for i, k in enumerate(ks)}
     per_k = np.empty((ks.size,) + shape)
     # running softmax sums (with a running maximum of the logits) or the running closest draw
     top = np.full(shape, -np.inf)
@@ -78,8 +77,7 @@ def monte_carlo_errors(predictive: Predictive, ks, temperature: float, *, repeat
             weighted_error = weighted_error * scale + weight * error
             top = new_top
             current = weighted_error / weight_sum
-        if k in wanted:
-            per_k[wanted[k]] = current
+        per_k[ks == k] = current
     mean = per_k.mean(axis=(1, 2))
     stderr = np.sqrt(per_k.var(axis=2, ddof=1).sum(axis=1) / repeats) / predictive.mean.size
     return mean, stderr
