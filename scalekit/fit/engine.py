@@ -18,8 +18,10 @@ from scalekit.fit.uncertainty import (covariance, natural_stderr, percentile_int
                                       wald_intervals)
 from scalekit.laws.base import Law
 
-#: Starts whose objective is within this relative tolerance of the best count as "at best".
+#: Starts whose objective is within this relative tolerance of the best count as "at best"
+#: (or within ``AT_BEST_ATOL``, for data the law fits exactly).
 AT_BEST_RTOL = 1e-6
+AT_BEST_ATOL = 1e-20
 #: At most this many distinct candidate optima are polished with scipy: the best
 #: one and others within ``POLISH_RTOL`` of its objective (a local polish does not
 #: turn a clearly worse optimum into the best one).
@@ -96,7 +98,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     candidates = batch.z[candidates[near]]
     polished = [polish(law, X, log_y, z, loss=loss, delta=delta) for z in candidates]
     best = min(polished, key=lambda p: p.objective)
-    at_best = batch.objective <= best.objective * (1.0 + AT_BEST_RTOL)
+    at_best = batch.objective <= best.objective * (1.0 + AT_BEST_RTOL) + AT_BEST_ATOL
     n = len(y)
     P = len(law.params)
 

@@ -116,3 +116,16 @@ def test_compare_laws_prefers_the_true_family():
     assert best["bic"] < other["bic"] and best["delta_aic"] == 0.0
     assert best["extrapolation_rmse"] < 0.03 < other["extrapolation_rmse"]
     assert best["n_holdout"] == 12
+
+
+@pytest.mark.parametrize("name, inputs, truth", [
+    ("power", "x", [3.0, 0.4]),
+    ("frontier", "compute", [1.7, 2e3, 0.15]),
+])
+def test_one_input_laws_recover_noise_free_truth(name, inputs, truth):
+    rng = np.random.default_rng(3)
+    scale = 1e18 if inputs == "compute" else 1.0
+    X = {inputs: scale * np.exp(rng.uniform(0.0, np.log(1e5), 30))}
+    fit = fit_law(name, X, get_law(name).predict(X, truth))
+    np.testing.assert_allclose(fit.theta, truth, rtol=1e-5)
+    assert fit.stats["converged"]
