@@ -108,9 +108,9 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     warnings = []
     batch_converged = bool(batch.converged[at_best].any())
     converged = best.success or batch_converged
-    message = (f"L-BFGS-B polish: {best.message}" if best.success else
-               f"batched Levenberg-Marquardt converged; L-BFGS-B polish stopped: {best.message}"
-               if batch_converged else f"not converged: {best.message}")
+    message = (f"converged (L-BFGS-B polish: {best.message.lower()})" if best.success else
+               "converged (batched Levenberg-Marquardt; the L-BFGS-B polish found no further "
+               "decrease)" if batch_converged else f"not converged: {best.message}")
     if not converged:
         warnings.append(f"the optimiser did not converge: {best.message}")
     if not np.isfinite(np.diagonal(cov)).all():
