@@ -84,11 +84,14 @@ def bench_char(steps: int, repeats: int) -> dict:
                          eval_size=32, device="cpu", options={"context": context, "max_chars": max_chars})
     train(config.replace(steps=3))  # warm-up, and the corpus is built once for both sides
     ours, plain = [], []
-    for _ in range(repeats):  # interleaved, best of each, to damp the noise of a shared machine
+    for repeat in range(repeats):  # interleaved in alternating order, best of each: damps a busy machine
+        if repeat % 2:
+            plain.append(plain_char_loop(config, context, max_chars))
         start = time.perf_counter()
         train(config)
         ours.append(time.perf_counter() - start)
-        plain.append(plain_char_loop(config, context, max_chars))
+        if not repeat % 2:
+            plain.append(plain_char_loop(config, context, max_chars))
     tokens = steps * config.batch_size * context
     return {"steps": steps, "tokens": tokens, "ours_tokens_per_s": tokens / min(ours),
             "plain_tokens_per_s": tokens / min(plain), "ratio": min(plain) / min(ours)}

@@ -133,6 +133,8 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
         optimizer.load_state_dict(state["optimizer"])
         batches.bit_generator.state = state["batches"]
         torch.set_rng_state(state["torch_rng"])
+        if device.type == "cuda":
+            torch.cuda.set_rng_state(state["cuda_rng"], device)
         step, points, elapsed = state["step"], state["points"], state["elapsed"]
         if log is not None and points:
             log(config.name, attrs, points)
@@ -173,5 +175,6 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
                 _save(path, {"name": config.name, "model": model.state_dict(),
                              "optimizer": optimizer.state_dict(), "batches": batches.bit_generator.state,
                              "torch_rng": torch.get_rng_state(), "step": step, "points": points,
-                             "elapsed": point["wall_time"]})
+                             "elapsed": point["wall_time"],
+                             **({"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {})})
     return RunResult(config.name, attrs, points)
