@@ -89,6 +89,8 @@ def train(
     compile_model: bool = typer.Option(False, "--compile", help="Wrap models in torch.compile."),
     executor: str = typer.Option("local", "--executor", help="local (process pool) or ray."),
     workers: int = typer.Option(1, "--workers", help="Parallel runs (1: in this process)."),
+    batched: bool = typer.Option(False, "--batched", help="Train runs that differ only in seed, lr "
+                                 "and dropout together with vmap (MLP tasks; no checkpoints)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join."),
     store: Path = store_option(),
     checkpoints: Optional[Path] = typer.Option(None, "--checkpoints", help="Checkpoint folder "
@@ -124,7 +126,7 @@ def train(
     try:
         with _progress(len(configs), quiet) as advance:
             frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
-                              on_run_done=advance)
+                              batched=batched, on_run_done=advance)
     finally:
         pool.shutdown()
     if export is not None:

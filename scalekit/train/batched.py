@@ -25,13 +25,15 @@ from scalekit.errors import InputError
 from scalekit.train.config import TrainConfig
 from scalekit.train.flops import counted_step_flops, estimate_6nd
 from scalekit.train.loop import Log, RunResult, autocast, pick_device, run_attributes
+from scalekit.train.models import GPT
 from scalekit.train.tasks import get_task
 
 PER_MODEL = ("seed", "lr", "weight_decay", "dropout", "dropout_schedule")
 BETAS, EPS = (0.9, 0.999), 1e-8
 
 
-def _shape_key(config: TrainConfig) -> TrainConfig:
+def shape_key(config: TrainConfig) -> TrainConfig:
+    """``config`` with the per-model settings reset: equal keys can be trained together."""
     return config.replace(seed=0, lr=1.0, weight_decay=0.0, dropout=0.0, dropout_schedule="constant")
 
 
@@ -84,7 +86,7 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
     if not configs:
         return []
     first = configs[0]
-    if any(_shape_key(c) != _shape_key(first) for c in configs):
+    if any(shape_key(c) != shape_key(first) for c in configs):
         raise InputError("batched runs may differ only in " + ", ".join(PER_MODEL))
     if first.compile:
         raise InputError("batched training does not use torch.compile; drop `compile`")
@@ -95,6 +97,8 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
     for config in configs:
         torch.manual_seed(config.seed)
         models.append(task.make_model(config, data).to(device))
+    if isinstance(models[0], GPT):
+        raise InputError(f"batched training takes the MLP tasks, not {first.task!r}")
     probe_x, probe_y = data.sample(np.random.default_rng(0), first.batch_size)
     flops_per_step = counted_step_flops(models[0], data.loss_of, probe_x.to(device), probe_y.to(device))
     attrs = [run_attributes(c, data, m, flops_per_step, device) for c, m in zip(configs, models)]

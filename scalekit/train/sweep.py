@@ -9,6 +9,7 @@ and adds to the store only the steps it does not have yet.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, fields
@@ -112,9 +113,33 @@ def run_job(config: TrainConfig, store: str | None, checkpoint_dir: str | None) 
     return {"name": result.name, "attrs": result.attrs, "points": result.points}
 
 
+def run_batched_job(configs: list[TrainConfig], store: str | None) -> list[dict[str, Any]]:
+    """Train runs of one shape together (:func:`scalekit.train.batched.train_batched`).
+
+    There are no checkpoints: a killed group trains again from the start, and the
+    store log skips the steps it already holds (the same points without dropout,
+    points of the same distribution with it).
+    """
+    from scalekit.train.batched import train_batched
+
+    results = train_batched(configs, log=StoreLog(store) if store is not None else None)
+    return [{"name": r.name, "attrs": r.attrs, "points": r.points} for r in results]
+
+
+def shape_groups(configs: Sequence[TrainConfig]) -> list[list[TrainConfig]]:
+    """Configs grouped by everything but the settings a batched run varies per model."""
+    from scalekit.train.batched import shape_key
+
+    groups: dict[str, list[TrainConfig]] = {}
+    for config in configs:
+        key = json.dumps(shape_key(config).to_dict(), sort_keys=True, default=str)
+        groups.setdefault(key, []).append(config)
+    return list(groups.values())
+
+
 def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None,
               checkpoint_dir: str | Path | None = None, executor: Executor | None = None,
-              on_run_done: Callable[[str], None] | None = None) -> pd.DataFrame:
+              batched: bool = False, on_run_done: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Train every run and return all their points as one tidy curve frame.
 
     Parameters
@@ -127,6 +152,9 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
         Folder of per-run checkpoints; running the sweep again resumes from it.
     executor : Executor, optional
         Where jobs run (default: in this process).
+    batched : bool
+        Train runs that differ only in seed, learning rate, weight decay and dropout
+        together, one job per group (MLP tasks; no checkpoints, see :func:`run_batched_job`).
     on_run_done : callable, optional
         Called with each run's name as it finishes (for progress displays).
     """
@@ -139,12 +167,17 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
                          ", ".join(sorted({n for n in names if names.count(n) > 1})))
     executor = executor or InlineExecutor()
     args = (str(store) if store is not None else None, str(checkpoint_dir) if checkpoint_dir is not None else None)
-    futures = {executor.submit(run_job, config, *args): config.name for config in configs}
+    if batched:
+        futures = {executor.submit(run_batched_job, group, args[0]): group for group in shape_groups(configs)}
+    else:
+        futures = {executor.submit(run_job, config, *args): [config] for config in configs}
     results = {}
     for future in as_completed(futures):
-        results[futures[future]] = RunResult(**future.result())
-        if on_run_done is not None:
-            on_run_done(futures[future])
+        done = future.result()
+        for result in done if batched else [done]:
+            results[result["name"]] = RunResult(**result)
+            if on_run_done is not None:
+                on_run_done(result["name"])
     if not results:
         return pd.DataFrame()
     return pd.concat([results[name].frame() for name in names], ignore_index=True)

@@ -102,3 +102,14 @@ def test_ray_executor_gives_the_curves_of_the_calling_process():
         executor.shutdown()
     columns = ["run", "step", "loss", "train_loss", "compute"]
     assert remote[columns].equals(inline[columns])
+
+
+def test_batched_sweep_stores_the_curves_of_the_sequential_sweep(tmp_path):
+    configs = SweepSpec(base=BASE, widths=[4, 8], seeds=[0, 1], lrs=[3e-3, 1e-2]).configs()
+    sequential = run_sweep(configs, store=tmp_path / "seq.db")
+    batched = run_sweep(configs, store=tmp_path / "bat.db", batched=True)
+    assert batched["run"].tolist() == sequential["run"].tolist()
+    assert batched["loss"].to_numpy() == pytest.approx(sequential["loss"].to_numpy(), rel=1e-4)
+    with CurveStore(tmp_path / "bat.db") as opened:
+        stored = opened.curves()
+    assert len(stored) == len(sequential) and not stored.duplicated(["run", "step"]).any()
