@@ -44,8 +44,11 @@ def input_sha256(path: Path) -> str:
 
 
 def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, str] | None,
-               *, metric: str = "loss"):
-    """Read the tidy curve frame from ``file`` or ``store``; return it with its input hash."""
+               *, metric: str = "loss", keep: list[str] | tuple[str, ...] = ()):
+    """Read the tidy curve frame from ``file`` or ``store``; return it with its input hash.
+
+    ``keep`` names further file columns to keep as they are (an x or group column).
+    """
     from scalekit.errors import InputError
 
     if (file is None) == (store is None):
@@ -55,7 +58,8 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
 
         if not file.exists():
             raise InputError("no such file or directory", source=str(file))
-        return read_curves(file, mapping=mapping, metric=metric), input_sha256(file)
+        frame = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c])
+        return frame, input_sha256(file)
     from scalekit.curves import CurveStore
 
     if not store.exists():

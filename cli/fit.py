@@ -45,7 +45,7 @@ def fit(
     from scalekit.report import jsonio
     from scalekit.report.fit_report import fit_renderables
 
-    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y)
+    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y, keep=(x, group))
     settings = {"law": law, "x": x, "y": y, "group": group, "all_points": all_points,
                 "drop_top": drop_top, "loss": loss, "delta": delta, "bootstrap": bootstrap,
                 "ci_level": ci_level, "target_compute": target_compute,

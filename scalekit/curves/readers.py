@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,7 @@ _WIDE_COLUMN = re.compile(r"^(?P<run>.+) - (?P<metric>.+)$")
 
 def read_curves(path: str | Path, *, format: str | None = None,
                 mapping: Mapping[str, str] | None = None, metric: str = "loss",
-                duplicates: str = "error") -> pd.DataFrame:
+                duplicates: str = "error", keep: Sequence[str] = ()) -> pd.DataFrame:
     """Read learning curves from ``path`` into a tidy, validated curve frame.
 
     Parameters
@@ -52,6 +52,9 @@ def read_curves(path: str | Path, *, format: str | None = None,
     duplicates : {"error", "first", "last"}
         What a repeated (run, step) does: rejected (default) or resolved by
         keeping the first or last occurrence (the count dropped is noted).
+    keep : sequence of str
+        Further columns to keep as they are (numbers where every cell is one,
+        else text), e.g. an x column or a grouping column for ``scalekit fit``.
 
     Returns
     -------
@@ -86,7 +89,8 @@ def read_curves(path: str | Path, *, format: str | None = None,
             mapping = None
             stem_notes = ["read as a W&B wide export (Step plus '<run> - <metric>' columns)"]
     frame = tidy_from_table(table, Locator(source, lines), mapping=mapping, metric=metric,
-                            duplicates=duplicates, default_run=path.stem or path.name)
+                            duplicates=duplicates, default_run=path.stem or path.name,
+                            keep=keep)
     frame.attrs["notes"] = stem_notes + frame.attrs["notes"]
     frame.attrs["source"] = source
     frame.attrs["format"] = fmt
@@ -94,8 +98,8 @@ def read_curves(path: str | Path, *, format: str | None = None,
 
 
 def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str, str] | None,
-                    metric: str, duplicates: str = "error", default_run: str = "run"
-                    ) -> pd.DataFrame:
+                    metric: str, duplicates: str = "error", default_run: str = "run",
+                    keep: Sequence[str] = ()) -> pd.DataFrame:
     """Turn a raw table (cells as read) into a validated tidy curve frame."""
     if table.shape[1] == 0:
         raise where.error("the file is empty")
@@ -134,6 +138,12 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
             out[name] = _config_values(table[column])
             config_columns.append(name)
             used.add(column)
+    for column in keep:
+        if column not in table.columns:
+            raise InputError(f"no column {column!r} to keep", source=where.source, line=1)
+        if column not in used:
+            out[column] = _config_values(table[column])
+            used.add(column)
     ignored = [str(c) for c in table.columns if c not in used]
     if ignored:
         notes.append("ignored columns: " + ", ".join(ignored))
@@ -142,18 +152,19 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
         frame["tokens"] = frame["compute"] / (6.0 * frame["params"])
         notes.append("tokens derived as compute / (6 * params)")
     if duplicates != "error":
-        keep = frame.drop_duplicates(list(KEY_COLUMNS), keep=duplicates).index.to_numpy()
-        if len(keep) < len(frame):
-            notes.append(f"dropped {len(frame) - len(keep)} rows repeating a (run, step), "
+        rows = frame.drop_duplicates(list(KEY_COLUMNS), keep=duplicates).index.to_numpy()
+        if len(rows) < len(frame):
+            notes.append(f"dropped {len(frame) - len(rows)} rows repeating a (run, step), "
                          f"keeping the {duplicates}")
-            frame = frame.iloc[keep].reset_index(drop=True)
-            where = where.subset(keep)
+            frame = frame.iloc[rows].reset_index(drop=True)
+            where = where.subset(rows)
     _, order = check_frame(frame, where, metrics=metrics, config=config_columns)
     for column in INTEGER_RUN_COLUMNS:
         if column in frame and not frame[column].isna().any():
             frame[column] = frame[column].astype(np.int64)
     frame = frame.iloc[order].reset_index(drop=True)
-    frame = frame[_ordered(frame.columns, metrics, config_columns)]
+    ordered = _ordered(frame.columns, metrics, config_columns)
+    frame = frame[ordered + [c for c in keep if c not in ordered]]
     frame.attrs.update(notes=notes, metrics=metrics, config_columns=config_columns)
     return frame
 

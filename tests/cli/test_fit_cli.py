@@ -99,7 +99,7 @@ def test_quiet_prints_nothing_and_plot_is_a_png(per_run_csv, tmp_path, capsys):
     (["fit", "no/such/file.csv"], "no such file"),
     (["fit", "{csv}", "--drop-top", "-1"], "`drop_top`"),
     (["fit", "{csv}", "--law", "no_such_law"], "`law`"),
-    (["fit", "{csv}", "--y", "nope"], "`y`"),
+    (["fit", "{csv}", "--y", "nope"], "no 'nope' column"),
     (["fit", "{csv}", "--target-compute", "-5", "--bootstrap", "0"], "`target_compute`"),
     (["fit"], "either a curves FILE or --store"),
 ])
