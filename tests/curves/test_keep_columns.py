@@ -12,7 +12,7 @@ from scalekit.errors import InputError
 def test_kept_columns_come_back_unchanged(tmp_path):
     path = tmp_path / "c.csv"
     sizes = np.geomspace(10, 1e5, 6)
-    lines = ["size,task,loss"] + [f"{s!r},{'ab'[i % 2]},{1 + 1 / (i + 1)!r}"
+    lines = ["size,task,loss"] + [f"{float(s)!r},{'ab'[i % 2]},{1 + 1 / (i + 1)!r}"
                                   for i, s in enumerate(sizes)]
     path.write_text("\n".join(lines) + "\n")
     frame = read_curves(path, keep=["size", "task"])
