@@ -165,7 +165,7 @@ def _summary(frame, store: Path):
     """The last point of every run, with the settings that vary across the sweep."""
     from rich.table import Table
 
-    last = frame.sort_values("step").groupby("run", sort=False).tail(1).sort_values(["params", "step"])
+    last = frame.sort_values("step").groupby("run", sort=False).tail(1).sort_values(["params", "step", "run"])
     varied = [c for c in ("width", "depth", "data", "steps", "lr", "seed", "dropout", "dropout_schedule")
               if c in last and last[c].astype(str).nunique() > 1]
     table = Table(title=f"{len(last)} runs → {store} (compute: counted FLOPs)")
