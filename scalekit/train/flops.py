@@ -60,7 +60,9 @@ def analytic_step_flops(model: nn.Module, batch: int, context: int = 1) -> int:
     needs the same again for the weight gradient and, except for the first layer
     (whose input needs no gradient), for the input gradient. Attention adds
     ``QK^T`` and ``AV``: ``2·2·T²·width`` per sequence and layer forward (the
-    full square, as the kernel computes it), twice that backward.
+    full square, as the kernel computes it), twice that backward. (The counter
+    charges the fused attention backward 2.5 forwards, as it recomputes the scores,
+    so GPT counts run a few percent above this form.)
     """
     from scalekit.train.models import GPT, MLP, ResidualMLP
 
