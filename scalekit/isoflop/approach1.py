@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_number
-from scalekit.errors import InputError, NotFittedError
-from scalekit.isoflop.points import convention_text, isoflop_points
-from scalekit.isoflop.powerfit import allocation_json, fit_power_law
+from scalekit.errors import InputError
+from scalekit.isoflop.estimator import AllocationEstimator
+from scalekit.isoflop.powerfit import fit_power_law
 
 
-class Envelope:
+class Envelope(AllocationEstimator):
     """Envelope estimate of the compute-optimal N*(C) and D*(C).
 
     Parameters
@@ -60,9 +60,7 @@ class Envelope:
         """Fit the envelope of ``data`` (tidy learning curves with ``run``)."""
         check_number("n_grid", self.n_grid, low=3, integer=True)
         check_number("n_boot", self.n_boot, low=0, integer=True)
-        points = isoflop_points(data, convention=self.convention,
-                                flops_per_param_token=self.flops_per_param_token, source=source)
-        self.notes_ = list(points.attrs["notes"])
+        points = self._points(data, source)
         if "run" not in points:
             raise InputError("approach 1 needs learning curves: a run column", source=source)
         curves = _curves(points, source)
@@ -108,15 +106,9 @@ class Envelope:
                                   "N*(C) is poorly determined")
         return self
 
-    def convention_text(self) -> str:
-        return convention_text(self.convention, self.flops_per_param_token)
-
     def to_json(self) -> dict:
-        if not hasattr(self, "frontier_"):
-            raise NotFittedError.for_estimator(self)
-        return allocation_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
-                             extra={"n_compute_values": int(self.frontier_["used"].sum()),
-                                    "convention": self.convention_text()})
+        self._check_fitted()
+        return self._allocation_json(n_compute_values=int(self.frontier_["used"].sum()))
 
 
 def _curves(points: pd.DataFrame, source) -> dict:

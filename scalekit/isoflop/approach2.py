@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number
-from scalekit.errors import InputError, NotFittedError
+from scalekit.errors import InputError
 from scalekit.isoflop.budgets import assign_budgets
+from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.parabolas import Groups, fit_parabolas, resample_within_groups, vertices
-from scalekit.isoflop.points import convention_text, isoflop_points
-from scalekit.isoflop.powerfit import allocation_json, fit_power_law
+from scalekit.isoflop.powerfit import fit_power_law
 
 #: Budget checks, with the condition each one flags.
 CHECKS = {
@@ -34,7 +34,7 @@ CHECKS = {
 EXCLUDED = ("downward",)
 
 
-class IsoFLOPProfiles:
+class IsoFLOPProfiles(AllocationEstimator):
     """IsoFLOP-profile estimate of the compute-optimal N*(C) and D*(C).
 
     Parameters
@@ -102,9 +102,7 @@ class IsoFLOPProfiles:
         check_choice("profile", self.profile, ("params", "tokens"))
         check_number("n_boot", self.n_boot, low=0, integer=True)
         check_number("ci_level", self.ci_level, low=0, high=1, low_open=True, high_open=True)
-        points = isoflop_points(data, convention=self.convention,
-                                flops_per_param_token=self.flops_per_param_token, source=source)
-        self.notes_ = list(points.attrs["notes"])
+        points = self._points(data, source)
         assignment = assign_budgets(points["compute"].to_numpy(), figures=self.figures,
                                     nominal=self.budgets, tolerance=self.tolerance)
         points["budget"] = assignment.budget
@@ -214,21 +212,11 @@ class IsoFLOPProfiles:
                 out.append(f"budget {budget:.3g} FLOPs: {CHECKS[flag]}")
         return out
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "budgets_"):
-            raise NotFittedError.for_estimator(self)
-
-    def convention_text(self) -> str:
-        return convention_text(self.convention, self.flops_per_param_token)
-
     def to_json(self) -> dict:
         """Per-approach body of the report: a, b, k_N, k_D with intervals, budgets, warnings."""
         self._check_fitted()
-        return allocation_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
-                             budgets=self.budgets_,
-                             extra={"budgeting": self.assignment_.method,
-                                    "profile": self.profile,
-                                    "convention": self.convention_text()})
+        return self._allocation_json(budgets=self.budgets_, budgeting=self.assignment_.method,
+                                     profile=self.profile)
 
 
 def _check_budgets(points: pd.DataFrame, profile: str, source: str | None) -> None:

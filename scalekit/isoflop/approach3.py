@@ -13,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from scalekit.checks import check_number
-from scalekit.errors import NotFittedError
-from scalekit.isoflop.points import convention_text, isoflop_points
-from scalekit.isoflop.powerfit import PowerLawFit, allocation_json
+from scalekit.isoflop.estimator import AllocationEstimator
+from scalekit.isoflop.powerfit import PowerLawFit
 
 
 def allocation_lines(values: np.ndarray,
@@ -32,7 +31,7 @@ def allocation_lines(values: np.ndarray,
     return np.stack([log_g - a * log_k, a], -1), np.stack([-b * log_k - log_g, b], -1)
 
 
-class ParametricOptimum:
+class ParametricOptimum(AllocationEstimator):
     """Approach-3 estimate of N*(C), D*(C) through a fitted Chinchilla law.
 
     Parameters
@@ -85,9 +84,7 @@ class ParametricOptimum:
         from scalekit.laws import get_law
 
         check_number("n_boot", self.n_boot, low=0, integer=True)
-        points = isoflop_points(data, convention=self.convention,
-                                flops_per_param_token=self.flops_per_param_token, source=source)
-        self.notes_ = list(points.attrs["notes"])
+        points = self._points(data, source)
         law = get_law("chinchilla")
         X = {"params": points["params"].to_numpy(), "tokens": points["tokens"].to_numpy()}
         self.result_ = fit_law(law, X, points["loss"].to_numpy(), loss=self.loss,
@@ -106,15 +103,9 @@ class ParametricOptimum:
         self.warnings_ = list(self.result_.warnings)
         return self
 
-    def convention_text(self) -> str:
-        return convention_text(self.convention, self.flops_per_param_token)
-
     def to_json(self) -> dict:
-        if not hasattr(self, "result_"):
-            raise NotFittedError.for_estimator(self)
-        return allocation_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
-                             extra={"G": self.G_, "law": self.result_.to_json(),
-                                    "convention": self.convention_text()})
+        self._check_fitted()
+        return self._allocation_json(G=self.G_, law=self.result_.to_json())
 
 
 def _law_from_lines(line, replicates, ci_level, n_points) -> PowerLawFit:
