@@ -13,8 +13,14 @@ Data (read from ``../shared/data``, see PROVENANCE.md):
   across the models of one task (with sizes N tied for the LM task).
 
 Methods: each family alone (the same backtest noise model), the ensemble, the
-GP, the joint law, and ``ensemble+joint``, the log-space average of the
-ensemble's and the joint law's quantiles.
+GP, the joint law, ``ensemble+joint``, the log-space average of the
+ensemble's and the joint law's quantiles, and ``stacked``: every other
+single method (families, ensemble, GP, joint) averaged in log space with
+weights learned on the calibration half's truths (minimum mean |final log
+error|; :class:`scalekit.surrogates.evaluate.StackedMethod`), one set of
+weights per data set, printed after its table. Its calibration-half
+forecasts are cross-fitted (weights from the other fold of calibration runs)
+so the interval recalibration sees out-of-sample errors.
 
 Honesty: runs are split in two halves by a seeded permutation. Interval
 widths are recalibrated (split conformal, one factor per method and level) on
@@ -22,8 +28,13 @@ the calibration half; every number printed is computed on the report half,
 whose truths took no part in any choice. Settings are the package defaults;
 the design choices made while developing (horizon-weighted backtest scores,
 the ensemble+joint average) were compared on the calibration halves only.
-The ensemble+joint time column counts only the averaging (its parts are
-timed in their own rows).
+The ensemble+joint and stacked time columns count only the averaging and
+the weight fit (their parts are timed in their own rows). Development note:
+the stacked method was first run without cross-fitting (weights learned and
+intervals recalibrated on the same calibration tasks); its report-half
+coverage was seen (misfitting 0.73, lang 0.81, vision 0.86) before the
+cross-fitting, which conformal validity requires, was added; its medians on
+the report half are the same either way.
 
 Columns: final_log_err = mean |ln forecast - ln truth| at each curve's last
 point (forecast = median); tail_mape_pct = mean over curves of the mean
@@ -45,14 +56,14 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 import pandas as pd
 
-from scalekit.surrogates.evaluate import (Task, averaged_method, cut_curves, ensemble_method,
-                                          estimator_method, evaluate, joint_method, remembered,
-                                          split_tasks)
+from scalekit.surrogates.evaluate import (StackedMethod, Task, averaged_method, cut_curves,
+                                          ensemble_method, estimator_method, evaluate,
+                                          joint_method, remembered, split_tasks)
 from scalekit.surrogates.families import FAMILIES
 from scalekit.surrogates.gp import GPSurrogate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-SCALEKIT_METHODS = ("ensemble", "gp", "joint", "ensemble+joint")
+SCALEKIT_METHODS = ("ensemble", "gp", "joint", "ensemble+joint", "stacked")
 
 
 def misfitting_tasks(stride: int) -> list[Task]:
@@ -80,11 +91,13 @@ def nsl_tasks(name: str, stride: int) -> list[Task]:
 
 
 def methods() -> dict:
-    out = {name: ensemble_method(families=(name,)) for name in FAMILIES}
+    out = {name: remembered(ensemble_method(families=(name,))) for name in FAMILIES}
     out["ensemble"] = remembered(ensemble_method())
-    out["gp"] = estimator_method(lambda: GPSurrogate())
+    out["gp"] = remembered(estimator_method(lambda: GPSurrogate()))
     out["joint"] = remembered(joint_method())
     out["ensemble+joint"] = averaged_method(out["ensemble"], out["joint"])
+    out["stacked"] = StackedMethod({name: out[name] for name in (*FAMILIES, "ensemble", "gp",
+                                                                "joint")})
     return out
 
 
@@ -116,7 +129,8 @@ def main() -> None:
     }
     start = time.perf_counter()
     for name, tasks in datasets.items():
-        table = evaluate(tasks, methods(), split_seed=args.seed, by=lambda t: t.group.split("|")[0])
+        chosen = methods()
+        table = evaluate(tasks, chosen, split_seed=args.seed, by=lambda t: t.group.split("|")[0])
         print(f"\n== {name}: {len(tasks)} forecasts, {len({t.run for t in tasks})} runs ==")
         print(table[table["subset"] == "all"].drop(columns="subset")
               .round(4).to_string(index=False))
@@ -126,6 +140,8 @@ def main() -> None:
             print("final_log_err by subset:")
             print(by_subset.round(4).to_string())
         summarise(name, table)
+        weights = {k: round(v, 3) for k, v in chosen["stacked"].weights_.items() if v > 1e-3}
+        print(f"stacked weights (learned on the calibration half): {weights}")
     print(f"\ntotal {time.perf_counter() - start:.0f} s; report half only; seed {args.seed}")
 
 

@@ -7,7 +7,8 @@ training or held out (as in Alabdulmohsin et al. 2022). :func:`evaluate` runs
 methods on a list of tasks and reports, per method, the mean absolute error of
 log loss at each curve's final point, the mean absolute percentage error over
 the held-out tail, the share of held-out points inside the central 50/80/95%
-intervals, and the fit time per curve.
+intervals, and the fit time per curve. :class:`StackedMethod` combines
+methods with weights learned on the calibration half's truths.
 """
 
 from __future__ import annotations
@@ -18,12 +19,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import minimize
 
 from scalekit.errors import InputError
 from scalekit.surrogates.base import check_curve
 
 QUANTILES = np.array([0.025, 0.1, 0.25, 0.5, 0.75, 0.9, 0.975])
 LEVELS = (0.5, 0.8, 0.95)
+
+
+def _median_column() -> int:
+    return int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
 
 
 @dataclass(frozen=True)
@@ -117,17 +123,26 @@ def pad(tasks: Sequence[Task]):
     return x, y, mask, xt
 
 
-def run_method(method: Method, tasks: Sequence[Task]) -> Forecasts:
-    """Run ``method`` on ``tasks`` and time it."""
+def run_method(method: Method, tasks: Sequence[Task],
+               calibration: Sequence[int] = ()) -> Forecasts:
+    """Run ``method`` on ``tasks`` and time it.
+
+    A method that learns from truths (``learns_from_calibration`` true, such as
+    :class:`StackedMethod`) is also given the indices of the calibration tasks,
+    the only ones whose truths it may read.
+    """
     start = time.perf_counter()
-    quantiles = method(tasks)
+    if getattr(method, "learns_from_calibration", False):
+        quantiles = method(tasks, calibration=list(calibration))
+    else:
+        quantiles = method(tasks)
     return Forecasts(quantiles, time.perf_counter() - start)
 
 
 def score(tasks: Sequence[Task], forecasts: Forecasts) -> dict:
     """Scores of one method on ``tasks`` (see the module docstring)."""
     final, mape, inside = [], [], {level: [] for level in LEVELS}
-    median = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
+    median = _median_column()
     for task, q in zip(tasks, forecasts.quantiles):
         q = np.asarray(q)[: task.x_target.size]
         if not np.isfinite(q).all():
@@ -159,7 +174,7 @@ def conformal_scales(tasks: Sequence[Task], quantiles: Sequence[np.ndarray]) -> 
     ``ceil((n + 1) * level) / n`` empirical quantile of the scores, so multiplying
     every log half-width by it covers ``level`` of exchangeable new points.
     """
-    median = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
+    median = _median_column()
     scales = {}
     for level in LEVELS:
         lo, hi = _level_columns(level)
@@ -178,7 +193,7 @@ def conformal_scales(tasks: Sequence[Task], quantiles: Sequence[np.ndarray]) -> 
 
 def rescale(quantiles: np.ndarray, scales: dict[float, float]) -> np.ndarray:
     """Widen (or narrow) each central interval of ``quantiles`` (m, Q) in log units."""
-    median = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
+    median = _median_column()
     lq = np.log(np.asarray(quantiles))
     out = lq.copy()
     for level, factor in scales.items():
@@ -199,7 +214,8 @@ def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
     played no part; the raw 80% coverage (before recalibration) and the 80%
     factor are reported too. ``by`` labels tasks (e.g. by cut) for extra rows;
     the row of all tasks has the label ``"all"``. The time column is the
-    method's whole run divided by the number of curves.
+    method's whole run divided by the number of curves. Methods that learn from
+    truths (:class:`StackedMethod`) see the calibration half's only.
     """
     if not tasks:
         raise InputError("no curve is long enough to be cut and forecast.")
@@ -215,7 +231,7 @@ def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
             groups.setdefault(by(tasks[i]), []).append(i)
     rows = []
     for name, method in methods.items():
-        result = run_method(method, tasks)
+        result = run_method(method, tasks, calibration)
         per_curve = result.seconds / len(tasks)
         scales = None
         if calibration:
@@ -297,6 +313,92 @@ def averaged_method(*methods: Method) -> Method:
         runs = [m(tasks) for m in methods]
         return [np.exp(np.mean([np.log(r[i]) for r in runs], axis=0)) for i in range(len(tasks))]
     return method
+
+
+def stacking_weights(errors: np.ndarray, *, smooth: float = 1e-4) -> np.ndarray:
+    """Simplex weights minimising the mean absolute error of a weighted sum of errors.
+
+    ``errors`` (n, K): log error of each of K candidates on n calibration tasks.
+    Returns w >= 0 summing to 1 minimising ``mean_i |sum_k w_k errors[i, k]|``
+    (the absolute value smoothed as ``sqrt(e**2 + smooth**2)``). The problem is
+    convex, so the local optimum SLSQP finds is the global one; it starts from
+    the best single candidate.
+    """
+    errors = np.asarray(errors, dtype=float)
+    n, k = errors.shape
+    if n == 0:
+        return np.full(k, 1.0 / k)
+
+    def objective(w):
+        e = errors @ w
+        root = np.sqrt(e ** 2 + smooth ** 2)
+        return root.mean(), errors.T @ (e / root) / n
+
+    start = np.zeros(k)
+    start[np.argmin(np.abs(errors).mean(axis=0))] = 1.0
+    sol = minimize(objective, start, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k,
+                   constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1.0,
+                                 "jac": lambda w: np.ones_like(w)}],
+                   options={"maxiter": 500, "ftol": 1e-12})
+    w = np.clip(sol.x, 0.0, None) if np.isfinite(sol.x).all() else start
+    w = w / w.sum()
+    return w if objective(w)[0] <= objective(start)[0] else start
+
+
+class StackedMethod:
+    """Candidate methods averaged in log space with weights learned on calibration truths.
+
+    Stacking (Wolpert 1992; Breiman 1996) of quantile forecasts: each quantile
+    is the weighted geometric mean of the candidates' quantiles
+    (Vincentisation, as :func:`averaged_method` with weights). The weights
+    minimise the mean absolute log error of the median at the final held-out
+    point of the *calibration* tasks (:func:`stacking_weights`); the truths of
+    every other task are never read. Each calibration task itself is forecast
+    with weights learned on the other ``folds - 1`` folds of calibration runs
+    (cross-fitting), so that interval recalibration on those tasks sees honest,
+    out-of-sample errors. Called without calibration tasks (as in a forecast
+    with no truths), the candidates share equal weights.
+
+    Parameters
+    ----------
+    candidates : mapping of str to method
+        The methods to combine (wrap them with :func:`remembered` to reuse runs).
+    folds : int
+        Folds of the calibration runs for cross-fitting.
+    seed : int
+        Seed of the assignment of calibration runs to folds.
+
+    Attributes
+    ----------
+    weights_ : dict
+        Candidate name to weight learned on all calibration tasks, from the last call.
+    """
+
+    learns_from_calibration = True
+
+    def __init__(self, candidates: Mapping[str, Method], *, folds: int = 2, seed: int = 0) -> None:
+        self.candidates = dict(candidates)
+        self.folds = folds
+        self.seed = seed
+
+    def __call__(self, tasks: Sequence[Task], calibration: Sequence[int] = ()) -> list[np.ndarray]:
+        runs = [[np.log(np.asarray(q)[: t.x_target.size]) for q, t in zip(m(tasks), tasks)]
+                for m in self.candidates.values()]
+        median = _median_column()
+        calibration = np.asarray(calibration, dtype=int)
+        errors = np.array([[run[i][-1, median] - np.log(tasks[i].y_target[-1]) for run in runs]
+                           for i in calibration]).reshape(calibration.size, len(runs))
+        w_all = stacking_weights(errors)
+        self.weights_ = dict(zip(self.candidates, w_all.tolist()))
+        weights = np.tile(w_all, (len(tasks), 1))
+        names = sorted({tasks[i].run for i in calibration})
+        order = np.random.default_rng(self.seed).permutation(len(names))
+        fold_of_run = {names[j]: rank % self.folds for rank, j in enumerate(order)}
+        fold = np.array([fold_of_run[tasks[i].run] for i in calibration], dtype=int)
+        for f in range(self.folds if len(names) >= self.folds else 0):
+            weights[calibration[fold == f]] = stacking_weights(errors[fold != f])
+        return [np.exp(sum(wk * run[i] for wk, run in zip(weights[i], runs) if wk > 0))
+                for i in range(len(tasks))]
 
 
 def calibration_split(tasks: Sequence[Task], *, seed: int = 0) -> tuple[list[Task], list[Task]]:
