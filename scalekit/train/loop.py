@@ -3,9 +3,9 @@
 Read top to bottom: pick the device, make the data and the model, count the
 FLOPs of one step, then step AdamW and evaluate at the configured steps. Every
 evaluation becomes a point (step, samples, tokens, counted FLOPs and 6·N·D,
-train and validation loss, wall time) handed to ``log`` and kept in the
-checkpoint, written after each evaluation, so a killed run continues exactly
-where it stopped.
+train and validation loss, the error rate where the task defines one, wall
+time) handed to ``log`` and kept in the checkpoint, written after each
+evaluation, so a killed run continues exactly where it stopped.
 """
 
 from __future__ import annotations
@@ -72,17 +72,20 @@ def run_attributes(config: TrainConfig, data: TaskData, model: torch.nn.Module,
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, data: TaskData, device: torch.device, chunk: int = 512) -> float:
-    """Mean validation loss."""
+def evaluate(model: torch.nn.Module, data: TaskData, device: torch.device, chunk: int = 512) -> dict[str, float]:
+    """Mean validation loss (``val_loss``) and, where the task defines it, ``error``."""
     model.eval()
     x, y = data.val
-    total = 0.0
+    totals = {"val_loss": 0.0} if data.error is None else {"val_loss": 0.0, "error": 0.0}
     for start in range(0, len(x), chunk):
         xb, yb = x[start:start + chunk].to(device), y[start:start + chunk].to(device)
         with autocast(device):
-            total += float(data.loss_of(model(xb), yb)) * len(xb)
+            output = model(xb)
+            totals["val_loss"] += float(data.loss_of(output, yb)) * len(xb)
+        if data.error is not None:
+            totals["error"] += float(data.error(output, yb)) * len(xb)
     model.train()
-    return total / len(x)
+    return {name: total / len(x) for name, total in totals.items()}
 
 
 def autocast(device: torch.device):
@@ -162,10 +165,10 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
         if step in evals:
             samples = step * config.batch_size
             tokens = samples * data.tokens_per_sample
-            val_loss = evaluate(model, data, device)
+            metrics = evaluate(model, data, device)
             point = {"step": step, "samples": samples, "tokens": tokens,
                      "compute": float(step * flops_per_step), "compute_6nd": estimate_6nd(params, tokens),
-                     "loss": val_loss, "val_loss": val_loss, "train_loss": float(train_sum) / train_count,
+                     "loss": metrics["val_loss"], **metrics, "train_loss": float(train_sum) / train_count,
                      "wall_time": time.perf_counter() - started}
             points.append(point)
             train_sum, train_count = torch.zeros((), device=device), 0

@@ -31,6 +31,10 @@ class TaskData:
         Tokens one sample contributes to D (1 for a vector sample).
     attrs : dict
         Run attributes the task adds (corpus hash, number of classes, …).
+    error : callable, optional
+        ``error(output, target)``: fraction of samples predicted wrongly, logged as
+        the ``error`` column by classification tasks that set it
+        (e.g. :func:`classification_error`).
     """
 
     sample: Sampler
@@ -40,12 +44,23 @@ class TaskData:
     n_out: int
     tokens_per_sample: int = 1
     attrs: dict[str, Any] = field(default_factory=dict)
+    error: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
     def loss_of(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Mean loss of ``output`` against ``target``."""
         if self.loss == "mse":
             return F.mse_loss(output.float(), target)
         return F.cross_entropy(output.float().reshape(-1, output.shape[-1]), target.reshape(-1))
+
+
+def classification_error(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Fraction of samples whose arg-max class is wrong at any position.
+
+    ``target`` has shape ``(n,)`` or ``(n, steps)``; a sample with several steps
+    counts as wrong when any of its steps is.
+    """
+    wrong = output.argmax(dim=-1) != target
+    return wrong.reshape(len(wrong), -1).any(dim=1).float().mean()
 
 
 def index_sampler(x: torch.Tensor, y: torch.Tensor) -> Sampler:

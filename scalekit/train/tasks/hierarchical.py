@@ -1,40 +1,125 @@
-"""K-class classification with the classes at the leaves of a tree.
+"""K-class classification with the classes at the leaves of a tree, flat or in stages.
 
 The tree has ``degree`` children per node and ``levels`` levels, so
 ``K = degree ** levels`` classes. Every node carries a random prototype whose
-norm halves at each level; an input is the sum of the prototypes on the path
-from the root to its leaf plus isotropic noise. Near leaves share more of their
-path and are harder to tell apart, so the error grows with K in a structured
-way (the class-count law).
+norm shrinks by ``shrink`` at each level; an input is the sum of the prototypes
+on the path from the root to its leaf plus isotropic noise. Near leaves share
+more of their path and are harder to tell apart, so the error grows with K in a
+structured way (the class-count law). With ``tied`` the children of every node share
+one set of ``degree`` prototypes per level, so the class is a tuple of
+independent digits, each read off the input on its own.
 
-Options: ``degree`` (4), ``levels`` (2), ``dim`` (32), ``noise`` (0.5).
+*Flat* prediction answers with one K-way classifier. *Staged* prediction
+(chain of thought, Nadgir, Balasubramanian and Chaudhari) answers in steps
+through a tree of chosen degrees ``stages = (d_1, ..., d_h)`` with
+``prod d_i = K``: the class is written in mixed radix, most significant digit
+first, and step ``i`` is its own MLP choosing digit ``i`` among ``d_i`` options
+from the input and the previous digits (one-hot). The steps are independent
+classifiers trained side by side on the same batches, so each gets the flat
+classifier's budget (steps, batch, width, depth). Training feeds the true
+previous digits; that also gives the error of running the chain on its own
+answers, since a sample is wrong exactly when some step is wrong and every
+step before the first wrong one saw the true digits. The logged ``error`` is
+that rate; the loss is the mean cross-entropy per step. Flat is
+``stages = (K,)``.
+
+Options: ``degree`` (4), ``levels`` (2), ``dim`` (32), ``noise`` (0.5),
+``shrink`` (0.5), ``tied`` (False), ``stages`` (None: flat; a list of degrees or a string such
+as ``"8x8"``).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import torch
+from torch import nn
 
-from scalekit.checks import check_number
+from scalekit.checks import check_choice, check_number, fail
 from scalekit.train.config import TrainConfig
-from scalekit.train.models import MLP
-from scalekit.train.tasks.base import TaskData, vector_task
+from scalekit.train.models import MLP, _Scheduled
+from scalekit.train.tasks.base import TaskData, classification_error, vector_task
 
-DEFAULTS = {"degree": 4, "levels": 2, "dim": 32, "noise": 0.5}
+DEFAULTS = {"degree": 4, "levels": 2, "dim": 32, "noise": 0.5, "shrink": 0.5, "tied": False, "stages": None}
+
+#: Logit added to the options a step does not have (its degree is below the widest step's).
+_ABSENT = -1e4
 
 
-def leaf_paths(degree: int, levels: int) -> np.ndarray:
-    """Node index at each level on the path to every leaf, shape (K, levels).
+def leaf_paths(degree: int, levels: int, *, tied: bool = False) -> np.ndarray:
+    """Prototype index at each level on the path to every leaf, shape (K, levels).
 
     Nodes are numbered level by level, so node ``j`` of level ``l`` has index
-    ``(degree**l - 1) // (degree - 1) - 1 + j`` among all non-root nodes.
+    ``(degree**l - 1) // (degree - 1) - 1 + j`` among all non-root nodes. When
+    ``tied``, level ``l`` has only ``degree`` prototypes, picked by the leaf's
+    digit ``l``: indices ``(l - 1) * degree + digit``.
     """
     leaves = np.arange(degree ** levels)
     paths = np.empty((len(leaves), levels), dtype=int)
     offset = 0
     for level in range(1, levels + 1):
-        paths[:, level - 1] = offset + leaves // degree ** (levels - level)
-        offset += degree ** level
+        node = leaves // degree ** (levels - level)
+        paths[:, level - 1] = offset + (node % degree if tied else node)
+        offset += degree if tied else degree ** level
     return paths
+
+
+def parse_stages(stages, classes: int) -> tuple[int, ...]:
+    """The step degrees ``(d_1, ..., d_h)`` from a list or ``"8x8"``; their product must be ``classes``."""
+    if stages is None:
+        return (classes,)
+    parts = stages.lower().split("x") if isinstance(stages, str) else list(np.atleast_1d(stages))
+    try:
+        degrees = tuple(int(p) for p in parts)
+    except (TypeError, ValueError):
+        raise fail("stages", stages, "a list of integer degrees or a string such as '8x8'") from None
+    for d in degrees:
+        check_number("stages degree", d, low=2, integer=True)
+    if math.prod(degrees) != classes:
+        raise fail("stages", stages, f"degrees whose product is the number of classes, {classes}")
+    return degrees
+
+
+def step_inputs(x: np.ndarray, labels: np.ndarray, stages: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs and targets of every step: shapes ``(n, h, dim + sum d_i[:-1])`` and ``(n, h)``.
+
+    Step ``i`` sees ``x`` followed by the one-hot digits of steps ``1..i-1``
+    (zeros in the slots of later steps); its target is digit ``i`` of the label.
+    """
+    n, h = len(labels), len(stages)
+    places = np.cumprod((stages[1:] + (1,))[::-1])[::-1]  # weight of each digit
+    digits = (labels[:, None] // places) % np.asarray(stages)
+    slots = np.concatenate([[0], np.cumsum(stages[:-1])]).astype(int)
+    inputs = np.zeros((n, h, x.shape[1] + slots[-1]))
+    inputs[:, :, : x.shape[1]] = x[:, None, :]
+    for step in range(1, h):
+        for before in range(step):
+            inputs[np.arange(n), step, x.shape[1] + slots[before] + digits[:, before]] = 1.0
+    return inputs, digits
+
+
+class StagedMLP(_Scheduled):
+    """One MLP per step; step ``i`` reads its slice of the input and scores ``d_i`` options.
+
+    The output has shape ``(n, h, max d_i)``; options a step lacks get a logit of
+    ``-1e4`` so they are never chosen and carry no loss.
+    """
+
+    def __init__(self, n_in: int, stages: tuple[int, ...], *, width: int, depth: int) -> None:
+        super().__init__()
+        widest = max(stages)
+        self.steps = nn.ModuleList(MLP(n_in, widest, width=width, depth=depth) for _ in stages)
+        absent = torch.arange(widest)[None, :] >= torch.tensor(stages)[:, None]
+        self.register_buffer("absent", absent.float() * _ABSENT, persistent=False)
+
+    def set_dropout(self, p: float) -> None:
+        super().set_dropout(p)
+        for step in self.steps:
+            step.set_dropout(p)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([step(x[:, i]) for i, step in enumerate(self.steps)], dim=1) + self.absent
 
 
 def make_data(config: TrainConfig) -> TaskData:
@@ -44,23 +129,35 @@ def make_data(config: TrainConfig) -> TaskData:
     levels = check_number("levels", opts["levels"], low=1, integer=True)
     dim = check_number("dim", opts["dim"], low=1, integer=True)
     noise = check_number("noise", opts["noise"], low=0)
+    shrink = check_number("shrink", opts["shrink"], low=0, low_open=True)
+    tied = check_choice("tied", opts["tied"], (False, True))
+    classes = degree ** levels
+    stages = parse_stages(opts["stages"], classes)
     rng = np.random.default_rng(config.data_seed)
-    paths = leaf_paths(degree, levels)
-    level_of = np.concatenate([np.full(degree ** level, level) for level in range(1, levels + 1)])
-    prototypes = rng.standard_normal((len(level_of), dim)) * (0.5 ** (level_of - 1))[:, None]
+    paths = leaf_paths(degree, levels, tied=tied)
+    level_of = np.concatenate([np.full(degree if tied else degree ** level, level)
+                               for level in range(1, levels + 1)])
+    prototypes = rng.standard_normal((len(level_of), dim)) * (shrink ** (level_of - 1))[:, None]
     centers = prototypes[paths].sum(axis=1)
 
     def draw(r: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        labels = r.integers(0, len(centers), n)
-        return centers[labels] + noise * r.standard_normal((n, dim)), labels
+        labels = r.integers(0, classes, n)
+        x = centers[labels] + noise * r.standard_normal((n, dim))
+        return (x, labels) if len(stages) == 1 else step_inputs(x, labels, stages)
 
-    classes = len(centers)
-    return vector_task(draw, rng=rng, data=config.data, eval_size=config.eval_size,
-                       loss="cross_entropy", n_in=dim, n_out=classes,
+    n_in = dim + sum(stages[:-1])
+    data = vector_task(draw, rng=rng, data=config.data, eval_size=config.eval_size,
+                       loss="cross_entropy", n_in=n_in, n_out=max(stages),
                        attrs={"classes": classes, "degree": degree, "levels": levels,
-                              "input_dim": dim, "noise": noise})
+                              "input_dim": dim, "noise": noise, "shrink": shrink,
+                              "tied": tied, "stages": "x".join(map(str, stages)), "stage_count": len(stages)})
+    data.error = classification_error
+    return data
 
 
-def make_model(config: TrainConfig, data: TaskData) -> MLP:
-    """An MLP classifier of the configured width and depth."""
-    return MLP(data.n_in, data.n_out, width=config.width, depth=config.depth)
+def make_model(config: TrainConfig, data: TaskData) -> MLP | StagedMLP:
+    """An MLP classifier of the configured width and depth, or one per step when staged."""
+    stages = parse_stages({**DEFAULTS, **config.options}["stages"], data.attrs["classes"])
+    if len(stages) == 1:
+        return MLP(data.n_in, data.n_out, width=config.width, depth=config.depth)
+    return StagedMLP(data.n_in, stages, width=config.width, depth=config.depth)
