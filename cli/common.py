@@ -1,4 +1,5 @@
-"""Pieces every command shares: the --store option, --map parsing, reading input, printing.
+"""Pieces every command shares: the FILE argument, --store and other common options,
+--map parsing, reading input, printing.
 
 Only typer and the standard library are imported at module level.
 """
@@ -19,6 +20,43 @@ def store_option(default: Optional[Path] = DEFAULT_STORE) -> Any:
     """The ``--store PATH`` option (SQLite curve store)."""
     return typer.Option(default, "--store", help="Curve store (SQLite file)"
                         + (f"; default ./{DEFAULT_STORE}." if default else "."))
+
+
+def file_argument(what: str = "Curves file") -> Any:
+    """The optional FILE argument (``what``: a file of curves or points); omitted, --store is read."""
+    return typer.Argument(None, help=f"{what} (CSV, JSONL, Parquet, W&B CSV, TensorBoard dir). "
+                          "Omit to read --store.")
+
+
+def map_option(example: Optional[str] = None) -> Any:
+    """The repeatable ``--map role=column`` option (see :func:`parse_mapping`)."""
+    return typer.Option([], "--map", help="Column role, as role=column (repeatable)"
+                        + (f", e.g. {example}." if example else "."))
+
+
+def bootstrap_option(default: int) -> Any:
+    """The ``--bootstrap N`` option."""
+    return typer.Option(default, "--bootstrap", help="Bootstrap resamples (0 to skip).")
+
+
+def ci_level_option() -> Any:
+    """The ``--ci-level`` option."""
+    return typer.Option(0.95, "--ci-level", help="Level of every interval.")
+
+
+def seed_option() -> Any:
+    """The ``--seed`` option."""
+    return typer.Option(0, "--seed", help="Seed of every random choice.")
+
+
+def json_option() -> Any:
+    """The ``--json PATH`` option (the JSON report)."""
+    return typer.Option(None, "--json", help="Write the JSON report here.")
+
+
+def quiet_option() -> Any:
+    """The ``--quiet`` / ``-q`` option."""
+    return typer.Option(False, "--quiet", "-q", help="Print nothing but errors.")
 
 
 def parse_mapping(items: list[str]) -> dict[str, str] | None:

@@ -7,14 +7,15 @@ from typing import Optional
 
 import typer
 
-from .common import open_frame, parse_mapping, print_renderable, store_option
+from .common import (bootstrap_option, ci_level_option, file_argument, json_option,
+                     map_option, open_frame, parse_mapping, print_renderable, quiet_option,
+                     seed_option, store_option)
 
 FORMAT = "fit"
 
 
 def fit(
-    file: Optional[Path] = typer.Argument(None, help="Curves file (CSV, JSONL, Parquet, W&B CSV, "
-                                          "TensorBoard dir). Omit to read --store."),
+    file: Optional[Path] = file_argument(),
     store: Optional[Path] = store_option(default=None),
     law: Optional[str] = typer.Option(None, "--law", help="Law name (chinchilla, kaplan, frontier, "
                                       "saturating_power, power, bnsl…) or an expression such as "
@@ -22,22 +23,22 @@ def fit(
     x: Optional[str] = typer.Option(None, "--x", help="Column for the law's x input."),
     y: str = typer.Option("loss", "--y", help="Metric column to fit."),
     group: Optional[str] = typer.Option(None, "--group", help="Fit one law per value of this column."),
-    mapping: list[str] = typer.Option([], "--map", help="Column role, as role=column (repeatable)."),
+    mapping: list[str] = map_option(),
     all_points: bool = typer.Option(False, "--all-points",
                                     help="Fit every logged point, not only each run's last."),
     drop_top: int = typer.Option(0, "--drop-top", help="Drop the K highest values of y first."),
     loss: str = typer.Option("huber", "--loss", help="Objective on log residuals: huber or squared."),
     delta: float = typer.Option(1e-3, "--delta", help="Huber δ on log residuals."),
-    bootstrap: int = typer.Option(1000, "--bootstrap", help="Bootstrap resamples (0 to skip)."),
-    ci_level: float = typer.Option(0.95, "--ci-level", help="Level of every interval."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
+    bootstrap: int = bootstrap_option(1000),
+    ci_level: float = ci_level_option(),
+    seed: int = seed_option(),
     n_jobs: Optional[int] = typer.Option(None, "--n-jobs", help="Processes for the bootstrap "
                                          "(default: all cores)."),
     target_compute: Optional[float] = typer.Option(None, "--target-compute",
                                                    help="Plan for this compute (FLOPs)."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
+    json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG plot here."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Fit a scaling law, with standard errors, bootstrap intervals and a compute plan."""
     from scalekit.fit.frame import fit_frame

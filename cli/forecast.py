@@ -7,14 +7,14 @@ from typing import Optional
 
 import typer
 
-from .common import open_frame, parse_mapping, print_renderable, store_option
+from .common import (file_argument, json_option, map_option, open_frame, parse_mapping,
+                     print_renderable, quiet_option, store_option)
 
 FORMAT = "forecast"
 
 
 def forecast(
-    file: Optional[Path] = typer.Argument(None, help="Curves file (CSV, JSONL, Parquet, W&B CSV, "
-                                          "TensorBoard dir). Omit to read --store."),
+    file: Optional[Path] = file_argument(),
     store: Optional[Path] = store_option(default=None),
     to: Optional[float] = typer.Option(None, "--to", help="Forecast each run to this step "
                                        "(or this value of --x)."),
@@ -30,10 +30,10 @@ def forecast(
     evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
                                   "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
     run: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
-    mapping: list[str] = typer.Option([], "--map", help="Column role, as role=column (repeatable)."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
+    mapping: list[str] = map_option(),
+    json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG plot here."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Forecast learning curves (median and 50/80/95% intervals), or score the surrogates."""
     from scalekit.errors import InputError

@@ -7,19 +7,11 @@ from typing import Optional
 
 import typer
 
-from .common import open_frame, parse_mapping, print_renderable, store_option
+from .common import (bootstrap_option, ci_level_option, file_argument, json_option,
+                     map_option, open_frame, parse_mapping, print_renderable, quiet_option,
+                     seed_option, store_option)
 
 APPROACHES = ("1", "2", "3", "all")
-
-
-def _file_argument():
-    return typer.Argument(None, help="Points or curves file (CSV, JSONL, Parquet, W&B CSV, "
-                          "TensorBoard dir). Omit to read --store.")
-
-
-def _map_option():
-    return typer.Option([], "--map", help="Column role, as role=column (repeatable), e.g. "
-                        "params=non_embedding_params.")
 
 
 def _convention_options():
@@ -29,7 +21,7 @@ def _convention_options():
 
 
 def isoflop(
-    file: Optional[Path] = _file_argument(),
+    file: Optional[Path] = file_argument("Points or curves file"),
     store: Optional[Path] = store_option(default=None),
     approach: str = typer.Option("all", "--approach", help="1 (envelope), 2 (IsoFLOP profiles), "
                                  "3 (parametric law) or all."),
@@ -46,15 +38,15 @@ def isoflop(
                                          "this many sizes around the budget's lowest loss."),
     target_compute: Optional[float] = typer.Option(None, "--target-compute",
                                                    help="Compare N*, D* at this compute (FLOPs)."),
-    bootstrap: int = typer.Option(200, "--bootstrap", help="Bootstrap resamples (0 to skip)."),
-    ci_level: float = typer.Option(0.95, "--ci-level", help="Level of every interval."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
+    bootstrap: int = bootstrap_option(200),
+    ci_level: float = ci_level_option(),
+    seed: int = seed_option(),
     convention: str = _convention_options()[0],
     flops_per_param_token: float = _convention_options()[1],
-    mapping: list[str] = _map_option(),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
+    mapping: list[str] = map_option("params=non_embedding_params"),
+    json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG figure here."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Compute-optimal N*(C) = k_N·C^a and D*(C) = k_D·C^b by three approaches, with intervals."""
     from scalekit.checks import check_choice
@@ -80,7 +72,7 @@ def isoflop(
 
 
 def plan(
-    file: Optional[Path] = _file_argument(),
+    file: Optional[Path] = file_argument("Points or curves file"),
     store: Optional[Path] = store_option(default=None),
     compute: Optional[float] = typer.Option(None, "--compute", help="Budget in FLOPs: N*, D*, "
                                             "tokens per parameter, loss with prediction interval."),
@@ -88,14 +80,14 @@ def plan(
                                          "reaching it."),
     compare: Optional[str] = typer.Option(None, "--compare", help="N,D of a planned run: the "
                                           "compute it spends beyond the optimum."),
-    bootstrap: int = typer.Option(200, "--bootstrap", help="Bootstrap resamples (0 to skip)."),
-    ci_level: float = typer.Option(0.95, "--ci-level", help="Level of every interval."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every random choice."),
+    bootstrap: int = bootstrap_option(200),
+    ci_level: float = ci_level_option(),
+    seed: int = seed_option(),
     convention: str = _convention_options()[0],
     flops_per_param_token: float = _convention_options()[1],
-    mapping: list[str] = _map_option(),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    mapping: list[str] = map_option("params=non_embedding_params"),
+    json_out: Optional[Path] = json_option(),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Plan from the fitted Chinchilla law: by compute, by target loss, or against a chosen N, D."""
     from scalekit.errors import InputError

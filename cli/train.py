@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from .common import print_renderable, store_option
+from .common import print_renderable, quiet_option, store_option
 
 
 def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
@@ -97,7 +97,7 @@ def train(
                                                "(default: STORE.checkpoints); rerun to resume."),
     export: Optional[Path] = typer.Option(None, "--export", help="Also write the store's curves "
                                           "to this CSV/Parquet file."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Train a sweep (every combination of the grids) and log each evaluation to the store."""
     from scalekit.train.executors import make_executor
