@@ -19,26 +19,11 @@ PROPERTY = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.parametrize("name", ["curves.csv", "curves.jsonl", "curves.parquet"])
 @PROPERTY
 @given(frame=tidy_frames())
-def test_long_csv_round_trips_every_float_bit(tmp_path, frame):
-    path = tmp_path / "curves.csv"
-    write_curves(frame, path)
-    assert_same_frame(read_curves(path), expected_read(frame))
-
-
-@PROPERTY
-@given(frame=tidy_frames())
-def test_jsonl_round_trips(tmp_path, frame):
-    path = tmp_path / "curves.jsonl"
-    write_curves(frame, path)
-    assert_same_frame(read_curves(path), expected_read(frame))
-
-
-@PROPERTY
-@given(frame=tidy_frames())
-def test_parquet_round_trips(tmp_path, frame):
-    path = tmp_path / "curves.parquet"
+def test_long_file_round_trips_every_float_bit(tmp_path, name, frame):
+    path = tmp_path / name
     write_curves(frame, path)
     assert_same_frame(read_curves(path), expected_read(frame))
 
