@@ -78,30 +78,19 @@ def test_a_finished_sweep_run_again_trains_nothing_and_adds_nothing(tmp_path):
         assert len(opened.curves()) == 4
 
 
-def test_process_pool_gives_the_curves_of_the_calling_process():
+@pytest.mark.parametrize("kind", ["local", pytest.param("ray", marks=pytest.mark.slow)])
+def test_executor_gives_the_curves_of_the_calling_process(kind):
+    if kind == "ray":
+        pytest.importorskip("ray")
     configs = SweepSpec(base=BASE.replace(steps=30), widths=[4, 8]).configs()
     inline = run_sweep(configs)
-    pool = make_executor("local", max_workers=2)
+    executor = make_executor(kind, max_workers=2)
     try:
-        pooled = run_sweep(configs, executor=pool)
-    finally:
-        pool.shutdown()
-    columns = ["run", "step", "loss", "train_loss", "compute"]
-    assert pooled[columns].equals(inline[columns])
-
-
-@pytest.mark.slow
-def test_ray_executor_gives_the_curves_of_the_calling_process():
-    pytest.importorskip("ray")
-    configs = SweepSpec(base=BASE.replace(steps=30), widths=[4, 8]).configs()
-    inline = run_sweep(configs)
-    executor = make_executor("ray", max_workers=2)
-    try:
-        remote = run_sweep(configs, executor=executor)
+        elsewhere = run_sweep(configs, executor=executor)
     finally:
         executor.shutdown()
     columns = ["run", "step", "loss", "train_loss", "compute"]
-    assert remote[columns].equals(inline[columns])
+    assert elsewhere[columns].equals(inline[columns])
 
 
 def test_batched_sweep_stores_the_curves_of_the_sequential_sweep(tmp_path):
