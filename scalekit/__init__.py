@@ -19,6 +19,8 @@ _LAZY = {
     "get_law": "scalekit.laws",
     "law_from_expression": "scalekit.laws",
     "fit_law": "scalekit.fit",
+    "fit_frame": "scalekit.fit",
+    "plan_for_compute": "scalekit.fit",
     "FitResult": "scalekit.fit",
 }
 

@@ -1,7 +1,9 @@
 """The fit engine: robust multi-start fitting of laws, uncertainty, model comparison."""
 
 from scalekit.fit.engine import fit_law
+from scalekit.fit.frame import fit_frame, prepare_fit
+from scalekit.fit.plan import plan_for_compute
 from scalekit.fit.result import FitResult
 from scalekit.fit.select import compare_laws
 
-__all__ = ["FitResult", "compare_laws", "fit_law"]
+__all__ = ["FitResult", "compare_laws", "fit_frame", "fit_law", "plan_for_compute", "prepare_fit"]
