@@ -23,7 +23,7 @@ def store_option(default: Optional[Path] = DEFAULT_STORE) -> Any:
 
 
 def file_argument(what: str = "Curves file") -> Any:
-    """The optional FILE argument (``what``: a file of curves or points); omitted, --store is read."""
+    """The optional FILE argument (``what`` names the file); omitted, --store is read."""
     return typer.Argument(None, help=f"{what} (CSV, JSONL, Parquet, W&B CSV, TensorBoard dir). "
                           "Omit to read --store.")
 
