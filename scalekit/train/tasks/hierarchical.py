@@ -13,7 +13,7 @@ independent digits, each read off the input on its own.
 (chain of thought, Nadgir, Balasubramanian and Chaudhari) answers in steps
 through a tree of chosen degrees ``stages = (d_1, ..., d_h)`` with
 ``prod d_i = K``: the class is written in mixed radix, most significant digit
-first, and step ``i`` is its own MLP choosing digit ``i`` among ``d_i`` options
+first, and step ``i`` is its own MLP (:class:`StagedMLP`) choosing digit ``i`` among ``d_i`` options
 from the input and the previous digits (one-hot). The steps are independent
 classifiers trained side by side on the same batches, so each gets the flat
 classifier's budget (steps, batch, width, depth). Training feeds the true
@@ -35,6 +35,7 @@ import math
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.train.config import TrainConfig
@@ -100,26 +101,33 @@ def step_inputs(x: np.ndarray, labels: np.ndarray, stages: tuple[int, ...]) -> t
 
 
 class StagedMLP(_Scheduled):
-    """One MLP per step; step ``i`` reads its slice of the input and scores ``d_i`` options.
+    """One MLP per step, all evaluated in one batched product.
 
-    The output has shape ``(n, h, max d_i)``; options a step lacks get a logit of
-    ``-1e4`` so they are never chosen and carry no loss.
+    Step ``i`` reads row ``i`` of an ``(n, h, n_in)`` input through its own
+    weights (``depth`` GELU layers of ``width``, initialised as
+    :class:`torch.nn.Linear`) and scores ``max d_i`` options; options the step
+    lacks get a logit of ``-1e4``, so they are never chosen and carry no loss.
     """
 
     def __init__(self, n_in: int, stages: tuple[int, ...], *, width: int, depth: int) -> None:
         super().__init__()
-        widest = max(stages)
-        self.steps = nn.ModuleList(MLP(n_in, widest, width=width, depth=depth) for _ in stages)
-        absent = torch.arange(widest)[None, :] >= torch.tensor(stages)[:, None]
+        sizes = [n_in] + [width] * depth + [max(stages)]
+        self.weights = nn.ParameterList(
+            nn.Parameter(torch.empty(len(stages), a, b).uniform_(-a ** -0.5, a ** -0.5))
+            for a, b in zip(sizes[:-1], sizes[1:]))
+        self.biases = nn.ParameterList(
+            nn.Parameter(torch.empty(len(stages), b).uniform_(-a ** -0.5, a ** -0.5))
+            for a, b in zip(sizes[:-1], sizes[1:]))
+        absent = torch.arange(sizes[-1])[None, :] >= torch.tensor(stages)[:, None]
         self.register_buffer("absent", absent.float() * _ABSENT, persistent=False)
 
-    def set_dropout(self, p: float) -> None:
-        super().set_dropout(p)
-        for step in self.steps:
-            step.set_dropout(p)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.stack([step(x[:, i]) for i, step in enumerate(self.steps)], dim=1) + self.absent
+        last = len(self.weights) - 1
+        for layer, (weight, bias) in enumerate(zip(self.weights, self.biases)):
+            x = torch.einsum("nhi,hio->nho", x, weight) + bias
+            if layer < last:
+                x = self._drop(F.gelu(x))
+        return x + self.absent
 
 
 def make_data(config: TrainConfig) -> TaskData:
