@@ -47,10 +47,17 @@ class BudgetAssignment:
 
 
 def round_significant(values, figures: int = 2) -> np.ndarray:
-    """Round positive ``values`` to ``figures`` significant figures."""
+    """Round positive ``values`` to ``figures`` significant figures, halves up.
+
+    The result is the float nearest to the rounded decimal (built from its
+    digits, not by multiplying by a power of ten), so rounding it again
+    changes nothing.
+    """
     values = np.asarray(values, dtype=float)
     exponent = np.floor(np.log10(values)) - (figures - 1)
-    return np.floor(values / 10.0 ** exponent + 0.5) * 10.0 ** exponent
+    mantissa = np.floor(values / 10.0 ** exponent + 0.5)
+    rounded = [float(f"{m:.0f}e{e:.0f}") for m, e in zip(mantissa.ravel(), exponent.ravel())]
+    return np.array(rounded).reshape(values.shape)
 
 
 def check_compute(compute, *, column: str = "compute") -> np.ndarray:
