@@ -110,6 +110,9 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
         return data.loss_of(functional_call(base, (p, b), (x,)), y)
 
     losses = vmap(one_loss, in_dims=(0, 0, None, None), randomness="different")
+    if data.error is not None:
+        errors = vmap(lambda p, b, x, y: data.error(functional_call(base, (p, b), (x,)), y),
+                      in_dims=(0, 0, None, None), randomness="different")
     optimizer = StackedAdamW(params)
     batches = np.random.default_rng([first.data_seed, 1])
     torch.manual_seed(first.seed)
@@ -132,7 +135,9 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
         if step + 1 in evals:
             base.eval()
             with torch.no_grad(), autocast(device):
-                val = losses(params, buffers, data.val[0].to(device), data.val[1].to(device))
+                val_x, val_y = data.val[0].to(device), data.val[1].to(device)
+                val = losses(params, buffers, val_x, val_y)
+                val_error = None if data.error is None else errors(params, buffers, val_x, val_y)
             samples = (step + 1) * first.batch_size
             tokens = samples * data.tokens_per_sample
             wall = time.perf_counter() - started
@@ -142,6 +147,8 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
                          "compute_6nd": estimate_6nd(attrs[i]["params"], tokens),
                          "loss": float(val[i]), "val_loss": float(val[i]),
                          "train_loss": float(train_sum[i]) / since_eval, "wall_time": wall}
+                if val_error is not None:
+                    point["error"] = float(val_error[i])
                 points[i].append(point)
                 if log is not None:
                     log(config.name, attrs[i], [point])

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from scalekit.errors import InputError
+from scalekit.train.batched import train_batched
 from scalekit.train.config import TrainConfig
 from scalekit.train.loop import train
 from scalekit.train.tasks import hierarchical
@@ -105,3 +106,13 @@ def test_staged_steps_learn_and_the_flat_run_is_one_step():
     staged = train(TrainConfig(**SMALL, options={**easy, "stages": "2x2x2x2"}))
     assert staged.attrs["stage_count"] == 4 and staged.attrs["stages"] == "2x2x2x2"
     assert staged.points[-1]["error"] < 0.5 * staged.points[0]["error"]
+
+
+@pytest.mark.parametrize("stages", [None, "4x2x2"])
+def test_batched_runs_log_the_error_of_their_sequential_runs(stages):
+    configs = [TrainConfig(**SMALL, seed=seed, lr=lr, options={**TASK, "stages": stages})
+               for seed, lr in [(0, 3e-3), (1, 1e-2)]]
+    for config, together in zip(configs, train_batched(configs)):
+        alone = train(config)
+        assert [p["error"] for p in together.points] == pytest.approx(
+            [p["error"] for p in alone.points], abs=3 / SMALL["eval_size"])
