@@ -72,7 +72,8 @@ def run_attributes(config: TrainConfig, data: TaskData, model: torch.nn.Module,
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, data: TaskData, device: torch.device, chunk: int = 512) -> dict[str, float]:
+def evaluate(model: torch.nn.Module, data: TaskData, device: torch.device,
+             chunk: int = 512) -> dict[str, float]:
     """Mean validation loss (``val_loss``) and, where the task defines it, ``error``."""
     model.eval()
     x, y = data.val
