@@ -10,6 +10,7 @@ of a floating-point ``log``, so that 1 -> 243 with ``eta = 3`` gives 6 rungs, ne
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -49,7 +50,8 @@ def rung_count(min_resource: float, max_resource: float, eta: int) -> int:
     Exact: the floats are compared as rationals, no logarithm is taken.
     """
     eta = check_eta(eta)
-    low, high = (_exact(v) for v in check_resources(min_resource, max_resource))
+    check_resources(min_resource, max_resource)
+    low, high = _exact(min_resource), _exact(max_resource)
     count, level = 1, low * eta
     while level <= high:
         count += 1
@@ -58,7 +60,10 @@ def rung_count(min_resource: float, max_resource: float, eta: int) -> int:
 
 
 def _exact(value: float) -> Fraction:
-    """The decimal a user wrote (``24.3``) as an exact rational (shortest repr of the float)."""
+    """The number a user wrote as an exact rational: integers as they are, floats by
+    their shortest decimal repr (``24.3`` is 243/10)."""
+    if isinstance(value, numbers.Integral):
+        return Fraction(int(value))
     return Fraction(repr(float(value)))
 
 
