@@ -11,10 +11,13 @@ best final loss, the mean relative improvement over uniform allocation at the
 same budget (with a 95% t-interval), how often the policy beats plain SH, the
 compute used as a share of the exhaustive sweep, and the median relative error
 of the frontier law L(C) = E + A C^-alpha fitted to the explored points against
-the one fitted to all points, at the largest compute and at 10x beyond.
+the one fitted to all points, at the largest compute and at 10x beyond, and the same
+error of the forecast-completed frontier (explored points plus the surrogate's median
+continuations of the runs promoted last to their full length).
 Measures are defined in ``docs/allocate.md``.
 
-Usage: ``python bench/replay_allocate.py [--seeds 20] [--data real|synthetic|both] [--json OUT]``;
+Usage: ``python bench/replay_allocate.py [--seeds 20] [--data real|synthetic|both]
+[--budgets 0.02 0.05 0.1] [--json OUT]``;
 seeds can be split over processes (``--first-seed 5 --seeds 5 --json part.json``) and the
 parts summarised together with ``--merge part1.json part2.json ...``.
 """
@@ -70,18 +73,21 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
             compute_fraction=group.compute_fraction.mean(),
             frontier_error_at_max=group.frontier_error_at_max.median(),
             frontier_error_at_10x=group.frontier_error_at_10x.median(),
-            frontier_within_1pct=float(np.mean(group.frontier_error_at_max <= 0.01))))
+            frontier_within_1pct=float(np.mean(group.frontier_error_at_max <= 0.01)),
+            completed_frontier_error_at_max=group.completed_frontier_error_at_max.median(),
+            completed_frontier_error_at_10x=group.completed_frontier_error_at_10x.median(),
+            completed_within_1pct=float(np.mean(group.completed_frontier_error_at_max <= 0.01))))
     return pd.DataFrame(out)
 
 
-def run(name: str, seeds: list[int]) -> dict:
+def run(name: str, seeds: list[int], budgets: list[float]) -> dict:
     start = time.perf_counter()
     if name == "real":
-        result = replay(misfitting_sweep(), policies=POLICIES, budgets=[0.02, 0.05, 0.1],
+        result = replay(misfitting_sweep(), policies=POLICIES, budgets=budgets,
                         seeds=seeds, n_candidates=27)
     else:
         result = replay(lambda seed: early_leader_sweep(seed=seed), policies=POLICIES,
-                        budgets=[0.02, 0.05, 0.1], seeds=seeds)
+                        budgets=budgets, seeds=seeds)
     seconds = time.perf_counter() - start
     show(name, result.rows, seconds, result.exhaustive_compute)
     return {"data": name, "seeds": seeds, "seconds": seconds,
@@ -105,6 +111,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--data", choices=["real", "synthetic", "both"], default="both")
+    parser.add_argument("--budgets", type=float, nargs="+", default=[0.02, 0.05, 0.1],
+                        help="shares of the exhaustive sweep")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--merge", type=Path, nargs="+")
     args = parser.parse_args()
@@ -118,7 +126,7 @@ def main() -> None:
         return
     names = ["real", "synthetic"] if args.data == "both" else [args.data]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    results = [run(name, seeds) for name in names]
+    results = [run(name, seeds, args.budgets) for name in names]
     if args.json:
         args.json.write_text(dumps(results) + "\n")
 

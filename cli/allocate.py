@@ -155,16 +155,18 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
         ["uniform", policy] if policy != "uniform" else ["uniform"])
     result = replay(sweep, policies=wanted + ["exhaustive"], budgets=budgets,
                     seeds=list(range(seed, seed + seeds)), eta=eta, min_resource=min_resource,
-                    n_candidates=candidates, policy_factory=_policy_factory(surrogate))
+                    n_candidates=candidates, policy_factory=_policy_factory(surrogate),
+                    completion=surrogate)
     table = Table(title=f"replay over {seeds} seeds; exhaustive sweep "
                         f"{result.exhaustive_compute:.3g} FLOPs")
     for column in ("budget", "policy", "best loss", "vs uniform", "compute used",
-                   "law error @max", "law error @10x"):
+                   "law error @max", "law error @10x", "completed @max"):
         table.add_column(column, justify="right")
     for row in result.summary.itertuples():
         table.add_row(_share(row.budget), row.policy, f"{row.best_loss:.4f}",
                       f"{row.improvement_vs_uniform:+.2%}", f"{row.compute_fraction:.2%}",
-                      _pct(row.frontier_error_at_max), _pct(row.frontier_error_at_10x))
+                      _pct(row.frontier_error_at_max), _pct(row.frontier_error_at_10x),
+                      _pct(row.completed_frontier_error_at_max))
     brackets = {b: pair[1] for (b, name), pair in result.examples.items() if pair[1] is not None}
     rung_tables = {_share(b): format_rung_table(br, unit=sweep.resource_name)
                    for b, br in brackets.items()}

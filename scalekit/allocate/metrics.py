@@ -5,16 +5,22 @@
 - compute fraction: FLOPs spent over the FLOPs of the exhaustive sweep;
 - frontier-law error: relative gap between the law ``L(C) = E + A C^-alpha``
   fitted to the loss-compute frontier of the explored points and the same law
-  fitted to the frontier of all points, at a given compute.
+  fitted to the frontier of all points, at a given compute;
+- forecast-completed frontier-law error: the same, with the explored points
+  joined by the surrogate's median forecasts of the runs the allocation
+  promoted last, from their last explored point to their full length.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from scalekit.allocate.sweep import Curve
+from scalekit.allocate.sweep import Curve, Sweep
+
+#: Forecast points added per completed run, log-spaced up to its full length.
+COMPLETION_POINTS = 8
 
 #: About this many starts of the frontier law's grid are optimised per fit.
 FRONTIER_STARTS = 24
@@ -70,3 +76,47 @@ def frontier_law_error(fit, reference, computes) -> np.ndarray:
     ours = np.asarray(fit.predict({"compute": computes}), float).ravel()
     ref = np.asarray(reference.predict({"compute": computes}), float).ravel()
     return np.abs(ours - ref) / ref
+
+
+def completed_runs(promotions: Sequence[Sequence[str]], observed: Mapping[str, Curve]) -> list[str]:
+    """The runs an allocation completes by forecast: those promoted into its last rung.
+
+    Allocations without promotion (``uniform``, ``exhaustive``) complete every
+    run they observed.
+    """
+    if promotions:
+        return [run for run in promotions[-1] if len(observed.get(run, ()))]
+    return [run for run, curve in observed.items() if len(curve)]
+
+
+def forecast_completed(observed: Mapping[str, Curve], sweep: Sweep, runs: Sequence[str],
+                       forecaster, *, points: int = COMPLETION_POINTS) -> dict[str, Curve]:
+    """The explored points with each of ``runs`` continued to its full length by forecast.
+
+    ``forecaster`` (a :class:`~scalekit.allocate.forecasters.SweepForecaster`)
+    is fitted to every explored point; each run of ``runs`` not yet complete
+    gains its median forecast at ``points`` computes log-spaced from its last
+    explored point to its end (``sweep.flops_per_unit * sweep.max_resource``).
+    Runs whose forecast is not finite are left as explored.
+    """
+    explored = {run: curve for run, curve in observed.items() if len(curve)}
+    grids = {}
+    for run in runs:
+        if run not in explored:
+            continue
+        last, end = explored[run].compute[-1], sweep.flops_per_unit[run] * sweep.max_resource[run]
+        if end > last * (1 + 1e-9):
+            grids[run] = np.geomspace(last, end, points + 1)[1:]
+    out = dict(observed)
+    if not grids:
+        return out
+    median = forecaster.forecast(explored, sweep.params, grids, [0.5])
+    for run, grid in grids.items():
+        loss = np.asarray(median[run], float)[:, 0]
+        if np.all(np.isfinite(loss)):
+            curve = explored[run]
+            resource = grid / sweep.flops_per_unit[run]
+            out[run] = Curve(np.concatenate([curve.resource, resource]),
+                             np.concatenate([curve.compute, grid]),
+                             np.concatenate([curve.loss, loss]))
+    return out

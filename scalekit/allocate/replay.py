@@ -16,6 +16,7 @@ import pandas as pd
 
 from scalekit.allocate import metrics
 from scalekit.allocate.engine import Allocation, drive, successive_halving
+from scalekit.allocate.forecasters import make_forecaster
 from scalekit.allocate.policies import POLICIES, Policy
 from scalekit.allocate.schedules import SuccessiveHalving, bracket_to, check_eta, floor_log
 from scalekit.allocate.sweep import Sweep
@@ -130,7 +131,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
            budgets: Sequence[float], seeds: Sequence[int] | int = 20, eta: int = 3,
            min_resource: float | None = None, n_candidates: int | None = None,
            frontier: bool = True, policy_factory: Callable[[str, int], Policy] | None = None,
-           ) -> ReplayResult:
+           completion: str | None = "joint") -> ReplayResult:
     """Replay every policy at every budget and seed.
 
     Parameters
@@ -144,6 +145,10 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         and breaks ties.
     frontier : bool
         Fit the frontier law to each allocation's points (slower).
+    completion : str or None
+        Surrogate (:func:`~scalekit.allocate.forecasters.make_forecaster`) that
+        completes the runs promoted last to their full length for the
+        forecast-completed frontier-law error; None skips that measure.
     """
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seeds:
@@ -176,12 +181,22 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                     examples[(budget, name)] = (allocation, bracket)
                 fit = metrics.fit_frontier(allocation.observed, seed=seed) if frontier else None
                 errors = metrics.frontier_law_error(fit, reference, [largest, 10 * largest])
+                completed = np.full(2, np.nan)
+                if frontier and completion is not None:
+                    curves = metrics.forecast_completed(
+                        allocation.observed, sub,
+                        metrics.completed_runs(allocation.promotions, allocation.observed),
+                        make_forecaster(completion, seed=seed))
+                    completed = metrics.frontier_law_error(metrics.fit_frontier(curves, seed=seed),
+                                                           reference, [largest, 10 * largest])
                 rows.append(dict(
                     policy=name, budget=budget, budget_flops=flops, seed=seed,
                     best_loss=metrics.best_final_loss(allocation.observed),
                     exhaustive_best_loss=exhaustive_best,
                     spent=allocation.spent, compute_fraction=allocation.spent / total,
                     frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
+                    completed_frontier_error_at_max=completed[0],
+                    completed_frontier_error_at_10x=completed[1],
                     rungs=len(bracket.rungs) if bracket else 0,
                     top_resource=bracket.rungs[-1].resource if bracket else np.nan))
     frame = pd.DataFrame(rows)
@@ -196,6 +211,8 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                     compute_fraction=("compute_fraction", "mean"),
                     frontier_error_at_max=("frontier_error_at_max", "median"),
                     frontier_error_at_10x=("frontier_error_at_10x", "median"),
+                    completed_frontier_error_at_max=("completed_frontier_error_at_max", "median"),
+                    completed_frontier_error_at_10x=("completed_frontier_error_at_10x", "median"),
                     seeds=("seed", "nunique"))
                .reset_index())
     return ReplayResult(frame, summary, float(np.mean(exhaustive_total)), examples,

@@ -1,0 +1,59 @@
+"""Forecast-completed frontier: promoted runs continued to their full length by a surrogate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scalekit.allocate.forecasters import make_forecaster
+from scalekit.allocate.metrics import (completed_runs, fit_frontier, forecast_completed,
+                                      frontier_law_error)
+from scalekit.allocate.synthetic import chinchilla_loss, early_leader_sweep
+
+
+@pytest.fixture(scope="module")
+def exact():
+    """Noise-free Chinchilla curves (the joint surrogate's own law form): a known truth."""
+    return early_leader_sweep(seed=0, sizes=6, variants=1, points=60, noise=0.0, penalty=0.0)
+
+
+def _prefixes(sweep, share):
+    return {run: curve.until(share * sweep.max_resource[run]) for run, curve in sweep.curves.items()}
+
+
+def test_completed_points_follow_the_true_curves_to_their_end(exact):
+    observed = _prefixes(exact, 0.1)
+    runs = sorted(exact.runs, key=exact.params.get)[-2:]
+    completed = forecast_completed(observed, exact, runs, make_forecaster("joint"), points=5)
+    for run in exact.runs:
+        explored = observed[run]
+        curve = completed[run]
+        np.testing.assert_array_equal(curve.loss[: len(explored)], explored.loss)
+        added = len(curve) - len(explored)
+        assert added == (5 if run in runs else 0)
+        if added:
+            assert curve.compute[-1] == pytest.approx(exact.max_resource[run])
+            tokens = curve.compute[len(explored):] / (6.0 * exact.params[run])
+            truth = chinchilla_loss(exact.params[run], tokens)
+            np.testing.assert_allclose(curve.loss[len(explored):], truth, rtol=5e-3)
+
+
+def test_completion_brings_the_frontier_law_closer_to_the_exhaustive_one(exact):
+    observed = _prefixes(exact, 0.1)
+    largest = max(c.compute[-1] for c in exact.curves.values())
+    reference = fit_frontier(exact.curves)
+    explored = frontier_law_error(fit_frontier(observed), reference, [largest])[0]
+    completed = forecast_completed(observed, exact, exact.runs, make_forecaster("joint"))
+    error = frontier_law_error(fit_frontier(completed), reference, [largest])[0]
+    assert error < 0.01
+    assert error < explored / 3
+
+
+def test_completed_runs_are_those_promoted_last_or_every_explored_run(exact):
+    observed = _prefixes(exact, 0.1)
+    first, second = exact.runs[:2]
+    observed[second] = observed[second].until(0.0)   # promoted but never trained: nothing to extend
+    assert completed_runs([[first, second, "x"], [first, second]], observed) == [first]
+    assert completed_runs([], observed) == [r for r in exact.runs if r != second]
+    completed = forecast_completed(observed, exact, [second], make_forecaster("joint"))
+    assert len(completed[second]) == 0
