@@ -52,8 +52,8 @@ class PerCurveForecaster:
     fallback: SweepForecaster | None = None
 
     def forecast(self, observed, params, x, qs):
-        fit = [r for r, c in observed.items() if len(c) >= self.min_points]
-        rest = [r for r in observed if r not in fit]
+        fit = [r for r in x if len(observed.get(r, ())) >= self.min_points]
+        rest = [r for r in x if r not in fit]
         out = self._batch(observed, fit, x, qs) if self.batch else {
             r: np.asarray(self.factory().fit(observed[r].compute, observed[r].loss)
                           .predict_quantiles(np.asarray(x[r], float), qs),
@@ -146,7 +146,8 @@ def make_forecaster(name: str = "joint", *, seed: int = 0) -> SweepForecaster:
       all runs (a run with a few points borrows the curve shape of the others);
     - ``ensemble``: the backtest-weighted parametric ensemble per run, all runs
       in one batch; runs with fewer than four points go to ``joint``;
-    - ``gp``: :class:`~scalekit.surrogates.gp.GPSurrogate` per run, the same fallback.
+    - ``gp``: :class:`~scalekit.surrogates.gp.GPSurrogate` per run, the same fallback
+      for runs with fewer points than it needs.
 
     The surrogates are deterministic; ``seed`` is kept for those that are not.
     """
@@ -162,4 +163,5 @@ def make_forecaster(name: str = "joint", *, seed: int = 0) -> SweepForecaster:
         return PerCurveForecaster(batch=forecast_batch, fallback=joint)
     from scalekit.surrogates.gp import GPSurrogate
 
-    return PerCurveForecaster(factory=GPSurrogate, fallback=joint)
+    return PerCurveForecaster(factory=GPSurrogate, fallback=joint,
+                              min_points=max(4, GPSurrogate._min_points))

@@ -57,3 +57,19 @@ def test_completed_runs_are_those_promoted_last_or_every_explored_run(exact):
     assert completed_runs([], observed) == [r for r in exact.runs if r != second]
     completed = forecast_completed(observed, exact, [second], make_forecaster("joint"))
     assert len(completed[second]) == 0
+
+
+@pytest.mark.parametrize("surrogate", ["ensemble", "gp"])
+def test_per_run_surrogates_complete_only_the_runs_asked(exact, surrogate):
+    observed = _prefixes(exact, 0.1)
+    short = exact.runs[0]
+    observed[short] = observed[short].until(observed[short].resource[3])  # 4 points: below gp's 5
+    forecaster = make_forecaster(surrogate)
+    asked = [short, exact.runs[-1]]
+    x = {run: np.array([exact.max_resource[run]]) for run in exact.runs}
+    every = forecaster.forecast(observed, exact.params, x, [0.5])
+    some = forecaster.forecast(observed, exact.params, {r: x[r] for r in asked}, [0.5])
+    assert sorted(some) == sorted(asked)
+    for run in asked:
+        assert np.isfinite(some[run]).all()
+        np.testing.assert_allclose(some[run], every[run])
