@@ -21,7 +21,7 @@ recorded promotions are reused, and only the unfinished advances are trained.
 
 from __future__ import annotations
 
-from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from scalekit.allocate.engine import Allocation, Advance, HalvingLoop, drive
 from scalekit.allocate.policies import Policy
 from scalekit.allocate.replay import fit_bracket
 from scalekit.allocate.schedules import SuccessiveHalving
+from scalekit.executors import InlineExecutor
 from scalekit.allocate.state import AllocationState
 from scalekit.allocate.sweep import RESOURCES, Curve, Sweep
 from scalekit.checks import check_choice, check_number
@@ -66,18 +67,6 @@ class RunResult:
     bracket: SuccessiveHalving
     trained: int
     reused: int
-
-
-class _Inline(Executor):
-    """Runs each call at submission (the default when no executor is given)."""
-
-    def submit(self, fn, /, *args, **kwargs):
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller via the future
-            future.set_exception(exc)
-        return future
 
 
 def candidate_sweep(trainer) -> Sweep:
@@ -118,7 +107,7 @@ def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *
     recorded = dict(settings or {}, budget=float(budget), policy=policy.name, eta=eta,
                     min_resource=min_resource, seed=seed, resource=sweep.resource_name,
                     runs=sweep.runs)
-    executor = executor or _Inline()
+    executor = executor or InlineExecutor()
     with CurveStore(store_path) as store, AllocationState(store_path) as state:
         state.start_task(task, recorded)
         for run in sweep.runs:

@@ -15,20 +15,9 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any
 
 from scalekit.checks import check_choice, check_number
+from scalekit.executors import InlineExecutor
 
 EXECUTORS = ("local", "ray")
-
-
-class InlineExecutor(Executor):
-    """Runs each job at submission in the calling process (no start-up cost)."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
-            future.set_exception(exc)
-        return future
 
 
 class RayExecutor(Executor):
