@@ -57,6 +57,7 @@ def test_tables_pragmas_and_index(tmp_path):
         store.add_run("r", attrs={"params": 1e6})
     con = sqlite3.connect(path)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert con.execute("PRAGMA page_size").fetchone()[0] == 16384
     columns = {t: [r[1] for r in con.execute(f"PRAGMA table_info({t})")]
                for t in ("runs", "points")}
     assert columns["runs"] == ["id", "name", "source", "params", "tokens", "depth", "width",
@@ -87,6 +88,24 @@ def test_add_run_is_idempotent_and_rejects_other_attributes(tmp_path):
         runs = store.runs()
         assert list(runs["run"]) == ["r", "s"]
         assert runs.loc[0, "config"] == {"lr": 0.1} and runs.loc[0, "depth"] == 4
+
+
+def test_bulk_import_across_statement_and_chunk_boundaries_is_exact(tmp_path):
+    # 3 runs, 16,807 points: several 8,000-row chunks of 400-row statements and a
+    # remainder of single-row statements; every value must come back bit for bit.
+    rng = np.random.default_rng(1)
+    sizes = [9_001, 401, 7_405]
+    frame = pd.concat([pd.DataFrame({"run": f"r{i}", "step": np.arange(1, n + 1) * 7,
+                                     "loss": rng.lognormal(0, 1, n),
+                                     "compute": np.cumsum(rng.uniform(1e9, 1e12, n)),
+                                     "params": 1e6 * (i + 1)})
+                       for i, n in enumerate(sizes)], ignore_index=True)
+    with CurveStore(tmp_path / "s.db") as store:
+        assert store.import_frame(frame, source="x").points == sum(sizes)
+        back = store.curves()
+    assert back["run"].tolist() == frame["run"].tolist()
+    for column in ("step", "loss", "compute"):
+        assert np.array_equal(back[column].to_numpy(), frame[column].to_numpy())
 
 
 def test_append_points_in_batches_equals_one_import(tmp_path):
