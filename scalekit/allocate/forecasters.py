@@ -95,10 +95,13 @@ class JointForecaster:
     and ``predict_quantiles(x, qs, runs=)``. Its law ``E + A/N^alpha + B/x^beta``
     needs the data axis, so ``x`` is compute per parameter (proportional to
     tokens, ``C = 6 N D``) when every run's size is known, compute otherwise.
-    Runs without a point, or a fit that fails (too few points), get NaN.
+    A fit that fails (too few points) gives NaN. Runs without a point get NaN
+    too, unless ``unseen`` is set and the fitted law is tied to the sizes: then
+    they get the law's forecast for their size (see :func:`unseen_quantiles`).
     """
 
     factory: Callable[[], object]
+    unseen: bool = False
 
     def forecast(self, observed, params, x, qs):
         out = {run: _unknown(np.asarray(x[run]), qs) for run in x}
@@ -125,6 +128,11 @@ class JointForecaster:
                 _FITTED.pop(next(iter(_FITTED)))
             _FITTED[key] = model
         asked = [r for r in x if r in runs]
+        if self.unseen and per_size:
+            for run in x:
+                size = float(params.get(run, np.nan))
+                if run not in runs and np.isfinite(size) and size > 0:
+                    out[run] = unseen_quantiles(model, size, np.asarray(x[run], float) / size, qs)
         if asked:
             at = np.concatenate([np.asarray(x[r], float) / scale(r) for r in asked])
             names = np.concatenate([np.full(len(x[r]), r, dtype=object) for r in asked])
@@ -136,10 +144,33 @@ class JointForecaster:
         return out
 
 
+def unseen_quantiles(model, size: float, x: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+    """Quantiles ``(len(x), len(qs))`` of a run of ``size`` parameters that has no point yet.
+
+    ``model`` is a fitted :class:`~scalekit.surrogates.joint.JointSurrogate`
+    whose law is tied to the sizes (``E + A/N^alpha + B/x^beta``, the
+    Chinchilla form of Hoffmann et al. 2022); its median is that law at
+    ``(size, x)``, without the per-run shift of the runs it has seen. The
+    log-scale spread is the widest of the seen runs' spreads, grown at the
+    law's rate per e-fold of ``x`` beyond the earliest last point of any run.
+    All NaN when the law has free per-run levels (too few distinct sizes).
+    """
+    from scipy.special import ndtri
+
+    values = model.params_
+    if "E" not in values:
+        return _unknown(x, qs)
+    level = values["E"] + values["A"] * (size / model.size_ref_) ** -values["alpha"]
+    median = level + values["B"] * (x / model.x_ref_) ** -values["beta"]
+    horizon = np.maximum(np.log(x / np.min(model.x_last_)), 0.0)
+    sd = np.sqrt(np.max(model.sigma_) ** 2 + (model.rate_ * horizon) ** 2)
+    return median[:, None] * np.exp(sd[:, None] * ndtri(np.asarray(qs, float))[None, :])
+
+
 SURROGATES = ("joint", "ensemble", "gp")
 
 
-def make_forecaster(name: str = "joint", *, seed: int = 0) -> SweepForecaster:
+def make_forecaster(name: str = "joint", *, seed: int = 0, unseen: bool = False) -> SweepForecaster:
     """The forecaster built on the surrogate called ``name`` from :mod:`scalekit.surrogates`.
 
     - ``joint``: :class:`~scalekit.surrogates.joint.JointSurrogate`, one law for
@@ -149,12 +180,14 @@ def make_forecaster(name: str = "joint", *, seed: int = 0) -> SweepForecaster:
     - ``gp``: :class:`~scalekit.surrogates.gp.GPSurrogate` per run, the same fallback
       for runs with fewer points than it needs.
 
-    The surrogates are deterministic; ``seed`` is kept for those that are not.
+    With ``unseen``, runs without a point are forecast from the joint law's
+    size term (:class:`JointForecaster`). The surrogates are deterministic;
+    ``seed`` is kept for those that are not.
     """
     check_choice("surrogate", name, SURROGATES)
     from scalekit.surrogates.joint import JointSurrogate
 
-    joint = JointForecaster(JointSurrogate)
+    joint = JointForecaster(JointSurrogate, unseen=unseen)
     if name == "joint":
         return joint
     if name == "ensemble":

@@ -90,31 +90,44 @@ def completed_runs(promotions: Sequence[Sequence[str]], observed: Mapping[str, C
 
 
 def forecast_completed(observed: Mapping[str, Curve], sweep: Sweep, runs: Sequence[str],
-                       forecaster, *, points: int = COMPLETION_POINTS) -> dict[str, Curve]:
+                       forecaster, *, points: int = COMPLETION_POINTS,
+                       logged: bool = False) -> dict[str, Curve]:
     """The explored points with each of ``runs`` continued to its full length by forecast.
 
     ``forecaster`` (a :class:`~scalekit.allocate.forecasters.SweepForecaster`)
     is fitted to every explored point; each run of ``runs`` not yet complete
-    gains its median forecast at ``points`` computes log-spaced from its last
-    explored point to its end (``sweep.flops_per_unit * sweep.max_resource``).
-    Runs whose forecast is not finite are left as explored.
+    gains its median forecast beyond its last explored point, up to its end
+    (``sweep.flops_per_unit * sweep.max_resource``): at ``points`` computes
+    log-spaced from its last explored point, or, with ``logged``, at the
+    computes where ``sweep``'s curve of the run logs points (its logging
+    schedule; none of those losses is read). Only with ``logged`` may a run of
+    ``runs`` have no explored point (it is forecast from its first logged point
+    on, which needs a forecaster that answers for unseen runs). Runs whose
+    forecast is not finite are left as explored.
     """
     explored = {run: curve for run, curve in observed.items() if len(curve)}
     grids = {}
     for run in runs:
-        if run not in explored:
+        if run not in explored and not logged:
             continue
-        last, end = explored[run].compute[-1], sweep.flops_per_unit[run] * sweep.max_resource[run]
-        if end > last * (1 + 1e-9):
+        last = explored[run].compute[-1] if run in explored else 0.0
+        end = sweep.flops_per_unit[run] * sweep.max_resource[run]
+        if logged:
+            grid = sweep.curves[run].compute
+            grid = grid[(grid > last * (1 + 1e-9)) & (grid <= end * (1 + 1e-9))]
+            if len(grid):
+                grids[run] = grid
+        elif end > last * (1 + 1e-9):
             grids[run] = np.geomspace(last, end, points + 1)[1:]
     out = dict(observed)
-    if not grids:
+    if not grids or not explored:
         return out
     median = forecaster.forecast(explored, sweep.params, grids, [0.5])
+    empty = Curve(np.empty(0), np.empty(0), np.empty(0))
     for run, grid in grids.items():
         loss = np.asarray(median[run], float)[:, 0]
         if np.all(np.isfinite(loss)):
-            curve = explored[run]
+            curve = explored.get(run, empty)
             resource = grid / sweep.flops_per_unit[run]
             out[run] = Curve(np.concatenate([curve.resource, resource]),
                              np.concatenate([curve.compute, grid]),

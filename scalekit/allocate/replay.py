@@ -148,7 +148,9 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
     completion : str or None
         Surrogate (:func:`~scalekit.allocate.forecasters.make_forecaster`) that
         completes the runs promoted last to their full length for the
-        forecast-completed frontier-law error; None skips that measure.
+        forecast-completed frontier-law error, and every candidate (runs never
+        trained forecast from their size) on its logging schedule for the
+        all-completed one; None skips both measures.
     """
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seeds:
@@ -181,7 +183,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                     examples[(budget, name)] = (allocation, bracket)
                 fit = metrics.fit_frontier(allocation.observed, seed=seed) if frontier else None
                 errors = metrics.frontier_law_error(fit, reference, [largest, 10 * largest])
-                completed = np.full(2, np.nan)
+                completed, every = np.full(2, np.nan), np.full(2, np.nan)
                 if frontier and completion is not None:
                     curves = metrics.forecast_completed(
                         allocation.observed, sub,
@@ -189,6 +191,11 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                         make_forecaster(completion, seed=seed))
                     completed = metrics.frontier_law_error(metrics.fit_frontier(curves, seed=seed),
                                                            reference, [largest, 10 * largest])
+                    curves = metrics.forecast_completed(
+                        allocation.observed, sub, pool,
+                        make_forecaster(completion, seed=seed, unseen=True), logged=True)
+                    every = metrics.frontier_law_error(metrics.fit_frontier(curves, seed=seed),
+                                                       reference, [largest, 10 * largest])
                 rows.append(dict(
                     policy=name, budget=budget, budget_flops=flops, seed=seed,
                     best_loss=metrics.best_final_loss(allocation.observed),
@@ -197,6 +204,8 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                     frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
                     completed_frontier_error_at_max=completed[0],
                     completed_frontier_error_at_10x=completed[1],
+                    all_completed_frontier_error_at_max=every[0],
+                    all_completed_frontier_error_at_10x=every[1],
                     rungs=len(bracket.rungs) if bracket else 0,
                     top_resource=bracket.rungs[-1].resource if bracket else np.nan))
     frame = pd.DataFrame(rows)
@@ -213,6 +222,10 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                     frontier_error_at_10x=("frontier_error_at_10x", "median"),
                     completed_frontier_error_at_max=("completed_frontier_error_at_max", "median"),
                     completed_frontier_error_at_10x=("completed_frontier_error_at_10x", "median"),
+                    all_completed_frontier_error_at_max=("all_completed_frontier_error_at_max",
+                                                         "median"),
+                    all_completed_frontier_error_at_10x=("all_completed_frontier_error_at_10x",
+                                                         "median"),
                     seeds=("seed", "nunique"))
                .reset_index())
     return ReplayResult(frame, summary, float(np.mean(exhaustive_total)), examples,
