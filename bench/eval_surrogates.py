@@ -63,7 +63,7 @@ from scalekit.surrogates.families import FAMILIES
 from scalekit.surrogates.gp import GPSurrogate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-SCALEKIT_METHODS = ("ensemble", "gp", "joint", "ensemble+joint", "stacked")
+SCALEKIT_METHODS = ("ensemble", "average", "gp", "joint", "ensemble+joint", "stacked")
 
 
 def misfitting_tasks(stride: int) -> list[Task]:
@@ -93,11 +93,12 @@ def nsl_tasks(name: str, stride: int) -> list[Task]:
 def methods() -> dict:
     out = {name: remembered(ensemble_method(families=(name,))) for name in FAMILIES}
     out["ensemble"] = remembered(ensemble_method())
+    out["average"] = remembered(ensemble_method(weighting="equal"))
     out["gp"] = remembered(estimator_method(lambda: GPSurrogate()))
     out["joint"] = remembered(joint_method())
     out["ensemble+joint"] = averaged_method(out["ensemble"], out["joint"])
-    out["stacked"] = StackedMethod({name: out[name] for name in (*FAMILIES, "ensemble", "gp",
-                                                                "joint")})
+    out["stacked"] = StackedMethod({name: out[name] for name in (*FAMILIES, "ensemble", "average",
+                                                                "gp", "joint")})
     return out
 
 
@@ -130,7 +131,8 @@ def main() -> None:
     start = time.perf_counter()
     for name, tasks in datasets.items():
         chosen = methods()
-        table = evaluate(tasks, chosen, split_seed=args.seed, by=lambda t: t.group.split("|")[0])
+        table = evaluate(tasks, chosen, split_seed=args.seed, by=lambda t: t.group.split("|")[0],
+                         calibrate_by=(lambda t: t.group) if name.startswith("misfitting") else None)
         print(f"\n== {name}: {len(tasks)} forecasts, {len({t.run for t in tasks})} runs ==")
         print(table[table["subset"] == "all"].drop(columns="subset")
               .round(4).to_string(index=False))

@@ -78,7 +78,7 @@ def check_quantiles(qs) -> np.ndarray:
 
 
 def mixture_quantiles(means: np.ndarray, weights: np.ndarray, sd: np.ndarray,
-                      qs: np.ndarray, *, iterations: int = 12) -> np.ndarray:
+                      qs: np.ndarray, *, iterations: int = 60) -> np.ndarray:
     """Quantiles of a normal mixture, by safeguarded Newton steps (vectorised).
 
     Parameters
@@ -94,7 +94,9 @@ def mixture_quantiles(means: np.ndarray, weights: np.ndarray, sd: np.ndarray,
     -------
     ndarray (..., Q)
         Exact to about 1e-9 of ``sd``: each step is a Newton step on the mixture
-        CDF, replaced by bisection of the bracket whenever it would leave it.
+        CDF, replaced by bisection of the bracket whenever it would leave it;
+        the steps stop once none moves by more than 1e-10 ``sd`` (at most
+        ``iterations``; between far-apart components Newton may need dozens).
     """
     sd = np.maximum(sd, 1e-9)[..., None, None]
     mu = means[..., None, :]
@@ -115,7 +117,11 @@ def mixture_quantiles(means: np.ndarray, weights: np.ndarray, sd: np.ndarray,
         with np.errstate(divide="ignore", invalid="ignore"):
             step = guess - (cdf - target) / pdf
         inside = np.isfinite(step) & (step > lo) & (step < hi)
-        guess = np.where(inside, step, 0.5 * (lo + hi))
+        new = np.where(inside, step, 0.5 * (lo + hi))
+        moved = np.abs(new - guess)
+        guess = new
+        if np.all(moved <= 1e-10 * sd):
+            break
     return guess[..., 0]
 
 

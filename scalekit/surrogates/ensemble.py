@@ -3,9 +3,12 @@
 Each curve's observed prefix is split in log x: the last ``holdout`` share of
 its log-x span is hidden, every family is fitted to the rest and scored by the
 mean squared log error of its forecast of the hidden tail, each point weighted
-by its squared horizon ``ln(x / x_cut)`` so the longest reach counts most. Weights are
+by its squared horizon ``ln(x / x_cut)`` so the longest reach counts most (the
+horizon weights of one curve sum to 1). Weights are
 ``exp(-(score - best) / (2 * temperature * (best + sigma**2)))``, so families
-about as good as the best share the weight. The families are then refitted to
+about as good as the best share the weight; with ``weighting="equal"`` every
+family whose backtest forecast is finite weighs the same (a plain model average,
+which suits curves whose prefix says little about their tail). The families are then refitted to
 the whole prefix; the forecast is the mixture of their curves (in log loss) with
 a standard deviation that grows with the horizon at the rate the same backtest
 measured (:func:`scalekit.surrogates.base.horizon_rate`). Nothing here looks at
@@ -26,9 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalekit.checks import check_number, fail
+from scalekit.checks import check_choice, check_number, fail
 from scalekit.surrogates.base import Surrogate, horizon_rate, mixture_quantiles
-from scalekit.surrogates.families import FAMILIES, FamilyFit, fit_family
+from scalekit.surrogates.families import DEFAULT_FAMILIES, FAMILIES, FamilyFit, fit_family
+
+WEIGHTINGS = ("backtest", "equal")
 
 
 def backtest_masks(x: np.ndarray, mask: np.ndarray, *, holdout: float, min_fit: int):
@@ -83,7 +88,8 @@ class EnsembleState:
 def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
                  families: Sequence[str], holdout: float = 0.3, temperature: float = 1.0,
                  prior_rate: float = 0.02, prior_points: float = 2.0, min_fit: int = 5,
-                 interval_scale: float = 1.0, pool: bool = False) -> EnsembleState:
+                 interval_scale: float = 1.0, pool: bool = False,
+                 weighting: str = "backtest") -> EnsembleState:
     """Fit the ensemble to B padded curves at once (see the module docstring).
 
     With ``pool`` the B curves are taken as one sweep: each family's backtest
@@ -99,7 +105,7 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
     x_cut = x[rows, np.where(head, idx, -1).max(axis=1)]
     log_y = np.log(np.where(mask, y, 1.0))
 
-    horizons = np.log(np.where(tail, x, 1.0) / x_cut[:, None])
+    horizons = np.where(tail, np.log(np.where(tail, x, 1.0) / x_cut[:, None]), 0.0)
     reach = horizons ** 2 / np.maximum((horizons ** 2).sum(axis=1, keepdims=True), 1e-300)
     fits, scores, errors, rms = [], [], [], []
     for name in families:
@@ -126,7 +132,9 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
     with np.errstate(invalid="ignore"):
         logits = -(scores - best[:, None]) / spread[:, None]
     weights = np.where(np.isfinite(scores), np.exp(np.nan_to_num(logits, nan=-np.inf)), 0.0)
-    if pool and has_tail.sum() >= 2:
+    if weighting == "equal":
+        weights = np.isfinite(scores).astype(float)
+    elif pool and has_tail.sum() >= 2:
         weights = _pooled_weights(scores[has_tail], sigma0[has_tail], temperature) * usable
     no_score = ~has_tail | (weights.sum(axis=1) <= 0)
     weights = np.where(no_score[:, None], usable.astype(float), weights)
@@ -159,7 +167,7 @@ def _pooled_weights(scores: np.ndarray, sigma: np.ndarray, temperature: float) -
 
 
 def _check_families(families) -> tuple[str, ...]:
-    names = tuple(FAMILIES) if families is None else (
+    names = DEFAULT_FAMILIES if families is None else (
         (families,) if isinstance(families, str) else tuple(families))
     if not names or any(name not in FAMILIES for name in names):
         raise fail("families", families, "a non-empty list drawn from " + ", ".join(FAMILIES))
@@ -172,12 +180,15 @@ class ParametricEnsemble(Surrogate):
     Parameters
     ----------
     families : sequence of str or str, optional
-        Family names from :data:`scalekit.surrogates.families.FAMILIES`; all by
-        default. One name gives a single-family surrogate with the same noise model.
+        Family names from :data:`scalekit.surrogates.families.FAMILIES`; by
+        default :data:`~scalekit.surrogates.families.DEFAULT_FAMILIES`. One name
+        gives a single-family surrogate with the same noise model.
     holdout : float
         Share of the prefix's log-x span held back to score the families.
     temperature : float
         Softness of the weights (larger spreads them over more families).
+    weighting : {"backtest", "equal"}
+        Weigh the families by their backtest scores, or equally.
     prior_rate, prior_points : float
         Prior growth of the log error per e-fold of x and its weight in points.
     interval_scale : float
@@ -196,11 +207,12 @@ class ParametricEnsemble(Surrogate):
     _min_points = 4
 
     def __init__(self, *, families=None, holdout: float = 0.3, temperature: float = 1.0,
-                 prior_rate: float = 0.02, prior_points: float = 2.0, interval_scale: float = 1.0,
-                 direction: str = "minimize") -> None:
+                 weighting: str = "backtest", prior_rate: float = 0.02, prior_points: float = 2.0,
+                 interval_scale: float = 1.0, direction: str = "minimize") -> None:
         self.families = families
         self.holdout = holdout
         self.temperature = temperature
+        self.weighting = weighting
         self.prior_rate = prior_rate
         self.prior_points = prior_points
         self.interval_scale = interval_scale
@@ -212,8 +224,10 @@ class ParametricEnsemble(Surrogate):
         check_number("prior_rate", self.prior_rate, low=0.0)
         check_number("prior_points", self.prior_points, low=0.0, low_open=True)
         check_number("interval_scale", self.interval_scale, low=0.0, low_open=True)
+        check_choice("weighting", self.weighting, WEIGHTINGS)
         return dict(families=_check_families(self.families), holdout=self.holdout,
-                    temperature=self.temperature, prior_rate=self.prior_rate,
+                    temperature=self.temperature, weighting=self.weighting,
+                    prior_rate=self.prior_rate,
                     prior_points=self.prior_points, interval_scale=self.interval_scale)
 
     def _fit(self, x, loss):
@@ -238,6 +252,7 @@ def forecast_batch(x: np.ndarray, y: np.ndarray, mask: np.ndarray, x_new: np.nda
     """
     settings = dict(settings)
     settings["families"] = _check_families(settings.get("families"))
+    check_choice("weighting", settings.get("weighting", "backtest"), WEIGHTINGS)
     state = fit_ensemble(x, y, mask, **settings)
     means, weights, sd = state.log_mixture(x_new)
     return np.exp(mixture_quantiles(means, weights, sd, np.asarray(qs, dtype=float)))

@@ -202,17 +202,41 @@ def rescale(quantiles: np.ndarray, scales: dict[float, float]) -> np.ndarray:
     return np.exp(out)
 
 
+def calibrated(tasks: Sequence[Task], quantiles: Sequence[np.ndarray],
+               calibration: Sequence[int], *, by: Callable[[Task], str] | None = None,
+               min_points: int = 20) -> tuple[list[np.ndarray], dict[str, dict[float, float]]]:
+    """Every task's quantiles rescaled by factors fitted on the ``calibration`` tasks.
+
+    One set of factors (:func:`conformal_scales`) per label of ``by`` (e.g. per
+    cut of the curves), fitted on the calibration tasks of that label; a label
+    with fewer than ``min_points`` calibration points takes the factors fitted on
+    all calibration tasks. Returns the rescaled quantiles and the factors by
+    label (``"all"``: the pooled ones).
+    """
+    def fit(members):
+        return conformal_scales([tasks[i] for i in members], [quantiles[i] for i in members])
+    scales = {"all": fit(calibration)}
+    label_of = [by(t) if by is not None else "all" for t in tasks]
+    for label in sorted(set(label_of) - {"all"}):
+        members = [i for i in calibration if label_of[i] == label]
+        if sum(tasks[i].x_target.size for i in members) >= min_points:
+            scales[label] = fit(members)
+    return ([rescale(q, scales.get(label, scales["all"])) for q, label in zip(quantiles, label_of)],
+            scales)
+
+
 def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
-             split_seed: int | None = None,
-             by: Callable[[Task], str] | None = None) -> pd.DataFrame:
+             split_seed: int | None = None, by: Callable[[Task], str] | None = None,
+             calibrate_by: Callable[[Task], str] | None = None) -> pd.DataFrame:
     """Score every method on ``tasks``; one row per method (and per ``by`` label).
 
     Every method forecasts every task. With ``split_seed`` the runs are split in
     two halves (:func:`calibration_split`): intervals are recalibrated on the
     ``calibration`` half (:func:`conformal_scales`, one factor per method and
-    level) and every score is computed on the other half only, where the truths
-    played no part; the raw 80% coverage (before recalibration) and the 80%
-    factor are reported too. ``by`` labels tasks (e.g. by cut) for extra rows;
+    level, or one per label of ``calibrate_by``: :func:`calibrated`) and every
+    score is computed on the other half only, where the truths played no part;
+    the raw 80% coverage (before recalibration) and the pooled 80% factor are
+    reported too. ``by`` labels tasks (e.g. by cut) for extra rows;
     the row of all tasks has the label ``"all"``. The time column is the
     method's whole run divided by the number of curves. Methods that learn from
     truths (:class:`StackedMethod`) see the calibration half's only.
@@ -235,16 +259,15 @@ def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
         per_curve = result.seconds / len(tasks)
         scales = None
         if calibration:
-            scales = conformal_scales([tasks[i] for i in calibration],
-                                      [result.quantiles[i] for i in calibration])
+            fixed_all, scales = calibrated(tasks, result.quantiles, calibration, by=calibrate_by)
         for label, members in groups.items():
             subset = [tasks[i] for i in members]
             raw = Forecasts([result.quantiles[i] for i in members], per_curve * len(members))
             row = {"method": name, "subset": label, **score(subset, raw)}
             if scales is not None:
-                fixed = Forecasts([rescale(q, scales) for q in raw.quantiles], raw.seconds)
+                fixed = Forecasts([fixed_all[i] for i in members], raw.seconds)
                 row = {"method": name, "subset": label, **score(subset, fixed),
-                       "raw_cover80": row["cover80"], "scale80": scales[0.8]}
+                       "raw_cover80": row["cover80"], "scale80": scales["all"][0.8]}
             rows.append(row)
     return pd.DataFrame(rows)
 

@@ -3,7 +3,11 @@
 The eleven families of Domhan, Springenberg and Hutter (2015), "Speeding up
 automatic hyperparameter optimization of deep neural networks by extrapolation
 of learning curves" (IJCAI), Table 1, adapted from rising accuracies to falling
-losses, plus the saturating power law of scaling-law work.
+losses, plus the saturating power law of scaling-law work and the estimator M4
+of Alabdulmohsin, Neyshabur and Zhai (2022), "Revisiting neural scaling laws in
+language and vision" (NeurIPS): ``(L - Linf) / (L0 - L)^alpha = beta x^c``
+(there c < 0; here written ``t^-c`` with c > 0, and ``L0 = Linf + D``), a power
+law in the excess loss that bends over to the initial loss ``L0`` at small x.
 
 Every family is written on normalised axes of one curve: ``t = x / x_last`` and
 ``tau = x / x_first`` (``x_first``, ``x_last``: first and last fitted point) and
@@ -231,6 +235,35 @@ def _satpow_starts(y0, R):
     return _pow3_starts(y0, R)
 
 
+def _m4(ax, th, *, newton: int = 8):
+    """M4: solve (L - Linf) / (L0 - L)^alpha = beta * t^-c for L in (Linf, L0).
+
+    With L = Linf + D * s(u) (D = L0 - Linf, s the logistic function) the
+    equation reads g(u) = ln s(u) - alpha ln s(-u) - k = 0 with
+    k = ln beta - c ln t - (1 - alpha) ln D; g rises in u with slope
+    s(-u) + alpha s(u), between min(1, alpha) and max(1, alpha), so Newton
+    steps from the alpha = 1 solution u = k converge fast.
+    """
+    linf, dspan, alpha, beta, c = _cols(th)
+    k = np.log(beta) - c * ax[3] - (1.0 - alpha) * np.log(dspan)
+    u = k.copy()
+    for _ in range(newton):
+        g = -np.logaddexp(0.0, -u) + alpha * np.logaddexp(0.0, u) - k
+        s = 0.5 * (1.0 + np.tanh(0.5 * u))
+        u = u - g / ((1.0 - s) + alpha * s)
+    return linf + dspan * 0.5 * (1.0 + np.tanh(0.5 * u))
+
+
+def _m4_starts(y0, R):
+    linf = np.array([0.5, 0.8, 0.5, 0.8])[None, :] + 0 * y0[:, None]
+    top = np.maximum(y0, 1.0 + 1e-3)[:, None] * 1.2
+    dspan = top - linf
+    alpha = np.array([0.5, 0.5, 1.5, 1.5])[None, :] + 0 * linf
+    s1 = (1.0 - linf) / dspan                      # L = 1 at t = 1
+    beta = np.exp((1.0 - alpha) * np.log(dspan) + np.log(s1) - alpha * np.log(1.0 - s1))
+    return _grid(linf, dspan, alpha, beta, 0.5 + 0 * linf)
+
+
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("vap", ("a", "b", "c"), (False, False, False),
            "exp(a + b/tau + c*ln(tau))", _vap, _vap_starts),
@@ -256,8 +289,16 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "c + a/ln(1 + tau)", _ilog2, _ilog2_starts),
     Family("satpow", ("E", "A", "alpha"), (True, True, True),
            "E + A*t^-alpha, E >= 0", _satpow, _satpow_starts),
+    Family("m4", ("Linf", "D", "alpha", "beta", "c"), (True, True, True, True, True),
+           "(L - Linf)/(Linf + D - L)^alpha = beta*t^-c", _m4, _m4_starts),
 )}
-"""Every family by name; ``satpow`` is the saturating power law E + A x^-alpha."""
+"""Every family by name; ``satpow`` is the saturating power law E + A x^-alpha and
+``m4`` the estimator M4 of Alabdulmohsin, Neyshabur & Zhai (2022)."""
+
+DEFAULT_FAMILIES: tuple[str, ...] = tuple(name for name in FAMILIES if name != "m4")
+"""The families an ensemble uses unless told otherwise: all but ``m4``, whose
+implicit form (Newton steps at every point) costs about as much to fit as the
+other twelve together."""
 
 
 @dataclass(frozen=True)

@@ -150,3 +150,40 @@ def test_maximize_direction_forecasts_accuracy():
     q = model.predict_quantiles([3000.0], [0.1, 0.5, 0.9])[0]
     assert q[0] <= q[1] <= q[2] < 1
     assert q[1] == pytest.approx(1 - (0.1 + 0.5 * 300 ** -0.5), abs=0.01)
+
+
+def test_forecast_does_not_depend_on_the_other_curves_of_the_batch():
+    """A short curve forecast alone and next to a longer, padded one: the same quantiles
+    (the backtest's horizon weights once leaked the padding into the family weights)."""
+    rng = np.random.default_rng(7)
+    short_x = np.geomspace(1e6, 1e8, 12)
+    long_x = np.geomspace(1e6, 1e9, 70)
+    short_y = (0.5 + 3 * (short_x / 1e6) ** -0.4) * np.exp(rng.normal(0, 0.01, 12))
+    long_y = (0.8 + 2 * (long_x / 1e6) ** -0.3) * np.exp(rng.normal(0, 0.01, 70))
+    x = np.ones((2, 70))
+    y = np.ones((2, 70))
+    mask = np.zeros((2, 70), bool)
+    x[0], y[0], mask[0] = long_x, long_y, True
+    x[1, :12], y[1, :12], mask[1, :12] = short_x, short_y, True
+    x[1, 12:] = short_x[-1]
+    xt = np.tile([3e8, 1e9], (2, 1))
+    qs = np.array([0.1, 0.5, 0.9])
+    together = forecast_batch(x, y, mask, xt, qs)
+    alone = forecast_batch(short_x[None], short_y[None], np.ones((1, 12), bool), xt[:1], qs)
+    np.testing.assert_allclose(together[1], alone[0], rtol=1e-9)
+
+
+def test_backtest_weights_single_out_the_family_that_forecasts_and_equal_weighting_does_not():
+    """Curves of the saturating power law: the backtest gives it more weight than the
+    equal share; ``weighting="equal"`` gives every family with a finite backtest the same."""
+    x, y, _ = _sweep(5, B=1, noise=0.002)
+    backtest = ParametricEnsemble().fit(x[0], y[0]).weights_
+    equal = ParametricEnsemble(weighting="equal").fit(x[0], y[0]).weights_
+    assert backtest["satpow"] > 2 / len(backtest)
+    assert max(equal.values()) - min(v for v in equal.values() if v > 0) < 1e-12
+    assert sum(v > 0 for v in equal.values()) >= len(equal) - 2
+
+
+def test_unknown_weighting_is_refused():
+    with pytest.raises(InputError, match="weighting"):
+        ParametricEnsemble(weighting="vote").fit(X, 2 + X ** -0.5)

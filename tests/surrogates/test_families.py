@@ -64,3 +64,16 @@ def test_masked_points_are_ignored():
     a = fit_family(FAMILIES["satpow"], X[None], y[None], mask).predict(X[None])
     b = fit_family(FAMILIES["satpow"], X[None], corrupted[None], mask).predict(X[None])
     np.testing.assert_allclose(a, b)
+
+
+def test_m4_solves_its_implicit_equation():
+    """M4 (Alabdulmohsin et al. 2022): (L - Linf)/(L0 - L)^alpha = beta t^-c at every point,
+    for exponents alpha below, at and above 1."""
+    t = np.geomspace(1e-3, 10.0, 40)[None]
+    scale = CurveScale(np.array([1e-3]), np.array([1.0]), np.array([1.0]), np.array([2.0]))
+    for alpha in (0.2, 1.0, 3.0):
+        linf, span, beta, c = 0.3, 0.9, 0.5, 0.6
+        loss = FAMILIES["m4"].function(scale.axes(t), np.array([[linf, span, alpha, beta, c]]))
+        assert np.all((loss > linf) & (loss < linf + span))
+        lhs = (loss - linf) / (linf + span - loss) ** alpha
+        np.testing.assert_allclose(lhs, beta * t ** -c, rtol=1e-6)
