@@ -19,10 +19,12 @@ by the joint law ("all-completed"); with the share of seeds within 1% at the lar
 compute for each of the three. Explored-only stays the primary measure; forecast points
 are not measurements. Measures are defined in ``docs/allocate.md``.
 
-With ``--truncation`` (real data only) it also prints the frontier-law error of all
-candidates' points up to a compute cap (the best any allocation could reach using
-explored points alone when it saw everything below the cap), against the share of the
-exhaustive sweep those points cost.
+With ``--truncation`` (real data only) it also prints two bounds on all 35 candidates:
+the frontier-law error of every point up to a compute cap (what explored points alone
+give when everything below the cap was seen), against the share of the exhaustive sweep
+those points cost; and the error when every curve is replaced by the joint surrogate
+fitted to *every* point (in-sample), with and without its per-run shifts: the best an
+all-completion by that surrogate could reach with unlimited compute.
 
 Usage: ``python bench/replay_allocate.py [--seeds 20] [--data real|synthetic|both]
 [--budgets 0.02 0.05 0.1] [--json OUT] [--truncation]``;
@@ -108,6 +110,35 @@ def truncation(caps=(5e18, 1e19, 2e19, 4e19, 8e19)) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def joint_law_bound() -> pd.DataFrame:
+    """Frontier-law error at the largest compute when the joint surrogate fitted to every
+    point of the 35 candidates replaces their losses (at the same computes)."""
+    from scalekit.allocate.forecasters import unseen_quantiles
+    from scalekit.allocate.sweep import Curve
+    from scalekit.surrogates.joint import JointSurrogate
+
+    sweep = misfitting_sweep()
+    largest = max(c.compute[-1] for c in sweep.curves.values())
+    reference = metrics.fit_frontier(sweep.curves)
+    size = {run: sweep.params[run] for run in sweep.runs}
+    points = [(run, c, l) for run, curve in sweep.curves.items()
+              for c, l in zip(curve.compute, curve.loss)]
+    runs, compute, loss = (np.array(v) for v in zip(*points))
+    sizes = np.array([size[run] for run in runs])
+    model = JointSurrogate().fit(compute / sizes, loss, runs=runs, sizes=sizes)
+    answers = {
+        "with per-run shifts": lambda run, c: model.predict(c / size[run], runs=run),
+        "size term only": lambda run, c: unseen_quantiles(model, size[run], c / size[run],
+                                                          [0.5])[:, 0]}
+    out = []
+    for label, answer in answers.items():
+        curves = {run: Curve(curve.compute, curve.compute, answer(run, curve.compute))
+                  for run, curve in sweep.curves.items()}
+        error = metrics.frontier_law_error(metrics.fit_frontier(curves), reference, [largest])[0]
+        out.append(dict(joint_law_fitted_to_every_point=label, frontier_error_at_max=error))
+    return pd.DataFrame(out)
+
+
 def run(name: str, seeds: list[int], budgets: list[float]) -> dict:
     start = time.perf_counter()
     if name == "real":
@@ -150,6 +181,7 @@ def main() -> None:
         with pd.option_context("display.float_format", "{:.4g}".format):
             print("== real: all candidates' points up to a compute cap (resource: compute) ==")
             print(truncation().to_string(index=False))
+            print(joint_law_bound().to_string(index=False))
     if args.merge:
         parts = [part for path in args.merge for part in json.loads(path.read_text())]
         for name in dict.fromkeys(part["data"] for part in parts):

@@ -53,6 +53,8 @@ def allocate(
     workers: int = typer.Option(1, "--workers", help="--run: parallel trainers (processes)."),
     mapping: list[str] = typer.Option([], "--map", help="Column role, as role=column "
                                       "(repeatable)."),
+    duplicates: str = typer.Option("error", "--duplicates", help="A step a run logs twice in "
+                                   "--curves: error, or keep the first or last one."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG figure here."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
@@ -74,18 +76,20 @@ def allocate(
     if min_resource is not None:
         check_number("min_resource", min_resource, low=0, low_open=True)
     check_number("seeds", seeds, low=1, integer=True)
+    check_choice("duplicates", duplicates, ("error", "first", "last"))
     budgets = [_budget(text, mode, parse_budget) for text in budget]
     if mode != "replay" and len(budgets) != 1:
         raise InputError(f"--{mode} takes one --budget")
     settings = dict(mode=mode, budgets=budget, policy=policy, eta=eta, min_resource=min_resource,
                     resource=resource, surrogate=surrogate, seeds=seeds, candidates=candidates,
-                    group=group, max_resource=max_resource)
+                    group=group, max_resource=max_resource, duplicates=duplicates)
     if mode == "run":
         report, table = _run(run_task, store, budgets[0], policy or "forecast", eta,
                              min_resource, surrogate, seed, workers, quiet)
         digest = None
     else:
-        sweep, digest = _sweep(curves, store, mapping, group, resource, max_resource)
+        sweep, digest = _sweep(curves, store, mapping, group, resource, max_resource,
+                               duplicates)
         if mode == "replay":
             report, table = _replay(sweep, budgets, policy, eta, min_resource, surrogate,
                                     seeds, seed, candidates, plot)
@@ -121,11 +125,11 @@ def _budget(text: str, mode: str, parse_budget) -> float:
     return flops
 
 
-def _sweep(curves, store, mapping, group, resource, max_resource):
+def _sweep(curves, store, mapping, group, resource, max_resource, duplicates):
     from scalekit.allocate.sweep import sweep_from_frame
     from scalekit.errors import InputError
 
-    frame, digest = open_frame(curves, store, parse_mapping(mapping))
+    frame, digest = open_frame(curves, store, parse_mapping(mapping), duplicates=duplicates)
     if group:
         columns = [c.strip() for c in group.split(",") if c.strip()]
         missing = [c for c in columns if c not in frame.columns]
@@ -160,13 +164,14 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
     table = Table(title=f"replay over {seeds} seeds; exhaustive sweep "
                         f"{result.exhaustive_compute:.3g} FLOPs")
     for column in ("budget", "policy", "best loss", "vs uniform", "compute used",
-                   "law error @max", "law error @10x", "completed @max"):
+                   "law error @max", "law error @10x", "completed @max", "all completed @max"):
         table.add_column(column, justify="right")
     for row in result.summary.itertuples():
         table.add_row(_share(row.budget), row.policy, f"{row.best_loss:.4f}",
                       f"{row.improvement_vs_uniform:+.2%}", f"{row.compute_fraction:.2%}",
                       _pct(row.frontier_error_at_max), _pct(row.frontier_error_at_10x),
-                      _pct(row.completed_frontier_error_at_max))
+                      _pct(row.completed_frontier_error_at_max),
+                      _pct(row.all_completed_frontier_error_at_max))
     brackets = {b: pair[1] for (b, name), pair in result.examples.items() if pair[1] is not None}
     rung_tables = {_share(b): format_rung_table(br, unit=sweep.resource_name)
                    for b, br in brackets.items()}

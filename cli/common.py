@@ -82,10 +82,12 @@ def input_sha256(path: Path) -> str:
 
 
 def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, str] | None,
-               *, metric: str = "loss", keep: list[str] | tuple[str, ...] = ()):
+               *, metric: str = "loss", keep: list[str] | tuple[str, ...] = (),
+               duplicates: str = "error"):
     """Read the tidy curve frame from ``file`` or ``store``; return it with its input hash.
 
-    ``keep`` names further file columns to keep as they are (an x or group column).
+    ``keep`` names further file columns to keep as they are (an x or group column);
+    ``duplicates`` is :func:`scalekit.curves.read_curves`'s rule for a repeated step.
     """
     from scalekit.errors import InputError
 
@@ -96,7 +98,8 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
 
         if not file.exists():
             raise InputError("no such file or directory", source=str(file))
-        frame = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c])
+        frame = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c],
+                            duplicates=duplicates)
         return frame, input_sha256(file)
     from scalekit.curves import CurveStore
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from scalekit.allocate.synthetic import early_leader_frame
@@ -73,6 +74,7 @@ def test_run_then_rerun_reads_back_everything(tmp_path, capsys):
     (["--budget", "-5"], "`budget`"),
     (["--policy", "greedy"], "The value of `policy` is 'greedy'"),
     (["--resource", "epochs"], "The value of `resource` is 'epochs'"),
+    (["--duplicates", "mean"], "The value of `duplicates` is 'mean'"),
     (["--min-resource", "0"], "The value of `min_resource` is 0.0, but must be > 0."),
     (["--plan", "--budget", "5%"], "--replay"),
     (["--plan", "--run", "synthetic"], "one of --replay, --plan and --run"),
@@ -99,3 +101,21 @@ def test_bad_curves_exit_with_2(tmp_path, capsys):
 def test_missing_file_exits_with_2(tmp_path, capsys):
     assert main(["allocate", "--budget", "1e19", "--curves", str(tmp_path / "none.csv")]) == 2
     assert "none.csv" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rule", ["first", "last"])
+def test_duplicates_picks_which_repeated_step_is_kept(tmp_path, capsys, rule):
+    frame = early_leader_frame(seed=0, sizes=3, variants=1, points=12)
+    last = frame.groupby("run").tail(1)
+    lower = last.assign(loss=last.loss - 0.5)   # the same final steps logged again, lower
+    path, out = tmp_path / "twice.csv", tmp_path / "replay.json"
+    pd.concat([frame, lower]).to_csv(path, index=False)
+    assert main(["allocate", "--budget", "50%", "--curves", str(path), "--seeds", "1",
+                 "--policy", "uniform"]) == 2
+    assert "step" in capsys.readouterr().err
+    code = main(["allocate", "--budget", "50%", "--curves", str(path), "--seeds", "1",
+                 "--policy", "uniform", "--duplicates", rule, "--json", str(out), "-q"])
+    assert code == 0, capsys.readouterr().err
+    rows = {r["policy"]: r for r in json.loads(out.read_text())["summary"]}
+    expected = (last if rule == "first" else lower).loss.min()
+    assert rows["exhaustive"]["best_loss"] == pytest.approx(expected)
