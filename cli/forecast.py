@@ -24,9 +24,9 @@ def forecast(
                                     "--to-compute)."),
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
     method: str = typer.Option("ensemble", "--method",
-                               help="ensemble, gp, joint, ensemble+joint, or one family (vap, "
-                               "pow3, loglinear, hill3, logpower, pow4, mmf, exp4, janoschek, "
-                               "weibull, ilog2, satpow)."),
+                               help="ensemble, average (equal family weights), gp, joint, "
+                               "ensemble+joint, or one family (vap, pow3, loglinear, hill3, "
+                               "logpower, pow4, mmf, exp4, janoschek, weibull, ilog2, satpow, m4)."),
     evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
                                   "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
     run: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
+from scipy.special import ndtri
 
 from scalekit.errors import InputError
 from scalekit.surrogates.base import check_curve
@@ -379,30 +380,47 @@ class StackedMethod:
     every other task are never read. Each calibration task itself is forecast
     with weights learned on the other ``folds - 1`` folds of calibration runs
     (cross-fitting), so that interval recalibration on those tasks sees honest,
-    out-of-sample errors. Called without calibration tasks (as in a forecast
-    with no truths), the candidates share equal weights.
+    out-of-sample errors.
+
+    Intervals: the combined median's log error is taken as normal with
+    standard deviation ``s * sqrt(h0**2 + h**2)``, ``h = ln(x / x_last)`` the
+    horizon beyond the task's last observed point, and ``s**2`` the mean of
+    ``e**2 / (h0**2 + h**2)`` over the cross-fitted errors ``e`` of every held-out
+    point of the calibration tasks. (The candidates' averaged intervals are
+    sized for the candidates' own, larger errors, and their shape follows
+    where the candidates disagree rather than where the combination errs.)
+    Called without calibration tasks (as in a forecast with no truths), the
+    candidates share equal weights and their averaged quantiles are returned.
 
     Parameters
     ----------
     candidates : mapping of str to method
         The methods to combine (wrap them with :func:`remembered` to reuse runs).
     folds : int
-        Folds of the calibration runs for cross-fitting.
+        Folds of the calibration runs for cross-fitting (at most one per run);
+        more folds make the cross-fitted weights, learned on ``(folds - 1) /
+        folds`` of the runs, closer to the final ones learned on all.
     seed : int
         Seed of the assignment of calibration runs to folds.
+    h0 : float
+        Horizon (in e-folds of x) below which the interval stops narrowing.
 
     Attributes
     ----------
     weights_ : dict
         Candidate name to weight learned on all calibration tasks, from the last call.
+    spread_ : float or None
+        ``s`` of the interval model (None without calibration tasks).
     """
 
     learns_from_calibration = True
 
-    def __init__(self, candidates: Mapping[str, Method], *, folds: int = 2, seed: int = 0) -> None:
+    def __init__(self, candidates: Mapping[str, Method], *, folds: int = 10, seed: int = 0,
+                 h0: float = 0.1) -> None:
         self.candidates = dict(candidates)
         self.folds = folds
         self.seed = seed
+        self.h0 = h0
 
     def __call__(self, tasks: Sequence[Task], calibration: Sequence[int] = ()) -> list[np.ndarray]:
         runs = [[np.log(np.asarray(q)[: t.x_target.size]) for q, t in zip(m(tasks), tasks)]
@@ -416,12 +434,26 @@ class StackedMethod:
         weights = np.tile(w_all, (len(tasks), 1))
         names = sorted({tasks[i].run for i in calibration})
         order = np.random.default_rng(self.seed).permutation(len(names))
-        fold_of_run = {names[j]: rank % self.folds for rank, j in enumerate(order)}
+        folds = min(self.folds, len(names))
+        fold_of_run = {names[j]: rank % max(folds, 1) for rank, j in enumerate(order)}
         fold = np.array([fold_of_run[tasks[i].run] for i in calibration], dtype=int)
-        for f in range(self.folds if len(names) >= self.folds else 0):
+        for f in range(folds if folds >= 2 else 0):
             weights[calibration[fold == f]] = stacking_weights(errors[fold != f])
-        return [np.exp(sum(wk * run[i] for wk, run in zip(weights[i], runs) if wk > 0))
-                for i in range(len(tasks))]
+        combined = [sum(wk * run[i] for wk, run in zip(weights[i], runs) if wk > 0)
+                    for i in range(len(tasks))]
+        self.spread_ = None
+        if calibration.size == 0:
+            return [np.exp(q) for q in combined]
+
+        def reach(task):
+            h = np.maximum(np.log(task.x_target / task.x[-1]), 0.0)
+            return np.sqrt(self.h0 ** 2 + h ** 2)
+        ratios = np.concatenate([(combined[i][:, median] - np.log(tasks[i].y_target))
+                                 / reach(tasks[i]) for i in calibration])
+        self.spread_ = float(np.sqrt(np.mean(ratios ** 2)))
+        z = ndtri(QUANTILES)
+        return [np.exp(q[:, median, None] + self.spread_ * reach(t)[:, None] * z[None, :])
+                for q, t in zip(combined, tasks)]
 
 
 def calibration_split(tasks: Sequence[Task], *, seed: int = 0) -> tuple[list[Task], list[Task]]:

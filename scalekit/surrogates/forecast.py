@@ -20,13 +20,15 @@ from scalekit.surrogates.evaluate import (QUANTILES, Task, averaged_method, cut_
                                           ensemble_method, estimator_method, evaluate, joint_method)
 from scalekit.surrogates.families import FAMILIES
 
-METHODS = ("ensemble", "gp", "joint", "ensemble+joint", *FAMILIES)
+METHODS = ("ensemble", "average", "gp", "joint", "ensemble+joint", *FAMILIES)
 
 
 def _method(name: str):
     check_choice("method", name, METHODS)
     if name == "ensemble":
         return ensemble_method()
+    if name == "average":
+        return ensemble_method(weighting="equal")
     if name == "gp":
         from scalekit.surrogates.gp import GPSurrogate
         return estimator_method(lambda: GPSurrogate())
@@ -55,8 +57,9 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     to : float
         Where to forecast to, in units of ``x``.
     method : str
-        ``ensemble``, ``gp``, ``joint``, ``ensemble+joint`` (their quantiles
-        averaged in log space) or one family name.
+        ``ensemble``, ``average`` (the ensemble with equal family weights),
+        ``gp``, ``joint``, ``ensemble+joint`` (their quantiles averaged in log
+        space) or one family name.
     points : int
         Forecast positions per run, log-spaced from the last observed x to ``to``.
     min_points : int

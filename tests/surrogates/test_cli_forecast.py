@@ -77,3 +77,14 @@ def test_to_compute_forecasts_along_the_compute_column(tmp_path):
     final = report["final"][0]
     assert final["x"] == pytest.approx(2e19)
     assert final["q0.5"] == pytest.approx(2.0 + 5.0 * (2e4 / 50) ** -0.5, rel=0.01)
+
+
+@pytest.mark.parametrize("method", ["average", "m4"])
+def test_new_methods_forecast_noise_free_power_laws(curves, tmp_path, method):
+    """The equal-weight ensemble and the M4 family, 10x beyond the data: within 5%."""
+    out = tmp_path / "f.json"
+    assert main(["forecast", str(curves), "--to", "20000", "--method", method,
+                 "--json", str(out), "-q"]) == 0
+    final = {row["run"]: row for row in json.loads(out.read_text())["final"]}
+    for run, (e, a) in zip(("r0", "r1", "r2"), ((2.0, 5.0), (2.2, 4.0), (1.9, 6.0))):
+        assert final[run]["q0.5"] == pytest.approx(e + a * (20000 / 50) ** -0.5, rel=0.05)

@@ -90,3 +90,20 @@ def test_evaluate_hands_the_calibration_half_to_a_learning_method():
     table = evaluate(tasks, {"stacked": stacked}, split_seed=0).set_index("method")
     assert stacked.weights_["exact"] == pytest.approx(1.0, abs=1e-3)
     assert table.loc["stacked", "final_log_err"] < 1e-3
+
+
+def test_stacked_intervals_grow_with_the_horizon_at_the_rate_of_the_calibration_errors():
+    """Truth log errors ~ N(0, (s * sqrt(h0**2 + h**2))**2), s = 0.05: the fitted spread
+    comes out near s and the 80% intervals cover about 80% of new tasks at every horizon."""
+    rng = np.random.default_rng(3)
+    horizons = np.array([0.2, 1.0, 2.5])
+    sd = 0.05 * np.sqrt(0.1 ** 2 + horizons ** 2)
+    tasks = [Task(str(i), np.arange(1.0, 6.0), np.ones(5), 5.0 * np.exp(horizons),
+                  np.exp(rng.normal(0.0, sd))) for i in range(1200)]
+    stacked = StackedMethod({"flat": _constant(0.0)}, h0=0.1)
+    out = stacked(tasks, calibration=list(range(600)))
+    assert stacked.spread_ == pytest.approx(0.05, rel=0.06)
+    lo, hi = (int(np.flatnonzero(np.isclose(QUANTILES, q))[0]) for q in (0.1, 0.9))
+    inside = np.array([(q[:, lo] <= t.y_target) & (t.y_target <= q[:, hi])
+                       for q, t in zip(out[600:], tasks[600:])])
+    np.testing.assert_allclose(inside.mean(axis=0), 0.8, atol=0.04)
