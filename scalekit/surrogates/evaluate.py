@@ -238,7 +238,10 @@ def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
     score is computed on the other half only, where the truths played no part;
     the raw 80% coverage (before recalibration) and the pooled 80% factor are
     reported too. ``by`` labels tasks (e.g. by cut) for extra rows;
-    the row of all tasks has the label ``"all"``. The time column is the
+    the row of all tasks has the label ``"all"``; with a split, the row
+    ``"calibration"`` scores the calibration half (its coverage is in-sample
+    after recalibration; its errors may be used to choose among methods without
+    reading the report half). The time column is the
     method's whole run divided by the number of curves. Methods that learn from
     truths (:class:`StackedMethod`) see the calibration half's only.
     """
@@ -254,6 +257,8 @@ def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
     if by is not None:
         for i in report:
             groups.setdefault(by(tasks[i]), []).append(i)
+    if calibration:
+        groups["calibration"] = calibration
     rows = []
     for name, method in methods.items():
         result = run_method(method, tasks, calibration)
