@@ -8,7 +8,8 @@ Reference measured in the same run: one ``scipy.optimize.curve_fit`` of the
 saturating power law per curve (a plain loop), i.e. the cost of the simplest
 single-family fit one would write by hand. The ratio ``method / reference`` is
 what to compare across machines; the target is <= 20 ms per curve for the
-parametric ensemble on 2 cores. GP and joint are timed on subsets (stated) and
+parametric ensemble on 2 cores. The machine's load average is printed: on a
+shared machine a load near the core count means the times are inflated. GP and joint are timed on subsets (stated) and
 reported per curve.
 
 Run: ``python bench/bench_surrogates.py [--curves 1000]``.
@@ -17,6 +18,7 @@ Run: ``python bench/bench_surrogates.py [--curves 1000]``.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import warnings
 
@@ -68,6 +70,7 @@ def main() -> None:
     parser.add_argument("--curves", type=int, default=1000)
     args = parser.parse_args()
     n = args.curves
+    load_before = os.getloadavg()[0]
     x, y, x_new = make_curves(n)
     mask = np.ones_like(x, bool)
     rows = []
@@ -96,7 +99,8 @@ def main() -> None:
     rows.append((f"joint ({sweeps} sweeps of {k_sweep} curves)", sweeps * k_sweep, joint_s))
 
     print(f"{n} curves x {x.shape[1]} points, forecast at {x_new.shape[1]} positions, "
-          f"{QUANTILES.size} quantiles")
+          f"{QUANTILES.size} quantiles; 1-minute load average {load_before:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores (others' jobs slow it)")
     print(f"{'method':42s} {'curves':>6s} {'ms/curve':>9s} {'x reference':>12s}")
     ref_ms = 1000 * ref_s / n
     for name, count, seconds in rows:
