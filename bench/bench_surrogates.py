@@ -9,8 +9,8 @@ saturating power law per curve (a plain loop), i.e. the cost of the simplest
 single-family fit one would write by hand. The ratio ``method / reference`` is
 what to compare across machines; the target is <= 20 ms per curve for the
 parametric ensemble on 2 cores. The machine's load average is printed: on a
-shared machine a load near the core count means the times are inflated. GP and joint are timed on subsets (stated) and
-reported per curve.
+shared machine a load near the core count means the times are inflated. GP
+and joint are timed on subsets (stated) and reported per curve.
 
 Run: ``python bench/bench_surrogates.py [--curves 1000]``.
 """

@@ -73,7 +73,6 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
 from threadpoolctl import threadpool_limits
 import pandas as pd
 

@@ -26,7 +26,8 @@ def forecast(
     method: str = typer.Option("ensemble", "--method",
                                help="ensemble, average (equal family weights), gp, joint, "
                                "ensemble+joint, or one family (vap, pow3, loglinear, hill3, "
-                               "logpower, pow4, mmf, exp4, janoschek, weibull, ilog2, satpow, m4)."),
+                               "logpower, pow4, mmf, exp4, janoschek, weibull, ilog2, satpow, "
+                               "m4)."),
     evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
                                   "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
     run: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),

@@ -22,6 +22,7 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import ndtri
 
+from scalekit.checks import check_number
 from scalekit.errors import InputError
 from scalekit.surrogates.base import check_curve
 
@@ -428,6 +429,8 @@ class StackedMethod:
         self.h0 = h0
 
     def __call__(self, tasks: Sequence[Task], calibration: Sequence[int] = ()) -> list[np.ndarray]:
+        check_number("folds", self.folds, low=1, integer=True)
+        check_number("h0", self.h0, low=0.0, low_open=True)
         runs = [[np.log(np.asarray(q)[: t.x_target.size]) for q, t in zip(m(tasks), tasks)]
                 for m in self.candidates.values()]
         median = _median_column()

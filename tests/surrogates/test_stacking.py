@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+from scalekit.errors import InputError
 from scalekit.surrogates.evaluate import (QUANTILES, StackedMethod, Task, averaged_method,
                                           evaluate, stacking_weights)
 
@@ -109,3 +110,9 @@ def test_stacked_intervals_grow_with_the_horizon_at_the_rate_of_the_calibration_
     inside = np.array([(q[:, lo] <= t.y_target) & (t.y_target <= q[:, hi])
                        for q, t in zip(out[600:], tasks[600:])])
     np.testing.assert_allclose(inside.mean(axis=0), 0.8, atol=0.04)
+
+
+@pytest.mark.parametrize("settings", [{"h0": 0.0}, {"folds": 0}])
+def test_bad_stacking_settings_are_refused(settings):
+    with pytest.raises(InputError, match="must be"):
+        StackedMethod({"flat": _constant(0.0)}, **settings)(_tasks(4), calibration=[0, 1])
