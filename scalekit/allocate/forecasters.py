@@ -8,7 +8,8 @@ Two adapters turn the surrogates into that:
   (``fit(x, y)``, ``predict_quantiles(x, qs)``) to each run's own prefix, with
   compute as ``x``; a run with too few points is handed to ``fallback``.
 - :class:`JointForecaster` fits one across-runs surrogate to all prefixes at
-  once, so that a run barely started borrows strength from the others.
+  once, so that a run barely started borrows strength from the others (and,
+  with ``unseen``, a run not started at all is forecast from its size).
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@
   fitted to the frontier of all points, at a given compute;
 - forecast-completed frontier-law error: the same, with the explored points
   joined by the surrogate's median forecasts of the runs the allocation
-  promoted last, from their last explored point to their full length.
+  promoted last, from their last explored point to their full length;
+- all-completed frontier-law error: the same with every candidate completed on
+  its logging schedule, runs never trained forecast from their size.
 """
 
 from __future__ import annotations
