@@ -91,8 +91,8 @@ def test_add_run_is_idempotent_and_rejects_other_attributes(tmp_path):
 
 
 def test_bulk_import_across_statement_and_chunk_boundaries_is_exact(tmp_path):
-    # 3 runs, 16,807 points: several 8,000-row chunks of 400-row statements and a
-    # remainder of single-row statements; every value must come back bit for bit.
+    # 3 runs, 16,807 points: two 8,000-row chunks of 2,000-row statements and a
+    # remainder statement of 807 rows; every value must come back bit for bit.
     rng = np.random.default_rng(1)
     sizes = [9_001, 401, 7_405]
     frame = pd.concat([pd.DataFrame({"run": f"r{i}", "step": np.arange(1, n + 1) * 7,
