@@ -19,10 +19,12 @@ by the joint law ("all-completed"); with the share of seeds within 1% at the lar
 compute for each of the three. Explored-only stays the primary measure; forecast points
 are not measurements. Measures are defined in ``docs/allocate.md``.
 
-With ``--truncation`` (real data only) it also prints two bounds on all 35 candidates:
-the frontier-law error of every point up to a compute cap (what explored points alone
-give when everything below the cap was seen), against the share of the exhaustive sweep
-those points cost; and the error when every curve is replaced by the joint surrogate
+With ``--truncation`` (real data only) it also prints bounds: the frontier-law error of
+every point up to a compute cap (what explored points alone give when everything below
+the cap was seen), against the share of the exhaustive sweep those points cost, and the
+share a clairvoyant allocation pays for the same error by training up to the cap only
+the runs that own a point of that frontier; on the 35 candidates and on every run of
+the file as its own candidate (240); and, on the 35 candidates, the error when every curve is replaced by the joint surrogate
 fitted to *every* point (in-sample), with and without its per-run shifts: the best an
 all-completion by that surrogate could reach with unlimited compute.
 
@@ -95,18 +97,44 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def truncation(caps=(5e18, 1e19, 2e19, 4e19, 8e19)) -> pd.DataFrame:
-    """Frontier-law error at the largest compute of all 35 candidates' points with compute <= cap."""
-    sweep = misfitting_sweep()
+def every_run_sweep(path: Path = DATA / "misfitting_all_checkpoints.csv"):
+    """Every run of the file as its own candidate: one per (model, peak_lr, total_steps, sweep)."""
+    raw = pd.read_csv(path)
+    raw["run"] = (raw["model"] + "/lr=" + raw["peak_lr"].astype(str) + "/steps="
+                  + raw["total_steps"].astype(str) + "/" + raw["sweep"])
+    raw = raw.groupby(["run", "current_steps"], as_index=False).last()
+    frame = pd.DataFrame({"run": raw["run"], "step": raw["current_steps"], "compute": raw["C"],
+                          "tokens": raw["D"], "loss": raw["loss"], "params": raw["N"]})
+    return sweep_from_frame(frame, resource="compute", source=str(path))
+
+
+def truncation(sweep, caps=(5e18, 1e19, 2e19, 4e19, 8e19)) -> pd.DataFrame:
+    """Frontier-law error at the largest compute from the points with compute <= cap.
+
+    Two allocations per cap: every candidate trained up to the cap, and a
+    clairvoyant one that trains up to the cap only the runs owning a point of
+    the frontier of those points (it knows the losses before paying for them).
+    """
     largest = max(c.compute[-1] for c in sweep.curves.values())
     reference = metrics.fit_frontier(sweep.curves)
     total = sweep.total_compute()
     out = []
     for cap in caps:
         seen = {run: curve.until(cap) for run, curve in sweep.curves.items()}
-        spent = sum(min(cap, sweep.max_resource[run]) for run in sweep.runs)
-        error = metrics.frontier_law_error(metrics.fit_frontier(seen), reference, [largest])[0]
-        out.append(dict(cap_flops=cap, compute_fraction=spent / total, frontier_error_at_max=error))
+        compute, loss = metrics.frontier_points(seen)
+        owners = [run for run, curve in seen.items()
+                  if np.isin(curve.compute, compute).any()
+                  and any(((curve.compute == c) & (curve.loss == l)).any()
+                          for c, l in zip(compute, loss))]
+        row = dict(cap_flops=cap)
+        for label, runs in (("all", list(seen)), ("clairvoyant", owners)):
+            chosen = {run: seen[run] for run in runs}
+            spent = sum(min(cap, sweep.max_resource[run]) for run in runs)
+            row[f"{label}_runs"] = len(runs)
+            row[f"{label}_fraction"] = spent / total
+            row[f"{label}_error_at_max"] = metrics.frontier_law_error(
+                metrics.fit_frontier(chosen), reference, [largest])[0]
+        out.append(row)
     return pd.DataFrame(out)
 
 
@@ -179,8 +207,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.truncation:
         with pd.option_context("display.float_format", "{:.4g}".format):
-            print("== real: all candidates' points up to a compute cap (resource: compute) ==")
-            print(truncation().to_string(index=False))
+            print("== real: the 35 candidates' points up to a compute cap (resource: compute) ==")
+            print(truncation(misfitting_sweep()).to_string(index=False))
+            print("== real: every run of the file as a candidate, points up to a compute cap ==")
+            print(truncation(every_run_sweep()).to_string(index=False))
             print(joint_law_bound().to_string(index=False))
     if args.merge:
         parts = [part for path in args.merge for part in json.loads(path.read_text())]
