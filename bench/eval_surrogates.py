@@ -63,8 +63,12 @@ absolute percentage error over held-out points; coverNN = share of held-out
 points inside the central NN% interval after recalibration; raw_cover80 =
 before; ms_per_curve = fit + forecast time per curve on this machine.
 
-Run: ``python bench/eval_surrogates.py [--quick] [--seed N]`` (about two minutes
-on 2 cores; ``--quick`` keeps every third curve).
+With ``--ceiling`` it also prints hindsight references on every curve of each set
+(no split, truths read): the best family, the best fixed stacking of the single methods
+with weights fitted to those truths, and the best family picked per curve.
+
+Run: ``python bench/eval_surrogates.py [--quick] [--seed N] [--ceiling]`` (about two
+minutes on 2 cores; ``--quick`` keeps every third curve).
 """
 
 from __future__ import annotations
@@ -74,11 +78,13 @@ import time
 from pathlib import Path
 
 from threadpoolctl import threadpool_limits
+import numpy as np
 import pandas as pd
 
-from scalekit.surrogates.evaluate import (StackedMethod, Task, averaged_method, cut_curves,
-                                          ensemble_method, estimator_method, evaluate,
-                                          joint_method, remembered, split_tasks)
+from scalekit.surrogates.evaluate import (QUANTILES, StackedMethod, Task, averaged_method,
+                                          cut_curves, ensemble_method, estimator_method,
+                                          evaluate, joint_method, remembered, split_tasks,
+                                          stacking_weights)
 from scalekit.surrogates.families import FAMILIES
 from scalekit.surrogates.gp import GPSurrogate
 
@@ -137,11 +143,38 @@ def summarise(name: str, table: pd.DataFrame) -> None:
               f"final log-loss error); its 80% coverage {cover[ours]:.3f}")
 
 
+def ceiling(name: str, tasks: list[Task], chosen: dict) -> None:
+    """Hindsight references on every curve of a data set (no split; truths read).
+
+    The best family over all curves; the best fixed log-space combination of the
+    single methods (families, ensemble, average, GP, joint) with weights fitted
+    to all the truths (the most any stacking of them could reach); and the best
+    family chosen per curve in hindsight.
+    """
+    members = [*FAMILIES, "ensemble", "average", "gp", "joint"]
+    median = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
+    truth = np.log([t.y_target[-1] for t in tasks])
+    errors = np.array([[np.log(chosen[m](tasks)[i][t.x_target.size - 1, median]) for m in members]
+                       for i, t in enumerate(tasks)]) - truth[:, None]
+    mean = pd.Series(np.abs(errors).mean(axis=0), index=members)
+    family = mean[list(FAMILIES)].idxmin()
+    weights = stacking_weights(errors)
+    stacked = np.abs(errors @ weights).mean()
+    oracle = np.abs(errors[:, :len(FAMILIES)]).min(axis=1).mean()
+    print(f"{name}, hindsight on all {len(tasks)} forecasts: best family {family} "
+          f"{mean[family]:.4f} (20% lower is {0.8 * mean[family]:.4f}); best scalekit single "
+          f"method {mean[members[len(FAMILIES):]].idxmin()} {mean[members[len(FAMILIES):]].min():.4f}; "
+          f"stacking fitted to these truths {stacked:.4f} ({1 - stacked / mean[family]:+.0%}); "
+          f"best family per curve {oracle:.4f}")
+
+
 def main() -> None:
     threadpool_limits(1)  # thousands of tiny matrices: BLAS threads would only contend
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="keep every third curve")
     parser.add_argument("--seed", type=int, default=0, help="seed of the calibration split")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="also print hindsight references on all curves (truths read)")
     args = parser.parse_args()
     stride = 3 if args.quick else 1
     pd.set_option("display.width", 200)
@@ -166,6 +199,8 @@ def main() -> None:
         summarise(name, table)
         weights = {k: round(v, 3) for k, v in chosen["stacked"].weights_.items() if v > 1e-3}
         print(f"stacked weights (learned on the calibration half): {weights}")
+        if args.ceiling:
+            ceiling(name, tasks, chosen)
     print(f"\ntotal {time.perf_counter() - start:.0f} s; report half only; seed {args.seed}")
 
 
