@@ -158,12 +158,13 @@ def ceiling(name: str, tasks: list[Task], chosen: dict) -> None:
                        for i, t in enumerate(tasks)]) - truth[:, None]
     mean = pd.Series(np.abs(errors).mean(axis=0), index=members)
     family = mean[list(FAMILIES)].idxmin()
+    ours = mean[members[len(FAMILIES):]].idxmin()
     weights = stacking_weights(errors)
     stacked = np.abs(errors @ weights).mean()
     oracle = np.abs(errors[:, :len(FAMILIES)]).min(axis=1).mean()
     print(f"{name}, hindsight on all {len(tasks)} forecasts: best family {family} "
           f"{mean[family]:.4f} (20% lower is {0.8 * mean[family]:.4f}); best scalekit single "
-          f"method {mean[members[len(FAMILIES):]].idxmin()} {mean[members[len(FAMILIES):]].min():.4f}; "
+          f"method {ours} {mean[ours]:.4f}; "
           f"stacking fitted to these truths {stacked:.4f} ({1 - stacked / mean[family]:+.0%}); "
           f"best family per curve {oracle:.4f}")
 

@@ -23,10 +23,11 @@ With ``--truncation`` (real data only) it also prints bounds: the frontier-law e
 every point up to a compute cap (what explored points alone give when everything below
 the cap was seen), against the share of the exhaustive sweep those points cost, and the
 share a clairvoyant allocation pays for the same error by training up to the cap only
-the runs that own a point of that frontier; on the 35 candidates and on every run of
-the file as its own candidate (240); and, on the 35 candidates, the error when every curve is replaced by the joint surrogate
-fitted to *every* point (in-sample), with and without its per-run shifts: the best an
-all-completion by that surrogate could reach with unlimited compute.
+the runs that own a point of that frontier, on the 35 candidates and on every run of
+the file as its own candidate (240); and, on the 35 candidates, the error when every
+curve is replaced by the joint surrogate fitted to *every* point (in-sample), with and
+without its per-run shifts: the best an all-completion by that surrogate could reach
+with unlimited compute.
 
 Usage: ``python bench/replay_allocate.py [--seeds 20] [--data real|synthetic|both]
 [--budgets 0.02 0.05 0.1] [--json OUT] [--truncation]``;
@@ -55,10 +56,17 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 POLICIES = ["uniform", "loss", "forecast", "frontier", "exhaustive"]
 
 
-def misfitting_sweep(path: Path = DATA / "misfitting_all_checkpoints.csv"):
-    """One complete curve per (model, peak_lr): its longest run, points by step."""
+def misfitting_sweep(path: Path = DATA / "misfitting_all_checkpoints.csv", *,
+                     every_run: bool = False):
+    """One complete curve per (model, peak_lr): its longest run, points by step.
+
+    With ``every_run`` each run of the file is its own candidate instead: one
+    per (model, peak_lr, total_steps, sweep).
+    """
     raw = pd.read_csv(path)
     raw["config"] = raw["model"] + "/lr=" + raw["peak_lr"].astype(str)
+    if every_run:
+        raw["config"] += "/steps=" + raw["total_steps"].astype(str) + "/" + raw["sweep"]
     runs = (raw.groupby(["config", "sweep", "total_steps"]).size().rename("points")
             .reset_index().sort_values(["config", "total_steps", "points"])
             .groupby("config").tail(1))
@@ -97,17 +105,6 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def every_run_sweep(path: Path = DATA / "misfitting_all_checkpoints.csv"):
-    """Every run of the file as its own candidate: one per (model, peak_lr, total_steps, sweep)."""
-    raw = pd.read_csv(path)
-    raw["run"] = (raw["model"] + "/lr=" + raw["peak_lr"].astype(str) + "/steps="
-                  + raw["total_steps"].astype(str) + "/" + raw["sweep"])
-    raw = raw.groupby(["run", "current_steps"], as_index=False).last()
-    frame = pd.DataFrame({"run": raw["run"], "step": raw["current_steps"], "compute": raw["C"],
-                          "tokens": raw["D"], "loss": raw["loss"], "params": raw["N"]})
-    return sweep_from_frame(frame, resource="compute", source=str(path))
-
-
 def truncation(sweep, caps=(5e18, 1e19, 2e19, 4e19, 8e19)) -> pd.DataFrame:
     """Frontier-law error at the largest compute from the points with compute <= cap.
 
@@ -121,11 +118,9 @@ def truncation(sweep, caps=(5e18, 1e19, 2e19, 4e19, 8e19)) -> pd.DataFrame:
     out = []
     for cap in caps:
         seen = {run: curve.until(cap) for run, curve in sweep.curves.items()}
-        compute, loss = metrics.frontier_points(seen)
+        frontier = set(zip(*metrics.frontier_points(seen)))
         owners = [run for run, curve in seen.items()
-                  if np.isin(curve.compute, compute).any()
-                  and any(((curve.compute == c) & (curve.loss == l)).any()
-                          for c, l in zip(compute, loss))]
+                  if frontier & set(zip(curve.compute, curve.loss))]
         row = dict(cap_flops=cap)
         for label, runs in (("all", list(seen)), ("clairvoyant", owners)):
             chosen = {run: seen[run] for run in runs}
@@ -210,7 +205,7 @@ def main() -> None:
             print("== real: the 35 candidates' points up to a compute cap (resource: compute) ==")
             print(truncation(misfitting_sweep()).to_string(index=False))
             print("== real: every run of the file as a candidate, points up to a compute cap ==")
-            print(truncation(every_run_sweep()).to_string(index=False))
+            print(truncation(misfitting_sweep(every_run=True)).to_string(index=False))
             print(joint_law_bound().to_string(index=False))
     if args.merge:
         parts = [part for path in args.merge for part in json.loads(path.read_text())]
