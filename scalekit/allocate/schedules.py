@@ -141,8 +141,8 @@ class Hyperband:
         out = []
         for s in range(s_max, -1, -1):
             n = -(-(s_max + 1) * self.eta ** s // (s + 1))
-            low = float(_exact(self.max_resource) / self.eta ** s)
-            out.append(SuccessiveHalving(n, low, self.max_resource, self.eta))
+            # bracket s has s + 1 rungs even where max / eta**s rounds up in binary
+            out.append(bracket_to(n, self.max_resource, self.eta, s + 1))
         return out[: self.brackets] if self.brackets else out
 
 

@@ -48,6 +48,22 @@ def test_hyperband_brackets_match_li_et_al_table():
     assert len(Hyperband(1, 81, 3, brackets=2).bracket_list()) == 2
 
 
+@pytest.mark.parametrize("low, high, eta", [(1, 10, 3), (1, 100, 3), (1, 50, 4), (2, 1000, 3)])
+def test_hyperband_bracket_s_has_s_plus_one_rungs_when_max_over_eta_is_inexact(low, high, eta):
+    # Li et al. (2018), Algorithm 1: bracket s runs s + 1 rungs, r_i = R eta^(i - s),
+    # n_i = floor(n eta^-i). 10 / 3 rounds up in binary, which must not drop a rung.
+    hb = Hyperband(low, high, eta)
+    s_max = hb.s_max
+    assert low * eta ** s_max <= high < low * eta ** (s_max + 1)
+    for bracket, s in zip(hb.bracket_list(), range(s_max, -1, -1)):
+        n = math.ceil((s_max + 1) * eta ** s / (s + 1))
+        assert bracket.n_runs == n
+        assert [r.runs for r in bracket.rungs] == [max(1, n // eta ** i) for i in range(s + 1)]
+        assert [r.resource for r in bracket.rungs] == pytest.approx(
+            [high / eta ** (s - i) for i in range(s + 1)], rel=1e-12)
+        assert bracket.rungs[-1].resource == high
+
+
 @settings(max_examples=100, deadline=None)
 @given(top=st.floats(1e3, 1e22), eta=st.integers(2, 5), levels=st.integers(1, 7))
 def test_bracket_to_has_exactly_the_levels_asked(top, eta, levels):
