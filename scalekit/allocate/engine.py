@@ -63,7 +63,7 @@ class HalvingLoop:
     def __init__(self, sweep: Sweep, bracket: SuccessiveHalving, policy: Policy, budget: float,
                  *, seed: int = 0, runs: list[str] | None = None) -> None:
         self.sweep, self.bracket, self.policy = sweep, bracket, policy
-        self.rng = np.random.default_rng(seed)
+        self.seed = seed
         self.active = list(runs if runs is not None else sweep.runs)[: bracket.n_runs]
         self.state = Allocation({run: _EMPTY for run in self.active},
                                 {run: 0.0 for run in self.active}, 0.0, float(budget))
@@ -74,7 +74,10 @@ class HalvingLoop:
         target = self.bracket.rungs[-1].resource
         for rung in self.bracket.rungs:
             if rung.index > 0:
-                context = PromotionContext(sweep, target, self.rng, rung.index)
+                # one generator per rung, so that a resumed run whose earlier promotions
+                # are read back (not drawn again) breaks this rung's ties the same way
+                rng = np.random.default_rng([self.seed, rung.index])
+                context = PromotionContext(sweep, target, rng, rung.index)
                 self.active = list(self.policy.select({r: observed[r] for r in self.active},
                                                       rung.runs, context))
                 state.promotions.append(list(self.active))

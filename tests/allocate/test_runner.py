@@ -97,6 +97,27 @@ def test_kill_and_resume_gives_the_points_of_an_uninterrupted_run(tmp_path, unin
     assert resumed.trained + resumed.reused == whole.trained
 
 
+def test_resume_breaks_ties_as_an_uninterrupted_run(tmp_path):
+    # Two logged points per run and rungs of 1, 3, 9, ... steps: no run logs a point
+    # before its last rungs, so every early promotion is a tie broken by the seed.
+    # A resume reads the promotions made before the kill back; the later ones must
+    # still break their ties exactly as the uninterrupted run did.
+    settings = dict(seed=1, sizes=9, variants=1, max_compute=1e19, points=2, resource="step")
+
+    def run(path, trainer):
+        return run_allocation(path, "ties", trainer, LossPolicy(), budget=1e21, eta=3,
+                              min_resource=1, seed=0)
+
+    whole = run(tmp_path / "whole.db", SyntheticTrainer(**settings))
+    assert len(whole.bracket.rungs) > 3 and len(whole.allocation.promotions[1]) == 1
+    path = tmp_path / "store.db"
+    with pytest.raises(Killed):
+        run(path, DyingTrainer(**settings, lives=9 + 1))  # killed in rung 1
+    resumed = run(path, SyntheticTrainer(**settings))
+    assert resumed.allocation.promotions == whole.allocation.promotions
+    pd.testing.assert_frame_equal(_points(path), _points(tmp_path / "whole.db"))
+
+
 def test_resume_with_parallel_trainers(tmp_path, uninterrupted):
     whole_path, _ = uninterrupted
     path = tmp_path / "store.db"
