@@ -247,10 +247,12 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
         if executor is not None:
             executor.shutdown()
     allocation = result.allocation
-    best = min((c.loss[-1], r) for r, c in allocation.observed.items() if len(c))
+    best = min(((float(c.loss[-1]), r) for r, c in allocation.observed.items() if len(c)),
+               default=(None, None))
     text = (f"task {task!r}: {result.trained} advances trained now, {result.reused} read back "
-            f"from the store; spent {allocation.spent:.4g} of {budget:.4g} FLOPs; "
-            f"best run {best[1]} (loss {best[0]:.4f})")
+            f"from the store; spent {allocation.spent:.4g} of {budget:.4g} FLOPs; " + (
+                f"best run {best[1]} (loss {best[0]:.4f})" if best[1] is not None else
+                "no run has logged a point yet (the budget ends before the first one)"))
     report = {"mode": "run", "task": task, "spent_flops": allocation.spent,
               "budget_flops": budget, "promotions": allocation.promotions,
               "best_run": best[1], "best_loss": best[0],

@@ -67,6 +67,19 @@ def test_run_then_rerun_reads_back_everything(tmp_path, capsys):
     assert "0 read back" in first and "0 advances trained now" in second
 
 
+def test_run_with_a_budget_too_small_for_any_point_reports_no_best_run(tmp_path, capsys):
+    # 1e16 FLOPs is 0.04% of the synthetic sweep (27 runs of 1e18): no run reaches its
+    # first logged point (every 1e18 / 40 FLOPs), so there is no best run to report.
+    store, out = tmp_path / "store.db", tmp_path / "run.json"
+    code = main(["allocate", "--budget", "1e16", "--run", "synthetic", "--store", str(store),
+                 "--policy", "loss", "--json", str(out)])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["best_run"] is None and report["best_loss"] is None
+    assert 0 < report["spent_flops"] <= 1e16
+    assert "no run has logged a point" in " ".join(capsys.readouterr().out.split())
+
+
 @pytest.mark.parametrize("args, message", [
     (["--eta", "1"], "The value of `eta` is 1, but must be > 1."),
     (["--budget", "lots"], "`budget`"),
