@@ -76,6 +76,7 @@ def allocate(
     if min_resource is not None:
         check_number("min_resource", min_resource, low=0, low_open=True)
     check_number("seeds", seeds, low=1, integer=True)
+    check_number("seed", seed, low=0, integer=True)  # numpy seeds are non-negative
     check_choice("duplicates", duplicates, ("error", "first", "last"))
     budgets = [_budget(text, mode, parse_budget) for text in budget]
     if mode != "replay" and len(budgets) != 1:

@@ -88,6 +88,8 @@ def test_run_with_a_budget_too_small_for_any_point_reports_no_best_run(tmp_path,
     (["--resource", "epochs"], "The value of `resource` is 'epochs'"),
     (["--duplicates", "mean"], "The value of `duplicates` is 'mean'"),
     (["--min-resource", "0"], "The value of `min_resource` is 0.0, but must be > 0."),
+    (["--seed", "-1"], "The value of `seed` is -1, but must be >= 0."),
+    (["--run", "synthetic", "--seed", "-1"], "The value of `seed` is -1, but must be >= 0."),
     (["--plan", "--budget", "5%"], "--replay"),
     (["--plan", "--run", "synthetic"], "one of --replay, --plan and --run"),
 ])
