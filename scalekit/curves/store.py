@@ -83,7 +83,10 @@ class CurveStore:
         self._depth = 0
         if not create and not self.path.is_file():
             raise InputError("no curve store here (import curves first)", source=str(self.path))
-        self._con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        try:
+            self._con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as exc:  # a missing folder, a folder, no permission
+            raise InputError(f"cannot open the store file ({exc})", source=str(self.path)) from None
         try:
             self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             self._retry(self._set_up)

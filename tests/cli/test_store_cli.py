@@ -98,6 +98,17 @@ def test_read_commands_on_a_missing_store_exit_2_and_create_nothing(tmp_path, ca
     assert not db.exists()
 
 
+def test_import_into_a_store_path_that_cannot_be_opened_exits_2(tmp_path, capsys):
+    source = tmp_path / "sweep.csv"
+    _curves_file(source)
+    for db in (tmp_path / "no such folder" / "s.db", tmp_path):
+        capsys.readouterr()
+        assert main(["store", "import", str(source), "--store", str(db), "-q"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {db}: ") and "internal error" not in err
+    assert not (tmp_path / "no such folder").exists()
+
+
 def test_unknown_run_exits_2(tmp_path, capsys):
     source, db = tmp_path / "sweep.csv", tmp_path / "s.db"
     _curves_file(source)
