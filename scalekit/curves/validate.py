@@ -18,6 +18,8 @@ from scalekit.errors import InputError
 
 #: Cell texts read as "no value" in text formats.
 EMPTY_TEXTS = frozenset({"", "nan", "NaN", "NAN", "null", "None", "NA", "N/A", "n/a", "<NA>"})
+#: Largest whole number a float64 holds exactly (with every smaller one).
+MAX_WHOLE = 2 ** 53
 
 
 class Locator:
@@ -172,6 +174,11 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
                 row = int(np.flatnonzero(bad)[0])
                 raise where.error(f"the value {float(values[row])!r} is not a whole number",
                                   row, column)
+            big = np.abs(values) > MAX_WHOLE
+            if big.any():
+                row = int(np.flatnonzero(big)[0])
+                raise where.error(f"the value {float(values[row])!r} is too large to be held "
+                                  "exactly; whole numbers up to 2**53 are supported", row, column)
     steps = frame["step"].to_numpy()
     codes, order = run_order(frame["run"], steps)
     sorted_codes = codes[order]

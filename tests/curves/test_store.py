@@ -83,6 +83,9 @@ def test_add_run_is_idempotent_and_rejects_other_attributes(tmp_path):
             store.add_run("r", attrs={"params": 2e6})
         with pytest.raises(InputError, match="not positive"):
             store.add_run("s", attrs={"params": 0})
+        for seed in (2 ** 60 + 1, 2 ** 64):  # float64 cannot hold them; SQLite not 2**64
+            with pytest.raises(InputError, match=r"2\*\*53"):
+                store.add_run("s", attrs={"seed": seed})
         other = store.add_run("s", attrs={"seed": 3})
         assert other != first
         runs = store.runs()

@@ -36,6 +36,8 @@ BAD_FILES = [
     ("params change within a run", "run,step,loss,params\na,1,2.0,5\na,2,1.0,6\n", 3, "params",
      "changes within run"),
     ("ragged row", "run,step,loss\na,1,2.0,7,8\n", 2, None, "not valid CSV"),
+    ("seed beyond 2**53", "run,step,loss,seed\na,1,2.0,12345678901234567890\n", 2, "seed",
+     "2**53"),
 ]
 
 
