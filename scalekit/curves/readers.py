@@ -20,7 +20,8 @@ import pandas as pd
 
 from scalekit.checks import check_choice
 from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, INTEGER_RUN_COLUMNS, KEY_COLUMNS,
-                                    is_metric_name, normalise, resolve_roles)
+                                    POINT_COLUMNS, RUN_COLUMNS, is_metric_name, normalise,
+                                    resolve_roles)
 from scalekit.curves.validate import Locator, check_frame, to_float, to_step
 from scalekit.errors import InputError
 
@@ -135,8 +136,11 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     for column in table.columns:
         name = str(column)[len(CONFIG_PREFIX):]
         if str(column).startswith(CONFIG_PREFIX) and name not in out:
-            out[name] = _config_values(table[column])
-            config_columns.append(name)
+            if name in (*POINT_COLUMNS, *RUN_COLUMNS):  # config.seed: the seed, checked as such
+                out[name] = to_float(table[column].to_numpy(), column, where, missing="nan")
+            else:
+                out[name] = _config_values(table[column])
+                config_columns.append(name)
             used.add(column)
     for column in keep:
         if column not in table.columns:

@@ -176,3 +176,15 @@ def test_wandb_export_with_slashed_metric_names_and_gaps(tmp_path):
     assert frame["loss"].tolist() == [3.5, 3.1, 2.9, 4.0, 3.3]
     accuracy = read_curves(path, mapping={"loss": "val/acc"})
     assert accuracy["loss"].tolist() == [0.1, 0.2, 0.3, 0.05, 0.1]
+
+
+def test_config_column_named_like_a_run_attribute_gives_one_checked_column(tmp_path):
+    path = tmp_path / "runs.csv"
+    path.write_text("run,step,loss,config.seed,config.lr\na,1,3.0,7,0.1\na,2,2.0,7,0.1\n"
+                    "b,1,2.5,8,0.2\n")
+    frame = read_curves(path)
+    assert list(frame.columns) == ["run", "step", "loss", "seed", "lr"]
+    assert list(frame["seed"]) == [7, 7, 8] and frame.attrs["config_columns"] == ["lr"]
+    path.write_text("run,step,loss,config.params\na,1,3.0,-5\n")
+    with pytest.raises(InputError, match="not positive"):
+        read_curves(path)
