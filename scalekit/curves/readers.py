@@ -308,7 +308,7 @@ def _read_jsonl(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"the file is not UTF-8 text ({exc.reason})", source=str(path)) from None
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 is text
         if not line.strip():
             continue
         try:

@@ -188,3 +188,17 @@ def test_config_column_named_like_a_run_attribute_gives_one_checked_column(tmp_p
     path.write_text("run,step,loss,config.params\na,1,3.0,-5\n")
     with pytest.raises(InputError, match="not positive"):
         read_curves(path)
+
+
+def test_jsonl_strings_with_unicode_line_separators_are_one_line(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    records = [{"run": "a\u2028b", "step": 1, "loss": 3.0},
+               {"run": "c", "step": 1, "loss": 2.0, "config.note": "x\x85y"}]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in records),
+                    encoding="utf-8")
+    frame = read_curves(path)
+    assert list(frame["run"]) == ["a\u2028b", "c"] and frame["note"].iloc[1] == "x\x85y"
+    path.write_text(path.read_text(encoding="utf-8") + "{oops\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_curves(path)
+    assert info.value.line == 3
