@@ -142,12 +142,14 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
                 out[name] = _config_values(table[column])
                 config_columns.append(name)
             used.add(column)
+    keep = list(dict.fromkeys(keep))
     for column in keep:
+        if column in out:  # already a column of the frame, such as a role's
+            continue
         if column not in table.columns:
             raise InputError(f"no column {column!r} to keep", source=where.source, line=1)
-        if column not in used:
-            out[column] = _config_values(table[column])
-            used.add(column)
+        out[column] = _config_values(table[column])  # also when it plays a role
+        used.add(column)
     ignored = [str(c) for c in table.columns if c not in used]
     if ignored:
         notes.append("ignored columns: " + ", ".join(ignored))
