@@ -281,6 +281,8 @@ class CurveStore:
         metrics, config = _classify(frame, metrics)
         points = _numeric_points(frame, metrics, where)
         codes, order = check_frame(points, where, metrics=metrics, config=config)
+        if len(points) == 0:
+            return ImportSummary(runs=0, points=0)
         names = points["run"]
         firsts = order[np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])]
         with self.transaction():

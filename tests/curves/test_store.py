@@ -130,6 +130,13 @@ def test_append_points_in_batches_equals_one_import(tmp_path):
         assert_same_frame(many.curves(runs="r"), one.curves(runs=["r"]))
 
 
+def test_importing_an_empty_frame_writes_nothing(tmp_path):
+    with CurveStore(tmp_path / "s.db") as store:
+        empty = pd.DataFrame({"run": pd.Series([], dtype=object), "step": [], "loss": []})
+        assert store.import_frame(empty, source="x") == ImportSummary(runs=0, points=0)
+        assert store.runs().empty
+
+
 def test_remove_is_all_or_nothing(tmp_path):
     with CurveStore(tmp_path / "s.db") as store:
         store.import_frame(pd.DataFrame({"run": ["a", "b", "c"], "step": 1, "loss": 2.0}),
