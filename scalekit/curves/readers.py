@@ -231,10 +231,17 @@ def _config_values(column: pd.Series) -> np.ndarray:
     try:
         numbers = [float(v) for v in present]
     except (TypeError, ValueError):
-        return np.array([None if _is_blank(v) else v for v in values], dtype=object)
+        return _objects([None if _is_blank(v) else v for v in values])
     if all(np.isfinite(numbers)):
         return np.array([np.nan if _is_blank(v) else float(v) for v in values])
-    return np.array([None if _is_blank(v) else v for v in values], dtype=object)
+    return _objects([None if _is_blank(v) else v for v in values])
+
+
+def _objects(cells: list) -> np.ndarray:
+    """A 1-d object array of ``cells``, also when they are lists (``np.array`` would nest)."""
+    out = np.empty(len(cells), dtype=object)
+    out[:] = cells
+    return out
 
 
 def _is_blank(value: object) -> bool:

@@ -202,3 +202,17 @@ def test_jsonl_strings_with_unicode_line_separators_are_one_line(tmp_path):
     with pytest.raises(InputError) as info:
         read_curves(path)
     assert info.value.line == 3
+
+
+def test_jsonl_list_valued_configuration_is_kept_per_run(tmp_path):
+    path = tmp_path / "log.jsonl"
+    lines = [{"run": "a", "step": s, "loss": 3.0 - s, "config.betas": [0.9, 0.95]}
+             for s in (1, 2)] + [{"run": "b", "step": 1, "loss": 2.0, "config.betas": [0.9, 0.99]}]
+    path.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    frame = read_curves(path)
+    assert frame["betas"].tolist() == [[0.9, 0.95], [0.9, 0.95], [0.9, 0.99]]
+    lines[1]["config.betas"] = [0.9, 0.98]
+    path.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    with pytest.raises(InputError, match="changes within run") as info:
+        read_curves(path)
+    assert (info.value.line, info.value.column) == (2, "betas")
