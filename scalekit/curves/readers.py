@@ -226,7 +226,8 @@ def _ordered(columns, metrics: list[str], config: list[str]) -> list[str]:
 
 def _config_values(column: pd.Series) -> np.ndarray:
     """Configuration cells: numbers where every present cell is one, else text."""
-    values = column.to_numpy(dtype=object)
+    values = [v.tolist() if isinstance(v, np.ndarray) else v  # Parquet lists
+              for v in column.to_numpy(dtype=object)]
     present = [v for v in values if not _is_blank(v)]
     try:
         numbers = [float(v) for v in present]

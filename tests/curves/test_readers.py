@@ -216,3 +216,11 @@ def test_jsonl_list_valued_configuration_is_kept_per_run(tmp_path):
     with pytest.raises(InputError, match="changes within run") as info:
         read_curves(path)
     assert (info.value.line, info.value.column) == (2, "betas")
+
+
+def test_parquet_list_valued_configuration_is_kept_as_lists(tmp_path):
+    path = tmp_path / "curves.parquet"
+    pd.DataFrame({"run": ["a", "a", "b"], "step": [1, 2, 1], "loss": [3.0, 2.0, 2.5],
+                  "config.betas": [[0.9, 0.95], [0.9, 0.95], [0.9]]}).to_parquet(path)
+    frame = read_curves(path)
+    assert frame["betas"].tolist() == [[0.9, 0.95], [0.9, 0.95], [0.9]]
