@@ -48,19 +48,21 @@ def import_(
 @store_app.command("ls")
 def ls(store: Path = store_option()) -> None:
     """List the runs: name, source, size, tokens, points and metrics."""
+    from rich.markup import escape
     from rich.table import Table
 
     from scalekit.curves import CurveStore
 
     with CurveStore(store, create=False) as opened:
         runs = opened.runs()
-    table = Table(title=f"{len(runs)} runs in {store}")
+    table = Table(title=escape(f"{len(runs)} runs in {store}"))
     for column in ("run", "source", "params", "tokens", "points", "metrics"):
         table.add_column(column, justify="right" if column in ("params", "tokens", "points")
                          else "left")
     for row in runs.itertuples():
-        table.add_row(row.run, row.source, _number(row.params), _number(row.tokens),
-                      str(row.points), ", ".join(row.metrics))
+        # names are text, not rich markup: "sweep[lr=0.001]" must print as it is
+        table.add_row(escape(row.run), escape(row.source), _number(row.params),
+                      _number(row.tokens), str(row.points), escape(", ".join(row.metrics)))
     print_renderable(table)
 
 

@@ -109,6 +109,17 @@ def test_import_into_a_store_path_that_cannot_be_opened_exits_2(tmp_path, capsys
     assert not (tmp_path / "no such folder").exists()
 
 
+def test_ls_prints_run_names_with_brackets_verbatim(tmp_path, capsys):
+    source, db = tmp_path / "sweep.csv", tmp_path / "s.db"
+    _curves_file(source, runs=("sweep[lr=0.001]", "model[small]", "run[/a]"))
+    assert main(["store", "import", str(source), "--store", str(db), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["store", "ls", "--store", str(db)]) == 0
+    out = capsys.readouterr().out
+    for name in ("sweep[lr=0.001]", "model[small]", "run[/a]"):
+        assert name in out
+
+
 def test_unknown_run_exits_2(tmp_path, capsys):
     source, db = tmp_path / "sweep.csv", tmp_path / "s.db"
     _curves_file(source)
