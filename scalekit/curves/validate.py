@@ -214,7 +214,9 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
                 pd.isna(values) & pd.isna(first))
         if differ.any():
             i = int(np.flatnonzero(differ)[0])
+            now, before = (v.item() if isinstance(v, np.generic) else v
+                           for v in (values[i], first[i]))
             raise where.error(f"the run-level value changes within run "
-                              f"{frame['run'].iloc[order[i]]!r} ({values[i]!r} after "
-                              f"{first[i]!r})", int(order[i]), column)
+                              f"{frame['run'].iloc[order[i]]!r} ({now!r} after "
+                              f"{before!r})", int(order[i]), column)
     return codes, order

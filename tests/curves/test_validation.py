@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from curves.curve_frames import store_files_digest
 
-from scalekit.curves import CurveStore
+from scalekit.curves import CurveStore, read_curves
 from scalekit.errors import InputError
 from scalekit_cli.app import main
 
@@ -147,3 +147,12 @@ def test_a_file_that_is_not_a_store_is_an_input_error(tmp_path, capsys):
     path.write_text("just some text, long enough to not be a SQLite header" * 20)
     assert main(["store", "ls", "--store", str(path)]) == 2
     assert "not a scalekit curve store" in capsys.readouterr().err
+
+
+def test_run_level_change_names_plain_values(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("run,step,loss,params\na,1,2.0,100\na,2,1.5,\n")
+    with pytest.raises(InputError) as info:
+        read_curves(bad)
+    assert info.value.reason == "the run-level value changes within run 'a' (nan after 100.0)"
+    assert (info.value.line, info.value.column) == (3, "params")
