@@ -224,3 +224,13 @@ def test_parquet_list_valued_configuration_is_kept_as_lists(tmp_path):
                   "config.betas": [[0.9, 0.95], [0.9, 0.95], [0.9]]}).to_parquet(path)
     frame = read_curves(path)
     assert frame["betas"].tolist() == [[0.9, 0.95], [0.9, 0.95], [0.9]]
+
+
+def test_parquet_run_and_step_in_the_index_are_read(tmp_path):
+    path = tmp_path / "curves.parquet"
+    frame = pd.DataFrame({"run": ["a", "a", "b"], "step": [1, 2, 1], "loss": [3.0, 2.0, 2.5]})
+    frame.set_index(["run", "step"]).to_parquet(path)
+    back = read_curves(path)
+    assert back[["run", "step", "loss"]].to_dict("list") == frame.to_dict("list")
+    frame.iloc[[2, 0]].to_parquet(path)  # an unnamed index is no column
+    assert list(read_curves(path).columns) == ["run", "step", "loss"]
