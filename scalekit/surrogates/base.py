@@ -27,14 +27,17 @@ from scalekit.errors import InputError, NotFittedError
 DIRECTIONS = ("minimize", "maximize")
 
 
-def check_curve(x, y, *, min_points: int = 3, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+def check_curve(x, y, *, min_points: int = 3, name: str = "y",
+                positive: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Validate one curve; return x sorted ascending and y (duplicates of x averaged).
+
+    ``positive=False`` accepts y <= 0 (a score forecast as ``1 - y``).
 
     Raises
     ------
     InputError
         Lengths differ, fewer than ``min_points`` distinct x, a NaN or infinite
-        value (with its position), x <= 0 or y <= 0.
+        value (with its position), x <= 0 or (with ``positive``) y <= 0.
     """
     x = np.asarray(x, dtype=float).ravel()
     y = np.asarray(y, dtype=float).ravel()
@@ -47,7 +50,7 @@ def check_curve(x, y, *, min_points: int = 3, name: str = "y") -> tuple[np.ndarr
                              f"({values[bad[0]]}); drop or fill it before forecasting.")
     if (x <= 0).any():
         raise InputError(f"x must be positive (steps, tokens or FLOPs); found {x.min()}.")
-    if (y <= 0).any():
+    if positive and (y <= 0).any():
         raise InputError(f"{name} must be positive to be forecast on a log scale; found {y.min()}.")
     order = np.argsort(x, kind="stable")
     x, y = x[order], y[order]
@@ -154,7 +157,8 @@ class Surrogate(BaseEstimator):
     def fit(self, x, y):
         """Fit the surrogate to one observed curve; returns ``self``."""
         check_choice("direction", self.direction, DIRECTIONS)
-        x, y = check_curve(x, y, min_points=self._min_points)
+        x, y = check_curve(x, y, min_points=self._min_points,
+                           positive=self.direction == "minimize")
         loss = self._to_loss(y)
         self._fit(x, loss)
         self.x_, self.y_ = x, y

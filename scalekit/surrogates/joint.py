@@ -144,9 +144,11 @@ class JointSurrogate(Surrogate):
             sizes = np.asarray(sizes, dtype=float).ravel()
             if sizes.size != x.size or not np.isfinite(sizes).all() or (sizes <= 0).any():
                 raise InputError("sizes must give a positive finite size for every point.")
-        for label, values in (("x", x), ("y", y)):
-            if not np.isfinite(values).all() or (values <= 0).any():
-                raise InputError(f"{label} must be finite and positive at every point.")
+        if not np.isfinite(x).all() or (x <= 0).any():
+            raise InputError("x must be finite and positive at every point.")
+        if not np.isfinite(y).all() or (self.direction == "minimize" and (y <= 0).any()):
+            raise InputError("y must be finite and positive at every point."
+                             if self.direction == "minimize" else "y must be finite at every point.")
         loss = self._to_loss(y)
         names, index = np.unique(runs, return_inverse=True)
         if x.size < 4 or x.size < names.size + 2:

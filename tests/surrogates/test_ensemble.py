@@ -9,6 +9,7 @@ from sklearn.base import clone
 from scalekit.errors import InputError, NotFittedError
 from scalekit.surrogates.base import mixture_quantiles
 from scalekit.surrogates.ensemble import ParametricEnsemble, forecast_batch
+from scalekit.surrogates.gp import GPSurrogate
 
 X = np.arange(1, 31) * 10.0
 
@@ -187,3 +188,13 @@ def test_backtest_weights_single_out_the_family_that_forecasts_and_equal_weighti
 def test_unknown_weighting_is_refused():
     with pytest.raises(InputError, match="weighting"):
         ParametricEnsemble(weighting="vote").fit(X, 2 + X ** -0.5)
+
+
+@pytest.mark.parametrize("surrogate", [ParametricEnsemble, GPSurrogate])
+def test_maximize_accepts_a_score_of_zero(surrogate):
+    """A score of 0 (an accuracy at the first evaluation) is the error 1, not an invalid value."""
+    accuracy = 1 - (0.1 + 0.9 * (X / 10) ** -0.5)
+    assert accuracy[0] == 0.0
+    q = surrogate(direction="maximize").fit(X, accuracy).predict_quantiles([3000.0], [0.1, 0.5, 0.9])[0]
+    assert q[0] <= q[1] <= q[2] < 1
+    assert q[1] == pytest.approx(1 - (0.1 + 0.9 * 300 ** -0.5), abs=0.01)

@@ -69,3 +69,19 @@ def test_bad_input():
         JointSurrogate().fit(np.r_[x[:-1], np.nan], y, runs=runs)
     with pytest.raises(InputError, match="more points than runs"):
         JointSurrogate().fit([1.0, 2.0, 3.0], [3.0, 2.0, 1.5], runs=["a", "b", "c"])
+
+
+def test_maximize_accepts_a_score_of_zero():
+    """Scores forecast as the error 1 - y: a score of 0 at the first point is valid input."""
+    d = np.geomspace(1e8, 1e11, 30)
+    runs, xs, ys = [], [], []
+    for i, level in enumerate((0.1, 0.15, 0.2)):
+        err = level + (1 - level) * (d / 1e8) ** -0.3
+        xs.append(d[:20])
+        ys.append(1 - err[:20])
+        runs += [f"r{i}"] * 20
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    assert y.min() == 0.0
+    model = JointSurrogate(direction="maximize").fit(x, y, runs=runs)
+    truth = 1 - (0.1 + 0.9 * (1e11 / 1e8) ** -0.3)
+    assert model.predict([1e11], runs="r0")[0] == pytest.approx(truth, abs=0.02)
