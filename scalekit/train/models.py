@@ -13,6 +13,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from scalekit.checks import fail
+
 
 class _Scheduled(nn.Module):
     """Mixin: one dropout rate for the whole model, changed between steps.
@@ -113,7 +115,8 @@ class GPT(_Scheduled):
         super().__init__()
         heads = heads or max(1, width // 32)
         if width % heads:
-            raise ValueError(f"width {width} is not a multiple of heads {heads}")
+            raise fail("width", width, f"a multiple of the number of attention heads, {heads} "
+                       "(by default width // 32)")
         self.context = context
         self.tok = nn.Embedding(vocab, width)
         self.pos = nn.Embedding(context, width)

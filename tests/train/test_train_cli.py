@@ -26,3 +26,16 @@ def test_unknown_task_and_bad_grid_exit_2_with_one_line(tmp_path, capsys):
     assert "`task` is 'nope'" in capsys.readouterr().err
     assert main(["train", "teacher_student", "--widths", "4,x", "--store", str(tmp_path / "a.db")]) == 2
     assert "`widths` is 'x'" in capsys.readouterr().err
+
+
+def test_char_lm_settings_it_cannot_train_exit_2_naming_the_setting(tmp_path, capsys):
+    """A width the default head count does not divide (100 = 3 heads of 33.3) and a context
+    longer than the validation text are bad input (exit 2), not internal errors (exit 1)."""
+    tiny = ["--depths", "1", "--steps", "2", "--evals", "1", "--eval-size", "4",
+            "--batch-size", "2", "--store", str(tmp_path / "a.db"), "-q"]
+    assert main(["train", "char_lm", "--widths", "100", "--option", "max_chars=2000",
+                 "--option", "context=8", *tiny]) == 2
+    assert "`width` is 100" in capsys.readouterr().err
+    assert main(["train", "char_lm", "--widths", "16", "--option", "max_chars=1000",
+                 "--option", "context=200", *tiny]) == 2
+    assert "`context` is 200" in capsys.readouterr().err

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from scalekit.checks import check_number
+from scalekit.checks import check_number, fail
 from scalekit.train.config import TrainConfig
 from scalekit.train.models import GPT
 from scalekit.train.tasks.base import TaskData
@@ -83,7 +83,8 @@ def make_data(config: TrainConfig) -> TaskData:
     if config.data is not None:
         train = train[:config.data * context + 1]
     if len(train) <= context + 1 or len(val) <= context + 1:
-        raise ValueError("the corpus is too short for the context; raise `max_chars`")
+        raise fail("context", context, f"shorter than the validation text ({len(val)} characters, "
+                   "10% of `max_chars`) and the training text; raise `max_chars`")
     rng = np.random.default_rng(config.data_seed)
     val_batch = _windows(val, rng.integers(0, len(val) - context, config.eval_size), context)
 
