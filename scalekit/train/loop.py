@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from scalekit.checks import fail
 from scalekit.errors import InputError
 from scalekit.train.config import TrainConfig
 from scalekit.train.flops import counted_step_flops, estimate_6nd
@@ -51,12 +52,22 @@ class RunResult:
 
 
 def pick_device(name: str = "auto") -> torch.device:
-    """``"auto"``: CUDA, then MPS, then CPU; otherwise the named device."""
+    """``"auto"``: CUDA, then MPS, then CPU; otherwise the named device.
+
+    Raises
+    ------
+    InputError
+        The named device is ``cuda`` or ``mps`` and this machine's torch cannot use it.
+    """
+    has_mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    available = {"cuda": torch.cuda.is_available(), "mps": has_mps}
     if name != "auto":
+        if not available.get(name, True):
+            raise fail("device", name, "a device this machine's torch can use ('auto' picks one)")
         return torch.device(name)
-    if torch.cuda.is_available():
+    if available["cuda"]:
         return torch.device("cuda")
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+    if available["mps"]:
         return torch.device("mps")
     return torch.device("cpu")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scalekit_cli.app import main
 
 from scalekit.curves import CurveStore, read_curves
@@ -39,3 +41,15 @@ def test_char_lm_settings_it_cannot_train_exit_2_naming_the_setting(tmp_path, ca
     assert main(["train", "char_lm", "--widths", "16", "--option", "max_chars=1000",
                  "--option", "context=200", *tiny]) == 2
     assert "`context` is 200" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("device", ["cuda", "mps"])
+def test_a_device_this_machine_lacks_exits_2_naming_it(tmp_path, capsys, monkeypatch, device):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert main(["train", "teacher_student", "--widths", "8", "--steps", "2", "--evals", "1",
+                 "--eval-size", "4", "--device", device, "--store", str(tmp_path / "a.db"),
+                 "-q"]) == 2
+    assert f"`device` is '{device}'" in capsys.readouterr().err
