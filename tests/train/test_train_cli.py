@@ -53,3 +53,15 @@ def test_a_device_this_machine_lacks_exits_2_naming_it(tmp_path, capsys, monkeyp
                  "--eval-size", "4", "--device", device, "--store", str(tmp_path / "a.db"),
                  "-q"]) == 2
     assert f"`device` is '{device}'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("task, typo", [("teacher_student", "nosie=0.1"), ("next_pixel", "dim=8"),
+                                        ("hierarchical", "degre=3"), ("char_lm", "contxt=8"),
+                                        ("residual_teacher", "teacher_width=8")])
+def test_an_option_the_task_does_not_have_exits_2_instead_of_being_ignored(tmp_path, capsys,
+                                                                           task, typo):
+    """A misspelt --option used to be dropped silently (while still naming the run)."""
+    assert main(["train", task, "--widths", "32", "--depths", "1", "--steps", "2", "--evals", "1",
+                 "--eval-size", "4", "--batch-size", "2", "--option", typo,
+                 "--store", str(tmp_path / "a.db"), "-q"]) == 2
+    assert repr(typo.split("=")[0]) in capsys.readouterr().err

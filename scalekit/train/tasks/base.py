@@ -10,6 +10,8 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from scalekit.checks import fail
+
 Sampler = Callable[[np.random.Generator, int], tuple[torch.Tensor, torch.Tensor]]
 
 
@@ -51,6 +53,22 @@ class TaskData:
         if self.loss == "mse":
             return F.mse_loss(output.float(), target)
         return F.cross_entropy(output.float().reshape(-1, output.shape[-1]), target.reshape(-1))
+
+
+def task_options(config, defaults: dict[str, Any]) -> dict[str, Any]:
+    """``defaults`` updated with ``config.options``; an option the task lacks is an error.
+
+    Raises
+    ------
+    InputError
+        ``config.options`` names a setting that is not in ``defaults`` (e.g. a typo,
+        which would otherwise be ignored while still naming the run).
+    """
+    unknown = sorted(set(config.options) - set(defaults))
+    if unknown:
+        known = ", ".join(sorted(defaults)) or "none"
+        raise fail("options", unknown[0], f"an option of the task {config.task!r} ({known})")
+    return {**defaults, **config.options}
 
 
 def classification_error(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

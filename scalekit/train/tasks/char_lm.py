@@ -26,7 +26,7 @@ import torch
 from scalekit.checks import check_number, fail
 from scalekit.train.config import TrainConfig
 from scalekit.train.models import GPT
-from scalekit.train.tasks.base import TaskData
+from scalekit.train.tasks.base import TaskData, task_options
 
 ALPHABET = "\n" + "".join(chr(c) for c in range(32, 127))
 UNKNOWN = ALPHABET.index("?")
@@ -74,7 +74,7 @@ def _windows(tokens: torch.Tensor, starts: np.ndarray, context: int) -> tuple[to
 
 def make_data(config: TrainConfig) -> TaskData:
     """Split the corpus and draw the validation windows for ``config.data_seed``."""
-    opts = {**DEFAULTS, **config.options}
+    opts = task_options(config, DEFAULTS)
     context = check_number("context", opts["context"], low=2, integer=True)
     text = build_corpus(check_number("max_chars", opts["max_chars"], low=1000, integer=True))
     tokens = torch.from_numpy(encode(text))

@@ -40,7 +40,7 @@ from torch.nn import functional as F
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.train.config import TrainConfig
 from scalekit.train.models import MLP, _Scheduled
-from scalekit.train.tasks.base import TaskData, classification_error, vector_task
+from scalekit.train.tasks.base import TaskData, classification_error, task_options, vector_task
 
 DEFAULTS = {"degree": 4, "levels": 2, "dim": 32, "noise": 0.5, "shrink": 0.5, "tied": False, "stages": None}
 
@@ -132,7 +132,7 @@ class StagedMLP(_Scheduled):
 
 def make_data(config: TrainConfig) -> TaskData:
     """Draw the prototypes and the data for ``config.data_seed``."""
-    opts = {**DEFAULTS, **config.options}
+    opts = task_options(config, DEFAULTS)
     degree = check_number("degree", opts["degree"], low=2, integer=True)
     levels = check_number("levels", opts["levels"], low=1, integer=True)
     dim = check_number("dim", opts["dim"], low=1, integer=True)
@@ -165,7 +165,7 @@ def make_data(config: TrainConfig) -> TaskData:
 
 def make_model(config: TrainConfig, data: TaskData) -> MLP | StagedMLP:
     """An MLP classifier of the configured width and depth, or one per step when staged."""
-    stages = parse_stages({**DEFAULTS, **config.options}["stages"], data.attrs["classes"])
+    stages = parse_stages(task_options(config, DEFAULTS)["stages"], data.attrs["classes"])
     if len(stages) == 1:
         return MLP(data.n_in, data.n_out, width=config.width, depth=config.depth)
     return StagedMLP(data.n_in, stages, width=config.width, depth=config.depth)

@@ -17,7 +17,7 @@ import torch
 from scalekit.checks import check_number
 from scalekit.train.config import TrainConfig
 from scalekit.train.models import GPT
-from scalekit.train.tasks.base import TaskData, index_sampler
+from scalekit.train.tasks.base import TaskData, index_sampler, task_options
 
 LEVELS = 17
 START = LEVELS
@@ -28,6 +28,7 @@ def make_data(config: TrainConfig) -> TaskData:
     """Shuffle and split the digits for ``config.data_seed``."""
     from sklearn.datasets import load_digits
 
+    task_options(config, {})
     images = load_digits().images.reshape(-1, 64).astype(np.int64)
     images = images[np.random.default_rng(config.data_seed).permutation(len(images))]
     seqs = torch.from_numpy(np.concatenate([np.full((len(images), 1), START), images], axis=1))

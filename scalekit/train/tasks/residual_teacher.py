@@ -15,14 +15,14 @@ import numpy as np
 from scalekit.checks import check_number
 from scalekit.train.config import TrainConfig
 from scalekit.train.models import ResidualMLP
-from scalekit.train.tasks.base import TaskData, vector_task
+from scalekit.train.tasks.base import TaskData, task_options, vector_task
 
 DEFAULTS = {"dim": 32, "teacher_depth": 32, "noise": 0.05}
 
 
 def make_data(config: TrainConfig) -> TaskData:
     """Draw the residual teacher and the data for ``config.data_seed``."""
-    opts = {**DEFAULTS, **config.options}
+    opts = task_options(config, DEFAULTS)
     dim = check_number("dim", opts["dim"], low=1, integer=True)
     depth = check_number("teacher_depth", opts["teacher_depth"], low=1, integer=True)
     noise = check_number("noise", opts["noise"], low=0)

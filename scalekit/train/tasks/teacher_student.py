@@ -22,7 +22,7 @@ import numpy as np
 from scalekit.checks import check_choice, check_number
 from scalekit.train.config import TrainConfig
 from scalekit.train.models import MLP
-from scalekit.train.tasks.base import TaskData, vector_task
+from scalekit.train.tasks.base import TaskData, task_options, vector_task
 
 DEFAULTS = {"dim": 32, "alpha": 1.0, "teacher_width": 256, "gain": 1.0, "decay": 1.0, "noise": 0.3,
             "kind": "regression", "classes": 10}
@@ -30,7 +30,7 @@ DEFAULTS = {"dim": 32, "alpha": 1.0, "teacher_width": 256, "gain": 1.0, "decay":
 
 def make_data(config: TrainConfig) -> TaskData:
     """Draw the teacher and the data for ``config.data_seed``."""
-    opts = {**DEFAULTS, **config.options}
+    opts = task_options(config, DEFAULTS)
     dim = check_number("dim", opts["dim"], low=1, integer=True)
     kind = check_choice("kind", opts["kind"], ("regression", "classification"))
     noise = check_number("noise", opts["noise"], low=0)
