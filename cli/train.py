@@ -167,7 +167,7 @@ def _summary(frame, store: Path):
 
     last = frame.sort_values("step").groupby("run", sort=False).tail(1).sort_values(["params", "step", "run"])
     varied = [c for c in ("width", "depth", "data", "steps", "lr", "seed", "dropout", "dropout_schedule")
-              if c in last and last[c].astype(str).nunique() > 1]
+              if c in last and last[c].astype(str).nunique(dropna=False) > 1]
     table = Table(title=f"{len(last)} runs → {store} (compute: counted FLOPs)")
     shown = [*varied, "params", "tokens", "compute", "compute_6nd", "loss"]
     for column in shown:

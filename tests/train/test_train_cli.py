@@ -65,3 +65,12 @@ def test_an_option_the_task_does_not_have_exits_2_instead_of_being_ignored(tmp_p
                  "--eval-size", "4", "--batch-size", "2", "--option", typo,
                  "--store", str(tmp_path / "a.db"), "-q"]) == 2
     assert repr(typo.split("=")[0]) in capsys.readouterr().err
+
+
+def test_summary_shows_the_data_column_when_the_grid_mixes_a_size_and_inf(tmp_path, capsys):
+    """--data 64,inf varies the training-set size; the summary must show it (the unlimited
+    run's missing value used to be dropped from the count of distinct values)."""
+    assert main(["train", "teacher_student", "--widths", "8", "--data", "64,inf", "--steps", "3",
+                 "--evals", "2", "--eval-size", "8", "--store", str(tmp_path / "a.db")]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if "params" in line)
+    assert "data" in header
