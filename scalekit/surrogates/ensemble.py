@@ -94,9 +94,12 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
 
     With ``pool`` the B curves are taken as one sweep: each family's backtest
     scores are averaged over the curves, and every curve gets the same weights,
-    as sharp as the evidence of B curves allows (``_pooled_weights``).
+    as sharp as the evidence of B curves allows (``_pooled_weights``). The points of
+    a row may come in any order (they are sorted by x, padding last).
     """
     x, y, mask = np.asarray(x, float), np.asarray(y, float), np.asarray(mask, bool)
+    order = np.argsort(np.where(mask, x, np.inf), axis=1, kind="stable")
+    x, y, mask = (np.take_along_axis(a, order, axis=1) for a in (x, y, mask))
     head, tail, has_tail = backtest_masks(x, mask, holdout=holdout, min_fit=min_fit)
     n_points = mask.sum(axis=1)
     rows = np.arange(x.shape[0])

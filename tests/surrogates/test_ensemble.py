@@ -198,3 +198,18 @@ def test_maximize_accepts_a_score_of_zero(surrogate):
     q = surrogate(direction="maximize").fit(X, accuracy).predict_quantiles([3000.0], [0.1, 0.5, 0.9])[0]
     assert q[0] <= q[1] <= q[2] < 1
     assert q[1] == pytest.approx(1 - (0.1 + 0.9 * 300 ** -0.5), abs=0.01)
+
+
+def test_forecast_batch_does_not_depend_on_the_order_of_the_points():
+    """forecast_batch is documented as ParametricEnsemble's computation vectorised; the
+    estimator sorts x, so shuffled (and gappy-masked) rows must give its quantiles too."""
+    rng = np.random.default_rng(3)
+    x = np.geomspace(1e3, 1e6, 25)
+    y = (1.5 + 4 * (x / 1e3) ** -0.4) * np.exp(rng.normal(0, 0.01, 25))
+    qs, xt = np.array([0.1, 0.5, 0.9]), np.array([3e6, 1e7])
+    order = rng.permutation(25)
+    mask = np.ones(25, bool)
+    mask[order[:3]] = False                     # padding scattered among the points
+    expected = ParametricEnsemble().fit(x[mask], y[mask]).predict_quantiles(xt, qs)
+    shuffled = forecast_batch(x[order][None], y[order][None], mask[order][None], xt[None], qs)[0]
+    np.testing.assert_allclose(shuffled, expected, rtol=1e-6)
