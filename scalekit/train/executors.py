@@ -15,6 +15,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any
 
 from scalekit.checks import check_choice, check_number
+from scalekit.errors import InputError
 from scalekit.executors import InlineExecutor
 
 EXECUTORS = ("local", "ray")
@@ -35,7 +36,11 @@ class RayExecutor(Executor):
 
     def __init__(self, *, address: str | None = None, max_workers: int | None = None,
                  cpus_per_job: float = 1.0) -> None:
-        import ray
+        try:
+            import ray
+        except ImportError:
+            raise InputError("the ray executor needs the optional package 'ray' "
+                             "(pip install 'scalekit-laws[ray]')") from None
 
         self._ray = ray
         self._owns = not ray.is_initialized()

@@ -74,3 +74,13 @@ def test_summary_shows_the_data_column_when_the_grid_mixes_a_size_and_inf(tmp_pa
                  "--evals", "2", "--eval-size", "8", "--store", str(tmp_path / "a.db")]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines() if "params" in line)
     assert "data" in header
+
+
+def test_ray_executor_without_ray_installed_exits_2_with_the_extra_to_install(tmp_path, capsys,
+                                                                               monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)   # import ray now raises ImportError
+    assert main(["train", "teacher_student", "--widths", "8", "--steps", "2", "--evals", "1",
+                 "--executor", "ray", "--store", str(tmp_path / "a.db"), "-q"]) == 2
+    assert "scalekit-laws[ray]" in capsys.readouterr().err
