@@ -63,7 +63,8 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     points : int
         Forecast positions per run, log-spaced from the last observed x to ``to``.
     min_points : int
-        Runs with fewer observed points are skipped with a warning.
+        Runs with fewer observed points are skipped with a warning (as are runs
+        with a value of ``y`` <= 0).
 
     Returns
     -------
@@ -80,6 +81,11 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     for run, curve in frame.groupby("run", sort=True):
         curve = curve[[x, y]].dropna()
         curve = curve[curve[x] > 0]
+        if (curve[y] <= 0).any():
+            at = curve.loc[curve[y] <= 0, x].iloc[0]
+            warnings.append(f"run {run!r}: {y} = {curve[y].min():g} at {x} = {at:g}; a forecast "
+                            "on a log scale needs positive values; not forecast")
+            continue
         if curve[x].nunique() < min_points:
             warnings.append(f"run {run!r}: {curve[x].nunique()} points, fewer than {min_points}; "
                             "not forecast")

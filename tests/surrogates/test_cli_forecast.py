@@ -88,3 +88,22 @@ def test_new_methods_forecast_noise_free_power_laws(curves, tmp_path, method):
     final = {row["run"]: row for row in json.loads(out.read_text())["final"]}
     for run, (e, a) in zip(("r0", "r1", "r2"), ((2.0, 5.0), (2.2, 4.0), (1.9, 6.0))):
         assert final[run]["q0.5"] == pytest.approx(e + a * (20000 / 50) ** -0.5, rel=0.05)
+
+
+def test_a_run_with_a_zero_metric_is_skipped_with_a_note_naming_it(tmp_path, capsys):
+    """An error rate that reaches 0 in one run cannot be forecast on a log scale; the other
+    runs are still forecast and the note names the run (it used to fail the whole command
+    with a message naming no run)."""
+    rows = []
+    for run, floor in (("good", 0.05), ("perfect", 0.0)):
+        for step in np.arange(1, 41) * 50:
+            rows.append({"run": run, "step": int(step),
+                         "error": floor + 0.5 * (step / 50) ** -0.5 if step < 2000 else floor})
+    path = tmp_path / "errors.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    out = tmp_path / "f.json"
+    assert main(["forecast", str(path), "--y", "error", "--to", "8000", "--json", str(out)]) == 0
+    body = json.loads(out.read_text())
+    body = body.get("body", body)
+    assert {row["run"] for row in body["final"]} == {"good"}
+    assert any("'perfect'" in note for note in body["warnings"])
