@@ -73,11 +73,12 @@ def cut_curves(frame: pd.DataFrame, fractions: Sequence[float], *, run: str = "r
     """Tasks from complete curves: each cut at ``fraction`` of its x range.
 
     A curve enters a cut only when its prefix has at least ``min_points`` points
-    and at least one point lies beyond it.
+    and at least one point lies beyond it; a curve with a value of ``y`` <= 0
+    (which has no log error) enters none.
     """
     tasks: dict[float, list[Task]] = {f: [] for f in fractions}
     for name, curve in _curves(frame, run, x, y):
-        if curve[x].nunique() <= min_points:
+        if curve[x].nunique() <= min_points or (curve[y] <= 0).any():
             continue
         xs, ys = check_curve(curve[x].to_numpy(), curve[y].to_numpy(), min_points=2)
         for fraction in fractions:
@@ -94,11 +95,14 @@ def cut_curves(frame: pd.DataFrame, fractions: Sequence[float], *, run: str = "r
 def split_tasks(frame: pd.DataFrame, *, train: str, run: str = "run", x: str = "step",
                 y: str = "loss", group: str | None = None, size: str | None = None,
                 min_points: int = 5) -> list[Task]:
-    """Tasks from curves whose rows are marked for fitting (``train`` true) or held out."""
+    """Tasks from curves whose rows are marked for fitting (``train`` true) or held out.
+
+    Curves with a value of ``y`` <= 0 (which has no log error) are left out.
+    """
     out = []
     for name, curve in _curves(frame, run, x, y):
         seen = curve[train].astype(bool).to_numpy()
-        if seen.sum() < min_points or seen.all():
+        if seen.sum() < min_points or seen.all() or (curve[y] <= 0).any():
             continue
         xs, ys = check_curve(curve[x].to_numpy()[seen], curve[y].to_numpy()[seen], min_points=2)
         xt, yt = check_curve(curve[x].to_numpy()[~seen], curve[y].to_numpy()[~seen], min_points=1)

@@ -107,3 +107,21 @@ def test_a_run_with_a_zero_metric_is_skipped_with_a_note_naming_it(tmp_path, cap
     body = body.get("body", body)
     assert {row["run"] for row in body["final"]} == {"good"}
     assert any("'perfect'" in note for note in body["warnings"])
+
+
+def test_evaluate_leaves_out_a_run_with_a_zero_metric(tmp_path):
+    """--evaluate scores log errors, so a run whose error reaches 0 cannot be scored; it is
+    left out instead of failing the whole evaluation."""
+    rows = []
+    for run, floor in (("good", 0.05), ("also", 0.08), ("perfect", 0.0)):
+        for step in np.arange(1, 41) * 50:
+            rows.append({"run": run, "step": int(step),
+                         "error": floor + 0.5 * (step / 50) ** -0.5 if step < 1500 else floor})
+    path = tmp_path / "errors.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    out = tmp_path / "e.json"
+    assert main(["forecast", str(path), "--y", "error", "--evaluate", "-q", "--json", str(out)]) == 0
+    body = json.loads(out.read_text())
+    body = body.get("body", body)
+    overall = next(r for r in body["evaluation"] if r["subset"] == "all")
+    assert overall["curves"] == 2 * 3   # two runs; cuts at 20/30/50% (10% leaves 4 points)
