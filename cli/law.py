@@ -125,7 +125,7 @@ def classes(
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("classes",), optional=())
-        planned = plan_tree(int(spec["classes"]), result.values).to_dict()
+        planned = plan_tree(spec["classes"], result.values).to_dict()
     settings = {"y": y, "loss": loss, "bootstrap": bootstrap, "plan": plan,
                 "flops_convention": "none: the class-count law is in classes"}
     _finish("law.classes", result, prepared.notes, planned, "Plan: least-error tree of steps",
@@ -183,7 +183,7 @@ def inference_k(
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("cost",), optional=("k_max",))
-        planned = plan_samples(result.values, spec["cost"], k_max=int(spec.get("k_max", 100_000)))
+        planned = plan_samples(result.values, spec["cost"], k_max=spec.get("k_max", 100_000))
     settings = {"y": y, "loss": loss, "bootstrap": bootstrap, "plan": plan,
                 "flops_convention": "none: cost is per sample, in units of error"}
     _finish("law.inference_k", result, prepared.notes, planned, "Plan: samples per query",

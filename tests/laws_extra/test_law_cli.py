@@ -91,10 +91,15 @@ def test_simulate_prints_quadrature_and_monte_carlo(tmp_path, capsys):
     (["law", "inference-k", "--simulate", "{classes}"], "--simulate reads no FILE"),
     (["law", "depth", "{classes}"], "loss"),
     (["law", "classes", "{classes}", "--loss", "cubic"], "loss"),
+    # a fractional or infinite class count or k_max was truncated by int() (or crashed)
+    (["law", "classes", "{classes}", "--plan", "classes=2.5"], "`classes` is 2.5"),
+    (["law", "classes", "{classes}", "--plan", "classes=inf"], "`classes` is inf"),
+    (["law", "inference-k", "{k}", "--plan", "cost=0.01,k_max=10.5"], "`k_max` is 10.5"),
 ])
-def test_bad_input_exits_2_with_one_line(tmp_path, capsys, classes_csv, argv, message):
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, classes_csv, k_csv, argv, message):
     bad = _write_csv(tmp_path / "bad.csv", "classes,error", [(2, 0.1), (4, 1.5)])
-    paths = {"missing": tmp_path / "nope.csv", "bad_classes": bad, "classes": classes_csv}
+    paths = {"missing": tmp_path / "nope.csv", "bad_classes": bad, "classes": classes_csv,
+             "k": k_csv}
     argv = [a.format(**paths) for a in argv]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
