@@ -13,6 +13,7 @@ says otherwise. The fit engine differentiates such laws numerically.
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -76,7 +77,7 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
         raise InputError(f"params names {', '.join(unknown)}, which are not parameters of "
                          f"{expression!r} (its parameters: {', '.join(param_names)})")
     parameters = tuple(_param(p, overrides.get(p, {})) for p in param_names)
-    code = compile(tree, "<law expression>", "eval")
+    code = compile(_float_constants(tree), "<law expression>", "eval")
     columns = tuple(dict.fromkeys(used_inputs.values()))
 
     def function(X, theta):
@@ -84,7 +85,8 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
         namespace = {s: np.asarray(X[c], dtype=float) for s, c in used_inputs.items()}
         namespace.update({p: theta[..., k:k + 1] for k, p in enumerate(param_names)})
         with np.errstate(all="ignore"):
-            value = eval(code, {"__builtins__": {}, **FUNCTIONS}, namespace)  # noqa: S307
+            value = eval(code, {"__builtins__": {}, _FLOAT: np.float64, **FUNCTIONS},  # noqa: S307
+                         namespace)
         shape = np.broadcast_shapes(theta.shape[:-1] + (1,), np.shape(X[columns[0]]))
         return np.broadcast_to(value, shape)
 
@@ -112,6 +114,28 @@ def _parse(expression: str) -> ast.Expression:
                 raise InputError(f"expression {expression!r} calls something other than "
                                  f"{', '.join(FUNCTIONS)}")
     return tree
+
+
+#: Name (not a valid identifier, so no symbol can shadow it) of the numpy float type
+#: that every numeric constant is wrapped in.
+_FLOAT = "<float64>"
+
+
+class _FloatConstants(ast.NodeTransformer):
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        try:
+            value = float(node.value)
+        except OverflowError:              # an integer literal beyond the float range
+            value = float("inf")
+        call = ast.Call(func=ast.Name(id=_FLOAT, ctx=ast.Load()),
+                        args=[ast.Constant(value)], keywords=[])
+        return ast.copy_location(call, node)
+
+
+def _float_constants(tree: ast.Expression) -> ast.Expression:
+    """``tree`` with every number a numpy float, so that arithmetic on constants alone
+    (``9**9**9``) overflows to ``inf`` instead of building a huge Python integer."""
+    return ast.fix_missing_locations(_FloatConstants().visit(copy.deepcopy(tree)))
 
 
 def _names(tree: ast.Expression) -> list[str]:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
@@ -126,3 +130,24 @@ def test_expression_param_overrides():
     assert (b.log, b.lower, b.upper) == (False, -5.0, 5.0)
     with pytest.raises(InputError):
         law_from_expression("a + b*x", params={"c": {"log": False}})
+
+
+@pytest.mark.parametrize("expression", ["a*x + 10**400", "a*x + 1" + "0" * 400])
+def test_expression_constants_follow_float_arithmetic(expression):
+    # Constants are floats, as everywhere else in a law: what overflows a double gives
+    # inf or nan (a fit then reports the law as not finite), never an OverflowError.
+    law = law_from_expression(expression)
+    value = law.predict({"x": np.array([1.0, 2.0])}, {"a": 1.0})
+    assert not np.isfinite(value).any()
+
+
+def test_expression_constant_powers_do_not_build_huge_integers():
+    # 9**9**9 as Python integers has 370 million digits: evaluating it must not hang.
+    code = ("import numpy as np\n"
+            "from scalekit.laws import law_from_expression\n"
+            "law = law_from_expression('a*x + 9**9**9')\n"
+            "print(law.predict({'x': np.array([1.0])}, {'a': 1.0})[0])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "inf"
