@@ -113,7 +113,8 @@ class Law:
     def to_natural(self, z: np.ndarray) -> np.ndarray:
         """Map fitting-space values ``z`` (..., P) to natural units."""
         z = np.asarray(z, dtype=float)
-        return np.where(self.log_mask, np.exp(z), z)
+        with np.errstate(over="ignore"):        # exp is taken of every column, used of some
+            return np.where(self.log_mask, np.exp(z), z)
 
     def to_fitting(self, theta: np.ndarray) -> np.ndarray:
         """Map natural values ``theta`` (..., P) to the fitting space."""

@@ -129,3 +129,28 @@ def test_one_input_laws_recover_noise_free_truth(name, inputs, truth):
     fit = fit_law(name, X, get_law(name).predict(X, truth))
     np.testing.assert_allclose(fit.theta, truth, rtol=1e-5)
     assert fit.stats["converged"]
+
+
+def test_a_parameter_held_at_its_bound_does_not_stall_the_starts():
+    # The data want alpha = 0.4 but alpha >= 0.5: the optimum has alpha = 0.5 and the
+    # rest is the plain fit of E + A x^-0.5, found here with scipy as the reference.
+    x = np.geomspace(10.0, 1e5, 9)
+    y = 2.0 + 5.0 * x ** -0.4
+    law = law_from_expression("E + A*x**-alpha", params={"alpha": {"lower": 0.5}})
+
+    def objective(log_e_a):
+        r = np.log(np.exp(log_e_a[0]) + np.exp(log_e_a[1]) * x ** -0.5) - np.log(y)
+        return huber(1e-3, r).sum()
+
+    reference = minimize(objective, [0.7, 1.9], method="Nelder-Mead",
+                         options={"xatol": 1e-12, "fatol": 1e-20, "maxiter": 20_000})
+    batch = minimize_batch(law, {"x": x}, np.log(y), law.start_grid(), loss="huber", delta=1e-3)
+    assert batch.converged.all()
+    at_best = np.isclose(batch.objective, reference.fun, rtol=1e-8, atol=0)
+    assert at_best.mean() > 0.5
+    fit = fit_law(law, {"x": x}, y)
+    assert fit.stats["converged"]
+    assert not any("converge" in w for w in fit.warnings)
+    assert fit.values["alpha"] == 0.5
+    np.testing.assert_allclose([np.log(fit.values["E"]), np.log(fit.values["A"])], reference.x,
+                               rtol=1e-6)
