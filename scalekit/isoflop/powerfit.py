@@ -41,17 +41,28 @@ class PowerLawFit:
     n_points: int
     log_residual_sd: float
     replicates: np.ndarray | None = field(default=None, repr=False)  # (R, 2): log coef, exponent
+    #: Without replicates, what the t interval of the line needs: mean log C, the sum of
+    #: squared deviations of log C, the number of points, and t quantile times ``sd``.
+    t_line: tuple[float, float, int, float] | None = field(default=None, repr=False)
 
     def predict(self, compute) -> np.ndarray:
         """``coef · C^exponent``."""
         return self.coef * np.asarray(compute, dtype=float) ** self.exponent
 
     def interval(self, compute) -> tuple[np.ndarray, np.ndarray]:
-        """Confidence interval of the fitted line at ``compute`` (percentile over replicates)."""
+        """Confidence interval of the fitted line at ``compute``.
+
+        Percentiles over the bootstrap replicates; without them the t interval of the
+        least-squares line in log space (``nan`` where there is neither).
+        """
         log_c = np.log(np.atleast_1d(np.asarray(compute, dtype=float)))
         if self.replicates is None:
-            value = self.predict(np.exp(log_c))
-            return value, value
+            if self.t_line is None:
+                return np.full(log_c.shape, np.nan), np.full(log_c.shape, np.nan)
+            mean, sxx, n, t_sd = self.t_line
+            centre = np.log(self.coef) + self.exponent * log_c
+            half = t_sd * np.sqrt(1.0 / n + (log_c - mean) ** 2 / sxx)
+            return np.exp(centre - half), np.exp(centre + half)
         curves = self.replicates[:, :1] + self.replicates[:, 1:] * log_c[None, :]
         tails = [50 * (1 - self.ci_level), 50 * (1 + self.ci_level)]
         lo, hi = np.nanpercentile(curves, tails, axis=0)
@@ -106,7 +117,7 @@ def fit_power_law(compute, values, *, replicates=None, ci_level: float = 0.95) -
     dof = max(n - 2, 1)
     sd = float(np.sqrt(residual @ residual / dof)) if n > 2 else float("nan")
     tails = [50 * (1 - ci_level), 50 * (1 + ci_level)]
-    lines = None
+    lines, t_line = None, None
     if replicates is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
             log_rep = np.log(np.asarray(replicates, dtype=float))
@@ -125,11 +136,12 @@ def fit_power_law(compute, values, *, replicates=None, ci_level: float = 0.95) -
         slope_ci = (line[1] - t * se_slope, line[1] + t * se_slope)
         intercept_ci = (line[0] - t * se_intercept, line[0] + t * se_intercept)
         method, lines = "t interval", None
+        t_line = (float(log_c[keep].mean()), float(dc @ dc), n, float(t * sd)) if n > 2 else None
     return PowerLawFit(exponent=float(line[1]), coef=float(np.exp(line[0])),
                        exponent_ci=(float(slope_ci[0]), float(slope_ci[1])),
                        coef_ci=(float(np.exp(intercept_ci[0])), float(np.exp(intercept_ci[1]))),
                        ci_level=ci_level, ci_method=method, n_points=n, log_residual_sd=sd,
-                       replicates=lines)
+                       replicates=lines, t_line=t_line)
 
 
 def allocation_json(params_law, tokens_law, *, warnings, budgets=None, extra=None) -> dict:

@@ -147,3 +147,30 @@ def test_non_positive_compute_is_rejected(bad):
     data.loc[3, "compute"] = bad
     with pytest.raises(InputError, match="compute"):
         IsoFLOPProfiles().fit(data)
+
+
+def test_line_interval_without_bootstrap_is_the_least_squares_t_interval():
+    # Reference: the OLS mean-response interval, x0' (s^2 (X'X)^-1) x0, in matrix form.
+    from scipy import stats
+
+    from scalekit.isoflop.powerfit import fit_power_law
+
+    rng = np.random.default_rng(3)
+    compute = np.array([1e18, 3e18, 1e19, 3e19, 1e20, 3e20])
+    values = 0.05 * compute ** 0.5 * np.exp(rng.normal(0.0, 0.1, compute.size))
+    fit = fit_power_law(compute, values, ci_level=0.9)
+    X = np.column_stack([np.ones(compute.size), np.log(compute)])
+    beta, rss = np.linalg.lstsq(X, np.log(values), rcond=None)[:2]
+    cov = rss[0] / (compute.size - 2) * np.linalg.inv(X.T @ X)
+    target = np.array([1e18, 1e24])
+    x0 = np.column_stack([np.ones(2), np.log(target)])
+    half = stats.t.ppf(0.95, compute.size - 2) * np.sqrt(np.einsum("ip,pq,iq->i", x0, cov, x0))
+    t = stats.t.ppf(0.95, compute.size - 2)
+    expected = beta[1] + np.array([-1.0, 1.0]) * t * np.sqrt(cov[1, 1])
+    np.testing.assert_allclose(fit.exponent_ci, expected, rtol=1e-9)
+    lo, hi = fit.interval(target)
+    np.testing.assert_allclose(np.log(lo), x0 @ beta - half, rtol=1e-9)
+    np.testing.assert_allclose(np.log(hi), x0 @ beta + half, rtol=1e-9)
+    # Two budgets leave no residual degree of freedom: no interval rather than a point.
+    lo, hi = fit_power_law(compute[:2], values[:2]).interval(1e24)
+    assert np.isnan(lo).all() and np.isnan(hi).all()
