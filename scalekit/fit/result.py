@@ -27,7 +27,8 @@ class FitResult:
         Fitted parameters and their standard errors (natural units).
     ci : dict of str to (float, float)
         Intervals at ``ci_level``: bootstrap percentiles when the fit was
-        bootstrapped, else normal intervals built in the fitting space.
+        bootstrapped, else normal intervals built in the fitting space (cut to the
+        parameter's bounds).
     ci_level : float
     stats : dict
         ``n_points``, ``n_params``, ``objective``, ``loss``, ``delta``, ``n_starts``,

@@ -61,10 +61,15 @@ def natural_stderr(law: Law, z: np.ndarray, cov: np.ndarray) -> np.ndarray:
 
 
 def wald_intervals(law: Law, z: np.ndarray, cov: np.ndarray, level: float) -> np.ndarray:
-    """Normal intervals built in the fitting space and mapped to natural units, (P, 2)."""
+    """Normal intervals built in the fitting space and mapped to natural units, (P, 2).
+
+    Each is cut to its parameter's bounds (``alpha >= 0`` gives no negative end).
+    """
     half = norm.ppf(0.5 + level / 2) * np.sqrt(np.clip(np.diagonal(cov), 0.0, None))
     half = np.where(np.isfinite(np.diagonal(cov)), half, np.nan)
-    return law.to_natural(np.stack([z - half, z + half], axis=-1).T).T
+    lower, upper = law.fitting_bounds()
+    ends = np.stack([z - half, z + half], axis=-1)                       # (P, 2)
+    return law.to_natural(np.clip(ends, lower[:, None], upper[:, None]).T).T
 
 
 def percentile_intervals(draws: np.ndarray, level: float) -> np.ndarray:
