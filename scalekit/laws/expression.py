@@ -93,7 +93,7 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
     return Law(name=name, inputs=columns, params=parameters, formula=expression,
                function=function, description=f"Custom law {expression}",
                extra={"expression": expression,
-                      "symbols": {s: c for s, c in used_inputs.items() if s not in SYMBOLS}})
+                      "symbols": {s: c for s, c in used_inputs.items() if SYMBOLS.get(s) != c}})
 
 
 def _parse(expression: str) -> ast.Expression:

@@ -54,6 +54,18 @@ def test_json_round_trip_of_an_expression_law():
     np.testing.assert_array_equal(back.predict(X), fit.predict(X))
 
 
+@pytest.mark.parametrize("inputs", [{"x": "steps"}, {"x": "steps", "depth": "n_layers"}])
+def test_json_round_trip_keeps_the_columns_the_symbols_read(inputs):
+    # x read from the column "steps" must still read "steps" after the round trip.
+    X, y = points()
+    X = {"steps": X["x"], "n_layers": np.ones_like(X["x"])}
+    law = law_from_expression("E + A*x**-a + 0*depth", inputs=inputs)
+    fit = fit_law(law, X, y)
+    back = FitResult.from_json(json.loads(dumps(fit.to_json())))
+    assert back.law.inputs == law.inputs == tuple(dict.fromkeys(inputs.values()))
+    np.testing.assert_array_equal(back.predict(X), fit.predict(X))
+
+
 def test_prediction_interval_contains_confidence_band_and_new_points(boot_fit):
     grid = {"x": np.geomspace(1, 1e6, 25)}
     c_lo, c_hi = boot_fit.interval(grid, kind="confidence")
