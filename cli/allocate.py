@@ -77,6 +77,7 @@ def allocate(
         check_number("min_resource", min_resource, low=0, low_open=True)
     check_number("seeds", seeds, low=1, integer=True)
     check_number("seed", seed, low=0, integer=True)  # numpy seeds are non-negative
+    check_number("workers", workers, low=1, integer=True)
     check_choice("duplicates", duplicates, ("error", "first", "last"))
     budgets = [_budget(text, mode, parse_budget) for text in budget]
     if mode != "replay" and len(budgets) != 1:
@@ -196,6 +197,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
 
 def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
     from rich.console import Group
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -210,7 +212,7 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
     for column in ("run", "action", "from", "to", "FLOPs"):
         table.add_column(column, justify="right")
     for action in plan.actions:
-        table.add_row(action["run"], action["action"], f"{action.get('from', action.get('at')):.4g}",
+        table.add_row(escape(action["run"]), action["action"], f"{action.get('from', action.get('at')):.4g}",
                       f"{action['to']:.4g}" if "to" in action else "",
                       f"{action['flops']:.3g}" if "flops" in action else "")
     rungs = Text(format_rung_table(plan.bracket, unit=sweep.resource_name))

@@ -163,12 +163,13 @@ class _progress:
 
 def _summary(frame, store: Path):
     """The last point of every run, with the settings that vary across the sweep."""
+    from rich.markup import escape
     from rich.table import Table
 
     last = frame.sort_values("step").groupby("run", sort=False).tail(1).sort_values(["params", "step", "run"])
     varied = [c for c in ("width", "depth", "data", "steps", "lr", "seed", "dropout", "dropout_schedule")
               if c in last and last[c].astype(str).nunique(dropna=False) > 1]
-    table = Table(title=f"{len(last)} runs → {store} (compute: counted FLOPs)")
+    table = Table(title=escape(f"{len(last)} runs → {store} (compute: counted FLOPs)"))
     shown = [*varied, "params", "tokens", "compute", "compute_6nd", "loss"]
     for column in shown:
         table.add_column(column, justify="right")

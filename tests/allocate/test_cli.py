@@ -56,6 +56,21 @@ def test_plan_lists_next_actions(tmp_path, curves, capsys):
             assert action["to"] > action["from"]
 
 
+def test_plan_prints_run_names_as_text_not_markup(tmp_path, capsys):
+    frame = early_leader_frame(seed=0, sizes=4, variants=2, points=30)
+    frame["run"] = frame["run"] + "[lr=0.001]"     # rich would read [..] as a style tag
+    partial = frame[frame.compute <= 0.2 * frame.compute.max()]
+    path = tmp_path / "partial.csv"
+    partial.to_csv(path, index=False)
+    code = main(["allocate", "--budget", str(0.15 * 8 * frame.compute.max()), "--curves",
+                 str(path), "--plan", "--policy", "loss", "--max-resource",
+                 str(frame.compute.max())])
+    assert code == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert sum(f"{run}" in out for run in frame["run"].unique()) >= 1
+    assert out.count("[lr=0.001]") >= 1
+
+
 def test_run_then_rerun_reads_back_everything(tmp_path, capsys):
     store = tmp_path / "store.db"
     args = ["allocate", "--budget", "3e18", "--run", "synthetic", "--store", str(store),
@@ -90,6 +105,8 @@ def test_run_with_a_budget_too_small_for_any_point_reports_no_best_run(tmp_path,
     (["--min-resource", "0"], "The value of `min_resource` is 0.0, but must be > 0."),
     (["--seed", "-1"], "The value of `seed` is -1, but must be >= 0."),
     (["--run", "synthetic", "--seed", "-1"], "The value of `seed` is -1, but must be >= 0."),
+    (["--run", "synthetic", "--workers", "0"], "The value of `workers` is 0, but must be >= 1."),
+    (["--budget", "1e400"], "The value of `budget` is '1e400', but must be a finite number"),
     (["--plan", "--budget", "5%"], "--replay"),
     (["--plan", "--run", "synthetic"], "one of --replay, --plan and --run"),
 ])
