@@ -98,7 +98,7 @@ class TrainConfig:
 
     @property
     def name(self) -> str:
-        """A run name that is unique to the settings that change the curve."""
+        """A run name that is unique to the settings that change the curve or its points."""
         parts = [self.task, f"w{self.width}", f"d{self.depth}", f"s{self.steps}",
                  f"n{self.data if self.data is not None else 'inf'}", f"b{self.batch_size}",
                  f"lr{self.lr:g}"]
@@ -108,6 +108,8 @@ class TrainConfig:
             parts.append(f"wd{self.weight_decay:g}")
         if self.dropout:
             parts.append(f"p{self.dropout:g}" + ("fl" if self.dropout_schedule == "front_loaded" else ""))
+        if self.evals != TrainConfig.evals or self.eval_size != TrainConfig.eval_size:
+            parts.append(f"e{self.evals}x{self.eval_size}")  # a resume must not reuse other points
         parts += [f"seed{self.seed}", f"ds{self.data_seed}"]
         parts += [f"{key}{value}" for key, value in sorted(self.options.items())]
         return "-".join(parts)

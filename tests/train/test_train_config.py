@@ -52,6 +52,14 @@ def test_grid_is_the_full_product_with_distinct_names():
     assert {(c.width, c.seed) for c in configs} == {(w, s) for w in (8, 16, 32) for s in (0, 1)}
 
 
+def test_evaluation_settings_give_other_names_so_a_rerun_does_not_reuse_old_points():
+    base = TrainConfig(steps=10)
+    names = {base.name, base.replace(evals=30).name, base.replace(eval_size=256).name,
+             base.replace(evals=30, eval_size=256).name}
+    assert len(names) == 4
+    assert base.replace(evals=12, eval_size=1024).name == base.name  # the defaults
+
+
 def test_importing_the_package_and_building_a_sweep_does_not_import_torch():
     code = ("import sys\nimport scalekit.train\nfrom scalekit.train import SweepSpec, TrainConfig\n"
             "SweepSpec(base=TrainConfig(), widths=[4, 8]).configs()\nprint('torch' in sys.modules)")
