@@ -97,12 +97,14 @@ def plan_next(sweep: Sweep, policy: Policy, budget: float, *, eta: int = 3,
     promotions = loop.state.promotions
     before = promotions[-2] if len(promotions) > 1 else runs
     dropped = [run for run in before if run not in loop.active] if promotions else []
-    actions = [_continue(a) for a in pending]
+    actions = [_continue(sweep, a, reached.get(a.run, 0.0)) for a in pending]
     actions += [{"run": run, "action": "stop", "at": reached.get(run, 0.0)} for run in dropped]
     return Plan(bracket, pending[0].rung, actions, spent, planned, sweep.total_compute(),
                 [list(p) for p in promotions])
 
 
-def _continue(advance: Advance) -> dict:
-    return {"run": advance.run, "action": "continue", "from": float(advance.start),
-            "to": float(advance.stop), "flops": float(np.round(advance.cost, 6))}
+def _continue(sweep: Sweep, advance: Advance, reached: float) -> dict:
+    """The advance from where the run is (it may have been trained past the last rung)."""
+    start = max(float(advance.start), reached)
+    return {"run": advance.run, "action": "continue", "from": start, "to": float(advance.stop),
+            "flops": float(np.round(sweep.cost(advance.run, start, advance.stop), 6))}

@@ -48,6 +48,28 @@ def test_each_rung_of_the_plan_is_the_replayed_allocation(frame):
     assert done.planned <= budget
 
 
+def test_a_run_trained_past_its_rung_continues_from_where_it_is(frame):
+    full = sweep_from_frame(frame)
+    budget = 0.2 * full.total_compute()
+
+    def plan_from(reached):
+        partial = frame[[c <= reached[r] * (1 + 1e-12) for r, c in zip(frame.run, frame.compute)]]
+        return plan_next(sweep_from_frame(partial, max_resource=full.max_resource), LossPolicy(),
+                         budget, seed=0, reached=reached)
+
+    rung = {a["run"]: a["to"] for a in plan_next(_empty_like(full), LossPolicy(), budget,
+                                                  seed=0).actions}
+    promoted = [a["run"] for a in plan_from(rung).actions if a["action"] == "continue"]
+    ahead = promoted[0]                      # trained on to twice the first rung's resource
+    reached = {**rung, ahead: 2 * rung[ahead]}
+    actions = {a["run"]: a for a in plan_from(reached).actions if a["action"] == "continue"}
+    assert ahead in actions and actions[ahead]["to"] > reached[ahead]
+    for run, action in actions.items():
+        assert action["from"] == pytest.approx(reached[run])
+        # the resource is compute here, so the FLOPs left are the resource left
+        assert action["flops"] == pytest.approx(action["to"] - reached[run])
+
+
 def _empty_like(sweep):
     """The candidates before any training: no points, the same cost model."""
     import numpy as np
