@@ -20,8 +20,8 @@ import pandas as pd
 
 from scalekit.checks import check_choice
 from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, INTEGER_RUN_COLUMNS, KEY_COLUMNS,
-                                    POINT_COLUMNS, RUN_COLUMNS, is_metric_name, normalise,
-                                    resolve_roles)
+                                    METRIC_PREFIX, POINT_COLUMNS, RUN_COLUMNS, is_metric_name,
+                                    normalise, resolve_roles)
 from scalekit.curves.validate import Locator, check_frame, to_float, to_step
 from scalekit.errors import InputError
 
@@ -123,10 +123,12 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     metrics = [metric]
     used = {c for value in roles.values() for c in _columns_of(value)}
     for column in table.columns:
-        if column not in used and not str(column).startswith(CONFIG_PREFIX) \
-                and is_metric_name(column) and column not in out:
-            out[column] = to_float(table[column].to_numpy(), column, where, missing="nan")
-            metrics.append(column)
+        text = str(column)
+        name = text[len(METRIC_PREFIX):] if text.startswith(METRIC_PREFIX) else text
+        if column not in used and not text.startswith(CONFIG_PREFIX) and name not in out \
+                and (name != text or is_metric_name(column)):
+            out[name] = to_float(table[column].to_numpy(), column, where, missing="nan")
+            metrics.append(name)
             used.add(column)
     for role in ("params", *INTEGER_RUN_COLUMNS):
         if role in roles:

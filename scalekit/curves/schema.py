@@ -27,6 +27,8 @@ INTEGER_RUN_COLUMNS = ("depth", "width", "classes", "k", "seed")
 LOG_COLUMNS = ("params", "tokens", "compute")
 #: Prefix under which free run configuration travels in exported files.
 CONFIG_PREFIX = "config."
+#: Prefix marking a metric whose name does not read as one (``samples``) in exported files.
+METRIC_PREFIX = "metric."
 
 #: Roles a file column can take, with the aliases recognised for each, in order of preference.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -77,8 +79,9 @@ def resolve_roles(columns: Iterable[str], mapping: Mapping[str, str] | None, *,
         Explicit choices; they win over aliases. A role that is the name of the
         requested ``metric`` is accepted as the ``loss`` role.
     metric : str
-        Name of the metric column wanted; a column of that exact name is the
-        ``loss`` role, and when ``metric`` is ``"loss"`` its aliases are tried.
+        Name of the metric column wanted; a column of that exact name (or with
+        :data:`METRIC_PREFIX`) is the ``loss`` role, and when ``metric`` is
+        ``"loss"`` its aliases are tried.
 
     Returns
     -------
@@ -110,7 +113,7 @@ def resolve_roles(columns: Iterable[str], mapping: Mapping[str, str] | None, *,
         if role in roles:
             continue
         if role == "loss":
-            aliases = (metric,) + (aliases if metric == "loss" else ())
+            aliases = (metric, METRIC_PREFIX + metric) + (aliases if metric == "loss" else ())
         for alias in aliases:
             column = by_norm.get(normalise(alias))
             if column is not None and column not in taken:

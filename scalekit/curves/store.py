@@ -458,8 +458,10 @@ class CurveStore:
     def export(self, path: str | Path, *, format: str | None = None) -> int:
         """Write every run's points, all metrics side by side, to CSV/Parquet/JSONL.
 
-        Run configuration goes to ``config.<key>`` columns so that re-importing
-        the file restores it. Returns the number of rows written.
+        Run configuration goes to ``config.<key>`` columns, and metrics whose
+        names do not read as metrics (``samples``) to ``metric.<name>`` columns,
+        so that re-importing the file restores them. Returns the number of rows
+        written.
         """
         from scalekit.curves.writers import write_curves
 
@@ -467,7 +469,9 @@ class CurveStore:
             frame, metrics = self._export_frame()
         ordered = [c for c in ("run", "step", "compute", "tokens") if c in frame] + metrics
         frame = frame[ordered + [c for c in frame.columns if c not in ordered]]
-        write_curves(frame.reset_index(drop=True), path, format=format)
+        frame = frame.reset_index(drop=True)
+        frame.attrs["metrics"] = metrics
+        write_curves(frame, path, format=format)
         return len(frame)
 
     def _export_frame(self) -> tuple[pd.DataFrame, list[str]]:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice
-from scalekit.curves.schema import CONFIG_PREFIX
+from scalekit.curves.schema import CONFIG_PREFIX, METRIC_PREFIX, is_metric_name
 from scalekit.errors import InputError
 
 WRITE_FORMATS = ("csv", "wandb", "jsonl", "parquet", "tensorboard")
@@ -32,7 +32,9 @@ def write_curves(frame: pd.DataFrame, path: str | Path, *, format: str | None = 
     ----------
     frame : DataFrame
         A tidy curve frame. Columns listed in ``frame.attrs["config_columns"]``
-        are written as ``config.<name>`` so that reading restores them.
+        are written as ``config.<name>``, and metrics listed in
+        ``frame.attrs["metrics"]`` whose names do not read as metrics (such as
+        ``samples``) as ``metric.<name>``, so that reading restores them.
     path : str or Path
         Target file (a folder for ``tensorboard``: one sub-folder per run).
     format : {"csv", "wandb", "jsonl", "parquet", "tensorboard"}, optional
@@ -48,7 +50,10 @@ def write_curves(frame: pd.DataFrame, path: str | Path, *, format: str | None = 
                              "use .csv, .jsonl or .parquet", source=str(path))
     check_choice("format", format, WRITE_FORMATS)
     config = [c for c in frame.attrs.get("config_columns", ()) if c in frame]
-    frame = frame.rename(columns={c: CONFIG_PREFIX + c for c in config})
+    hidden = [m for m in frame.attrs.get("metrics", ()) if m in frame and not is_metric_name(m)
+              and format in ("csv", "jsonl", "parquet")]
+    frame = frame.rename(columns={**{c: CONFIG_PREFIX + c for c in config},
+                                  **{m: METRIC_PREFIX + m for m in hidden}})
     if format in ("wandb", "tensorboard") and metric not in frame:
         raise InputError(f"the frame has no {metric!r} column to write", source=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -51,6 +51,27 @@ def test_export_and_reimport_round_trips_exactly(tmp_path_factory, frame):
                 assert copy.curves()["lr"].iloc[0] == 3e-4
 
 
+def test_export_keeps_metrics_whose_names_do_not_read_as_metrics(tmp_path):
+    # scalekit train stores `samples` and `compute_6nd` as metrics: an export must carry
+    # them back in, although a column called `samples` in a file is not read as a metric
+    points = pd.DataFrame({"step": [1, 2, 3], "loss": [3.0, 2.5, 2.25],
+                           "samples": [64.0, 128.0, 192.0], "compute_6nd": [1e9, 2e9, 3e9]})
+    with CurveStore(tmp_path / "a.db") as store:
+        store.add_run("r")
+        store.append_points("r", points)
+        for name in ("out.csv", "out.jsonl", "out.parquet"):
+            store.export(tmp_path / name)
+    for name in ("out.csv", "out.jsonl", "out.parquet"):
+        with CurveStore(tmp_path / f"{name}.db") as copy:
+            copy.import_frame(read_curves(tmp_path / name), source=name)
+            for metric in ("loss", "samples", "compute_6nd"):
+                got = copy.curves(metric=metric)
+                assert got["step"].tolist() == [1, 2, 3]
+                assert got[metric].tolist() == points[metric].tolist()
+    alone = read_curves(tmp_path / "out.csv", metric="samples")  # the marked column is found
+    assert alone["samples"].tolist() == [64.0, 128.0, 192.0]
+
+
 def test_tables_pragmas_and_index(tmp_path):
     path = tmp_path / "s.db"
     with CurveStore(path) as store:
