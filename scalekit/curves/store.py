@@ -319,6 +319,10 @@ class CurveStore:
         if "step" not in frame:
             raise InputError("missing required column 'step' in the appended points",
                              source=str(self.path))
+        attributes = [c for c in frame.columns if c in RUN_ONLY_COLUMNS]
+        if attributes:
+            raise InputError(f"{attributes[0]!r} is an attribute of the run, not of its points; "
+                             "give it to add_run(attrs=...)", source=str(self.path))
         metrics = [c for c in frame.columns if c not in ("step", *POINT_COLUMNS)]
         if not metrics:
             raise InputError("the appended points have no metric column", source=str(self.path))

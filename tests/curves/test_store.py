@@ -132,6 +132,17 @@ def test_bulk_import_across_statement_and_chunk_boundaries_is_exact(tmp_path):
         assert np.array_equal(back[column].to_numpy(), frame[column].to_numpy())
 
 
+def test_append_points_refuses_run_attributes_instead_of_storing_them_as_metrics(tmp_path):
+    with CurveStore(tmp_path / "s.db") as store:
+        store.add_run("r", attrs={"params": 1e6})
+        for column in ("params", "depth", "seed"):
+            with pytest.raises(InputError, match=f"'{column}' is an attribute of the run"):
+                store.append_points("r", {"step": 1, "loss": 2.0, column: 10})
+        assert store.runs()["points"].iloc[0] == 0
+        assert store.append_points("r", {"step": 1, "loss": 2.0}) == 1
+        assert set(store.runs()["metrics"].iloc[0]) == {"loss"}
+
+
 def test_append_points_in_batches_equals_one_import(tmp_path):
     rng = np.random.default_rng(0)
     steps = np.arange(1, 301)
