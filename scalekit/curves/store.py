@@ -89,22 +89,31 @@ class CurveStore:
             raise InputError(f"cannot open the store file ({exc})", source=str(self.path)) from None
         try:
             self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            self._retry(self._set_up)
+            self._retry(lambda: self._set_up(create))
         except sqlite3.DatabaseError as exc:
             self._con.close()
             raise InputError(f"not a scalekit curve store ({exc})", source=str(self.path)) from None
 
     # -- connection ---------------------------------------------------------------------------
-    def _set_up(self) -> None:
+    def _set_up(self, create: bool) -> None:
+        """Check the file is a store (or empty) before changing anything, then set it up.
+
+        A SQLite file holding other tables is refused untouched: its journal mode
+        is not switched and no table is added to it.
+        """
         con = self._con
+        tables = {row[0] for row in
+                  con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        is_store = {"runs", "points"} <= tables
+        if not is_store and (tables or not create):
+            found = ", ".join(sorted(tables)) or "none"
+            raise sqlite3.DatabaseError(f"it has no runs and points tables; tables: {found}")
         con.execute(f"PRAGMA page_size = {_PAGE_SIZE}")  # takes effect on a new file only
         if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             con.execute("PRAGMA journal_mode = WAL")
         con.execute("PRAGMA synchronous = NORMAL")
         con.execute("PRAGMA cache_size = -65536")
-        tables = {row[0] for row in
-                  con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not {"runs", "points"} <= tables:
+        if not is_store:
             with self.transaction():
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():

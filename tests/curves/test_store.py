@@ -72,6 +72,21 @@ def test_export_keeps_metrics_whose_names_do_not_read_as_metrics(tmp_path):
     assert alone["samples"].tolist() == [64.0, 128.0, 192.0]
 
 
+@pytest.mark.parametrize("create", [True, False])
+def test_another_sqlite_file_is_refused_untouched(tmp_path, create):
+    path = tmp_path / "theirs.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE users (name TEXT)")
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match="not a scalekit curve store"):
+        CurveStore(path, create=create)
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert [r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["users"]
+    con.close()
+
+
 def test_tables_pragmas_and_index(tmp_path):
     path = tmp_path / "s.db"
     with CurveStore(path) as store:
