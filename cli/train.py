@@ -65,6 +65,7 @@ def _read_config(path: Path) -> dict:
 
 
 def train(
+    ctx: typer.Context,
     task: str = typer.Argument(..., help="teacher_student, char_lm, next_pixel, hierarchical or "
                                "residual_teacher."),
     widths: Optional[str] = typer.Option(None, "--widths", help="Widths, e.g. 16,32,64."),
@@ -113,7 +114,10 @@ def train(
     singles = {"batch_size": batch_size, "lr_schedule": lr_schedule, "evals": evals,
                "eval_size": eval_size, "data_seed": data_seed}
     settings.update({k: v for k, v in {**grids, **singles}.items() if v is not None})
-    settings.update(device=device, compile=compile_model)
+    for key, name, value in (("device", "device", device), ("compile", "compile_model",
+                                                           compile_model)):
+        if key not in settings or ctx.get_parameter_source(name).name != "DEFAULT":
+            settings[key] = value  # a setting of the --config file yields only to a given option
     if option:
         settings["options"] = {**settings.get("options", {}), **_options(option)}
     spec = SweepSpec.from_mapping(settings, source=str(config) if config else None)

@@ -84,3 +84,28 @@ def test_ray_executor_without_ray_installed_exits_2_with_the_extra_to_install(tm
     assert main(["train", "teacher_student", "--widths", "8", "--steps", "2", "--evals", "1",
                  "--executor", "ray", "--store", str(tmp_path / "a.db"), "-q"]) == 2
     assert "scalekit-laws[ray]" in capsys.readouterr().err
+
+
+def test_device_and_compile_of_a_config_file_are_kept_unless_given_on_the_command_line(
+        tmp_path, monkeypatch):
+    """--help promises "options given here win" over --config; the --device and --compile
+    defaults used to overwrite the file's device and compile even when not given."""
+    import json
+
+    import scalekit.train.sweep as sweep_module
+
+    seen = []
+
+    def record(configs, **kwargs):
+        seen.append(list(configs))
+        raise RuntimeError("stop before training")
+
+    monkeypatch.setattr(sweep_module, "run_sweep", record)
+    config = tmp_path / "sweep.json"
+    config.write_text(json.dumps({"widths": [8], "steps": [2], "device": "cpu", "compile": True}))
+    for extra in ([], ["--device", "auto"]):
+        assert main(["train", "teacher_student", "--config", str(config),
+                     "--store", str(tmp_path / "a.db"), "-q", *extra]) == 1
+    (from_file,), (given,) = seen
+    assert (from_file.device, from_file.compile) == ("cpu", True)
+    assert (given.device, given.compile) == ("auto", True)
