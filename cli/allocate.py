@@ -26,8 +26,9 @@ def allocate(
                                           "Parquet, W&B CSV, TensorBoard dir)."),
     store: Optional[Path] = store_option(default=None),
     policy: Optional[str] = typer.Option(None, "--policy", help="loss (plain SH), forecast, "
-                                         "frontier or uniform; --replay compares all when "
-                                         "omitted, --plan/--run default to forecast."),
+                                         "frontier or (--replay only) uniform; --replay "
+                                         "compares all when omitted, --plan/--run default to "
+                                         "forecast."),
     eta: int = typer.Option(3, "--eta", help="Reduction factor of Successive Halving."),
     min_resource: Optional[float] = typer.Option(None, "--min-resource", help="Resource of the "
                                                  "first rung (default: fitted to the budget)."),
