@@ -103,9 +103,10 @@ class ForecastPolicy:
 class FrontierPolicy:
     """Promote the runs that can lie on the loss-compute frontier up to the target.
 
-    For each run ``i`` and each compute ``c`` on a log grid from the next rung
-    to the top rung, the margin is ``(F_i(c) - q_i(c)) / F_i(c)``, where
-    ``q_i`` is run ``i``'s optimistic quantile and ``F_i`` the lowest median
+    For each run ``i`` and each compute ``c`` on a log grid (``grid_size``
+    points) from the largest compute any run has reached to the top rung, the
+    margin is ``(F_i(c) - q_i(c)) / F_i(c)``, where ``q_i`` is run ``i``'s
+    optimistic quantile (``optimism``) and ``F_i`` the lowest median
     forecast of the *other* runs that reach ``c``. Runs are ranked by their
     largest margin: a positive one means the run may still be on the frontier.
     """
