@@ -138,13 +138,23 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
     ----------
     sweeps : Sweep or callable
         The complete curves, or ``seed -> Sweep`` (a fresh synthetic sweep per seed).
+    policies : sequence of str or Policy
+        Names from :data:`~scalekit.allocate.policies.POLICIES` (``uniform`` and
+        ``exhaustive`` included) or policy objects.
     budgets : sequence of float
         FLOPs, or, when a value is <= 1, a fraction of the exhaustive sweep.
     seeds : int or sequence of int
         Seeds; each draws ``n_candidates`` runs from the sweep (all when None)
         and breaks ties.
+    eta, min_resource
+        As for :func:`fit_bracket` (``min_resource`` None: fitted to each budget).
+    n_candidates : int, optional
+        Runs drawn per seed; all when None.
     frontier : bool
         Fit the frontier law to each allocation's points (slower).
+    policy_factory : callable, optional
+        ``(name, seed) -> Policy`` builds the named policies (default:
+        :func:`~scalekit.allocate.policies.get_policy` with the joint surrogate).
     completion : str or None
         Surrogate (:func:`~scalekit.allocate.forecasters.make_forecaster`) that
         completes the runs promoted last to their full length for the

@@ -78,6 +78,9 @@ class Law:
         ``derive(values) -> dict`` of derived quantities from fitted values.
     description : str
         One sentence for ``scalekit fit --help`` and reports; cite the source.
+    extra : mapping
+        Further facts kept with the law (a custom law's ``expression`` and
+        ``symbols``, written into the fit's JSON report).
     """
 
     name: str

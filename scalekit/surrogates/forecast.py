@@ -56,6 +56,9 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         Tidy curves (``run``, the ``x`` column and the ``y`` column).
     to : float
         Where to forecast to, in units of ``x``.
+    x, y : str
+        The x column (``step``, ``tokens``, ``compute``, …) and the metric column
+        (lower is better).
     method : str
         ``ensemble``, ``average`` (the ensemble with equal family weights),
         ``gp``, ``joint``, ``ensemble+joint`` (their quantiles averaged in log

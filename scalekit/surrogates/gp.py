@@ -96,8 +96,8 @@ class GPSurrogate(ParametricEnsemble):
         The GP's mean function: the parametric curve itself (the GP models the
         residual structure), or only its asymptote, as in freeze-thaw, so that
         the decay kernel alone carries the curve towards it.
-    Other parameters are those of :class:`ParametricEnsemble`, which gives the
-    mean; by default the saturating power law alone, so that the GP, not a
+    Other parameters are those of :class:`ParametricEnsemble` (all but
+    ``weighting``), which gives the mean; by default the saturating power law alone, so that the GP, not a
     mixture of families, accounts for the residual structure.
 
     Attributes
