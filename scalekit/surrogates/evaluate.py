@@ -2,7 +2,7 @@
 
 A *task* is one curve's observed prefix and the held-out points to forecast.
 :func:`cut_curves` makes tasks from complete curves (each cut at a share of its
-x range); :func:`split_tasks` from curves whose rows are already marked as
+last x); :func:`split_tasks` from curves whose rows are already marked as
 training or held out (as in Alabdulmohsin et al. 2022). :func:`evaluate` runs
 methods on a list of tasks and reports, per method, the mean absolute error of
 log loss at each curve's final point, the mean absolute percentage error over
@@ -70,7 +70,7 @@ def _curves(frame: pd.DataFrame, run: str, x: str, y: str):
 def cut_curves(frame: pd.DataFrame, fractions: Sequence[float], *, run: str = "run",
                x: str = "step", y: str = "loss", group: str | None = None,
                size: str | None = None, min_points: int = 5) -> dict[float, list[Task]]:
-    """Tasks from complete curves: each cut at ``fraction`` of its x range.
+    """Tasks from complete curves: each cut at ``x <= fraction * (last x)``.
 
     A curve enters a cut only when its prefix has at least ``min_points`` points
     and at least one point lies beyond it; a curve with a value of ``y`` <= 0

@@ -120,7 +120,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
 def evaluate_frame(frame: pd.DataFrame, *, methods: Sequence[str], x: str = "step",
                    y: str = "loss", fractions: Sequence[float] = (0.1, 0.2, 0.3, 0.5),
                    split_seed: int | None = None) -> pd.DataFrame:
-    """Cut every (complete) run at ``fractions`` of its x range and score each method.
+    """Cut every (complete) run at ``fractions`` of its last x and score each method.
 
     The joint surrogate is fitted across all runs cut at the same fraction.
     See :func:`scalekit.surrogates.evaluate.evaluate` for the columns.
