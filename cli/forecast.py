@@ -19,7 +19,7 @@ def forecast(
     to: Optional[float] = typer.Option(None, "--to", help="Forecast each run to this step "
                                        "(or this value of --x)."),
     to_compute: Optional[float] = typer.Option(None, "--to-compute",
-                                               help="Forecast each run to this compute (FLOPs)."),
+                                               help="Forecast each run to this compute (FLOPs); x is compute."),
     x: Optional[str] = typer.Option(None, "--x", help="x column (default: step; compute with "
                                     "--to-compute)."),
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
@@ -44,6 +44,9 @@ def forecast(
     if evaluate == (to is not None or to_compute is not None) or (to is not None and
                                                                  to_compute is not None):
         raise InputError("give exactly one of --to STEP, --to-compute FLOPS or --evaluate")
+    if to_compute is not None and x not in (None, "compute"):
+        raise InputError(f"--to-compute forecasts along compute, but --x is {x!r}; give the "
+                         f"target in {x} with --to")
     axis = x or ("compute" if to_compute is not None else "step")
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y)
     if run:

@@ -79,6 +79,17 @@ def test_to_compute_forecasts_along_the_compute_column(tmp_path):
     assert final["q0.5"] == pytest.approx(2.0 + 5.0 * (2e4 / 50) ** -0.5, rel=0.01)
 
 
+def test_to_compute_along_another_axis_exits_with_code_2(tmp_path, capsys):
+    steps = np.arange(1, 41) * 50.0
+    frame = pd.DataFrame({"run": "a", "step": steps.astype(int), "compute": steps * 1e15,
+                          "tokens": steps * 1e6, "loss": 2.0 + 5.0 * (steps / 50) ** -0.5})
+    path = tmp_path / "c.csv"
+    frame.to_csv(path, index=False)
+    # 2e19 is a compute; read as a token count it would forecast far past the compute asked
+    assert main(["forecast", str(path), "--to-compute", "2e19", "--x", "tokens", "-q"]) == 2
+    assert "--to-compute forecasts along compute" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("method", ["average", "m4"])
 def test_new_methods_forecast_noise_free_power_laws(curves, tmp_path, method):
     """The equal-weight ensemble and the M4 family, 10x beyond the data: within 5%."""
