@@ -208,12 +208,15 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
 
     plan = plan_next(sweep, get_policy(policy, surrogate=surrogate, seed=seed), budget,
                      eta=eta, min_resource=min_resource, seed=seed)
-    table = Table(title=f"next actions (rung {plan.rung}); projected saving "
-                        f"{plan.projected_saving:.1%} of the exhaustive sweep")
+    step = ("finished: every rung is trained, nothing left to do" if plan.rung is None
+            else f"next actions (rung {plan.rung})")
+    table = Table(title=f"{step}; projected saving {plan.projected_saving:.1%} of the "
+                        "exhaustive sweep")
     for column in ("run", "action", "from", "to", "FLOPs"):
         table.add_column(column, justify="right")
     for action in plan.actions:
-        table.add_row(escape(action["run"]), action["action"], f"{action.get('from', action.get('at')):.4g}",
+        table.add_row(escape(action["run"]), action["action"],
+                      f"{action.get('from', action.get('at')):.4g}",
                       f"{action['to']:.4g}" if "to" in action else "",
                       f"{action['flops']:.3g}" if "flops" in action else "")
     rungs = Text(format_rung_table(plan.bracket, unit=sweep.resource_name))

@@ -18,8 +18,8 @@ def forecast(
     store: Optional[Path] = store_option(default=None),
     to: Optional[float] = typer.Option(None, "--to", help="Forecast each run to this step "
                                        "(or this value of --x)."),
-    to_compute: Optional[float] = typer.Option(None, "--to-compute",
-                                               help="Forecast each run to this compute (FLOPs); x is compute."),
+    to_compute: Optional[float] = typer.Option(
+        None, "--to-compute", help="Forecast each run to this compute (FLOPs); x is compute."),
     x: Optional[str] = typer.Option(None, "--x", help="x column (default: step; compute with "
                                     "--to-compute)."),
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),

@@ -56,6 +56,16 @@ def test_plan_lists_next_actions(tmp_path, curves, capsys):
             assert action["to"] > action["from"]
 
 
+def test_plan_on_complete_curves_says_it_is_finished(tmp_path, curves, capsys):
+    out = tmp_path / "plan.json"
+    code = main(["allocate", "--budget", "1e30", "--curves", str(curves), "--plan",
+                 "--policy", "loss", "--json", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert json.loads(out.read_text())["finished"] is True
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "finished" in printed and "rung None" not in printed
+
+
 def test_plan_prints_run_names_as_text_not_markup(tmp_path, capsys):
     frame = early_leader_frame(seed=0, sizes=4, variants=2, points=30)
     frame["run"] = frame["run"] + "[lr=0.001]"     # rich would read [..] as a style tag
