@@ -101,17 +101,22 @@ def test_new_methods_forecast_noise_free_power_laws(curves, tmp_path, method):
         assert final[run]["q0.5"] == pytest.approx(e + a * (20000 / 50) ** -0.5, rel=0.05)
 
 
+def _error_curves(tmp_path, floors, *, floor_from):
+    """Error-rate curves, one per run: floor + 0.5 (step/50)^-0.5, then the floor from
+    step ``floor_from`` on (steps 50 ... 2000)."""
+    rows = [{"run": run, "step": int(step),
+             "error": floor + 0.5 * (step / 50) ** -0.5 if step < floor_from else floor}
+            for run, floor in floors.items() for step in np.arange(1, 41) * 50]
+    path = tmp_path / "errors.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
 def test_a_run_with_a_zero_metric_is_skipped_with_a_note_naming_it(tmp_path, capsys):
     """An error rate that reaches 0 in one run cannot be forecast on a log scale; the other
     runs are still forecast and the note names the run (it used to fail the whole command
     with a message naming no run)."""
-    rows = []
-    for run, floor in (("good", 0.05), ("perfect", 0.0)):
-        for step in np.arange(1, 41) * 50:
-            rows.append({"run": run, "step": int(step),
-                         "error": floor + 0.5 * (step / 50) ** -0.5 if step < 2000 else floor})
-    path = tmp_path / "errors.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
+    path = _error_curves(tmp_path, {"good": 0.05, "perfect": 0.0}, floor_from=2000)
     out = tmp_path / "f.json"
     assert main(["forecast", str(path), "--y", "error", "--to", "8000", "--json", str(out)]) == 0
     body = json.loads(out.read_text())
@@ -123,13 +128,8 @@ def test_a_run_with_a_zero_metric_is_skipped_with_a_note_naming_it(tmp_path, cap
 def test_evaluate_leaves_out_a_run_with_a_zero_metric(tmp_path):
     """--evaluate scores log errors, so a run whose error reaches 0 cannot be scored; it is
     left out instead of failing the whole evaluation."""
-    rows = []
-    for run, floor in (("good", 0.05), ("also", 0.08), ("perfect", 0.0)):
-        for step in np.arange(1, 41) * 50:
-            rows.append({"run": run, "step": int(step),
-                         "error": floor + 0.5 * (step / 50) ** -0.5 if step < 1500 else floor})
-    path = tmp_path / "errors.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
+    path = _error_curves(tmp_path, {"good": 0.05, "also": 0.08, "perfect": 0.0},
+                         floor_from=1500)
     out = tmp_path / "e.json"
     assert main(["forecast", str(path), "--y", "error", "--evaluate", "-q", "--json", str(out)]) == 0
     body = json.loads(out.read_text())
