@@ -232,18 +232,12 @@ def _config_values(column: pd.Series) -> np.ndarray:
               for v in column.to_numpy(dtype=object)]
     present = [v for v in values if not _is_blank(v)]
     try:
-        numbers = [float(v) for v in present]
+        if all(np.isfinite([float(v) for v in present])):
+            return np.array([np.nan if _is_blank(v) else float(v) for v in values])
     except (TypeError, ValueError):
-        return _objects([None if _is_blank(v) else v for v in values])
-    if all(np.isfinite(numbers)):
-        return np.array([np.nan if _is_blank(v) else float(v) for v in values])
-    return _objects([None if _is_blank(v) else v for v in values])
-
-
-def _objects(cells: list) -> np.ndarray:
-    """A 1-d object array of ``cells``, also when they are lists (``np.array`` would nest)."""
-    out = np.empty(len(cells), dtype=object)
-    out[:] = cells
+        pass
+    out = np.empty(len(values), dtype=object)  # 1-d also when cells are lists (np.array nests)
+    out[:] = [None if _is_blank(v) else v for v in values]
     return out
 
 

@@ -25,7 +25,8 @@ import pandas as pd
 
 from scalekit.curves.schema import (CONFIG_PREFIX, INTEGER_RUN_COLUMNS, LOG_COLUMNS, POINT_COLUMNS,
                                     RUN_COLUMNS, RUN_ONLY_COLUMNS, is_metric_name)
-from scalekit.curves.validate import MAX_WHOLE, Locator, check_frame, to_float, to_step
+from scalekit.curves.validate import (MAX_WHOLE, TOO_LARGE, Locator, check_frame, to_float,
+                                      to_step)
 from scalekit.errors import InputError
 
 _SCHEMA = """
@@ -624,8 +625,7 @@ def _split_attrs(attrs: Mapping[str, object], *, source: str) -> tuple[dict, dic
                 raise InputError(f"run attribute {key} = {value!r} is not positive",
                                  source=source, column=key)
             if key in INTEGER_RUN_COLUMNS and abs(value) > MAX_WHOLE:
-                raise InputError(f"run attribute {key} = {value!r} is too large to be held "
-                                 "exactly; whole numbers up to 2**53 are supported",
+                raise InputError(f"run attribute {key} = {value!r} {TOO_LARGE}",
                                  source=source, column=key)
             if key in INTEGER_RUN_COLUMNS and float(value) != int(value):
                 raise InputError(f"run attribute {key} = {value!r} is not a whole number",

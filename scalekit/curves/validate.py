@@ -20,6 +20,8 @@ from scalekit.errors import InputError
 EMPTY_TEXTS = frozenset({"", "nan", "NaN", "NAN", "null", "None", "NA", "N/A", "n/a", "<NA>"})
 #: Largest whole number a float64 holds exactly (with every smaller one).
 MAX_WHOLE = 2 ** 53
+#: Why a whole number beyond :data:`MAX_WHOLE` is refused.
+TOO_LARGE = "is too large to be held exactly; whole numbers up to 2**53 are supported"
 
 
 class Locator:
@@ -177,8 +179,7 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
             big = np.abs(values) > MAX_WHOLE
             if big.any():
                 row = int(np.flatnonzero(big)[0])
-                raise where.error(f"the value {float(values[row])!r} is too large to be held "
-                                  "exactly; whole numbers up to 2**53 are supported", row, column)
+                raise where.error(f"the value {float(values[row])!r} {TOO_LARGE}", row, column)
     steps = frame["step"].to_numpy()
     codes, order = run_order(frame["run"], steps)
     sorted_codes = codes[order]
