@@ -1,7 +1,7 @@
 """Multi-start Chinchilla fit: scalekit's batched engine against per-start scipy L-BFGS-B.
 
 Data: the 240 Chinchilla points of Besiroglu et al. (2024) (five highest losses of
-``../shared/data/chinchilla_epoch_svg.csv`` dropped, D = C / (6 N)); objective:
+``data/published/chinchilla_epoch_svg.csv`` dropped, D = C / (6 N)); objective:
 summed Huber (delta = 1e-3) on log residuals in the log-sum-exp form; starts: the
 4,500-point grid of Hoffmann et al. (2022).
 
@@ -27,7 +27,7 @@ from scipy.special import huber
 from scalekit.fit import fit_law
 from scalekit.laws import get_law
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "chinchilla_epoch_svg.csv"
+DATA = Path(__file__).resolve().parents[1] / "data" / "published" / "chinchilla_epoch_svg.csv"
 DELTA = 1e-3
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from scalekit.isoflop.parabolas import Groups, fit_parabolas, resample_within_groups, vertices
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "porian2024_isoflops.csv"
+DATA = Path(__file__).resolve().parents[1] / "data" / "published" / "porian2024_isoflops.csv"
 CONFIG = ["source_file", "dataset", "hparams", "warmup", "decay", "param_count", "loss_split"]
 
 

@@ -1,6 +1,6 @@
 """Forecast quality of every surrogate on published learning curves.
 
-Data (read from ``../shared/data``, see PROVENANCE.md):
+Data (read from ``data/published``, see PROVENANCE.md):
 
 * ``misfitting_all_checkpoints.csv`` (Li, Kudugunta & Zettlemoyer 2025): one
   curve per (model, peak_lr, sweep, total_steps), x = tokens D, y = C4 loss;
@@ -88,7 +88,7 @@ from scalekit.surrogates.evaluate import (QUANTILES, StackedMethod, Task, averag
 from scalekit.surrogates.families import FAMILIES
 from scalekit.surrogates.gp import GPSurrogate
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 SCALEKIT_METHODS = ("ensemble", "average", "gp", "joint", "ensemble+joint", "stacked")
 
 

@@ -1,7 +1,7 @@
 """Evidence for ``scalekit allocate``: replay every policy on real and synthetic sweeps.
 
 Real: the learning curves of Li, Kudugunta and Zettlemoyer (2025), "(Mis)Fitting
-scaling laws" (``../shared/data/misfitting_all_checkpoints.csv``); a candidate
+scaling laws" (``data/published/misfitting_all_checkpoints.csv``); a candidate
 is one (model, peak_lr) configuration, its longest run (most steps) standing
 for it; each seed draws 27 of the 35 candidates. Synthetic: a fresh
 early-leader sweep per seed (:mod:`scalekit.allocate.synthetic`, 27 runs, every
@@ -52,7 +52,7 @@ from scalekit.allocate.sweep import sweep_from_frame
 from scalekit.allocate.synthetic import early_leader_sweep
 from scalekit.report.jsonio import dumps
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 POLICIES = ["uniform", "loss", "forecast", "frontier", "exhaustive"]
 
 

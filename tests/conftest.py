@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+PUBLISHED_DATA = REPO / "data" / "published"
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """Folder of the published data sets (``../shared/data`` beside the repo)."""
-    assert SHARED_DATA.is_dir(), f"published data not found at {SHARED_DATA}"
-    return SHARED_DATA
+def published_data() -> Path:
+    """Folder of the published data sets carried by the repository (``data/published``)."""
+    assert PUBLISHED_DATA.is_dir(), f"published data not found at {PUBLISHED_DATA}"
+    return PUBLISHED_DATA

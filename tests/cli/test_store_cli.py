@@ -143,8 +143,8 @@ def test_show_limits_points_keeping_first_and_last(tmp_path, capsys):
     assert steps[0] == 1 and steps[-1] == 500 and len(steps) == 5
 
 
-def test_import_of_published_checkpoints_with_composite_run(tmp_path, capsys, shared_data):
-    path, db = shared_data / "misfitting_all_checkpoints.csv", tmp_path / "s.db"
+def test_import_of_published_checkpoints_with_composite_run(tmp_path, capsys, published_data):
+    path, db = published_data / "misfitting_all_checkpoints.csv", tmp_path / "s.db"
     key = ["model", "sweep", "peak_lr", "total_steps", "total_epochs"]
     with path.open() as handle:
         rows = list(csv.DictReader(handle))

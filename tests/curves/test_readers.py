@@ -69,8 +69,8 @@ def test_per_run_csv_makes_each_row_a_run_and_derives_tokens(tmp_path, rows):
     assert any("derived" in note for note in frame.attrs["notes"])
 
 
-def test_chinchilla_svg_gives_245_runs_with_n_d_c(shared_data):
-    path = shared_data / "chinchilla_epoch_svg.csv"
+def test_chinchilla_svg_gives_245_runs_with_n_d_c(published_data):
+    path = published_data / "chinchilla_epoch_svg.csv"
     with path.open() as handle:
         rows = list(csv.DictReader(handle))
     frame = read_curves(path)
@@ -82,8 +82,8 @@ def test_chinchilla_svg_gives_245_runs_with_n_d_c(shared_data):
     assert np.allclose(ratio, 1.0, rtol=1e-12)
 
 
-def test_misfitting_checkpoints_read_with_a_mapping(shared_data):
-    path = shared_data / "misfitting_all_checkpoints.csv"
+def test_misfitting_checkpoints_read_with_a_mapping(published_data):
+    path = published_data / "misfitting_all_checkpoints.csv"
     key = ["model", "sweep", "peak_lr", "total_steps", "total_epochs"]
     with path.open() as handle:
         rows = list(csv.DictReader(handle))

@@ -93,9 +93,9 @@ def test_kaplan_recovers_its_published_constants_from_noise_free_data():
     np.testing.assert_allclose(fit.theta, truth, rtol=1e-4)
 
 
-def test_bnsl_extrapolates_the_published_four_digit_addition_points(shared_data):
+def test_bnsl_extrapolates_the_published_four_digit_addition_points(published_data):
     """Caballero et al. (2022): fit the first 14 points, extrapolate to the last 3."""
-    frame = pd.read_csv(shared_data / "bnsl_4digit_addition.csv")
+    frame = pd.read_csv(published_data / "bnsl_4digit_addition.csv")
     x = frame["train_dataset_size"].to_numpy(dtype=float)
     y = frame["test_cross_entropy"].to_numpy(dtype=float)
     broken = fit_law(bnsl(1), {"x": x[:14]}, y[:14])

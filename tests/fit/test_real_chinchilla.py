@@ -1,6 +1,6 @@
 """The Chinchilla points of Hoffmann et al. (2022) as digitised by Besiroglu et al. (2024).
 
-Published refit (../shared/data/PROVENANCE.md): 240 points (five highest losses
+Published refit (data/published/PROVENANCE.md): 240 points (five highest losses
 dropped), Huber delta = 1e-3 on log loss, summed: E = 1.8172, A = 477.8,
 B = 2143, alpha = 0.3473, beta = 0.3672, objective 1.0183e-3; 95% bootstrap
 intervals E (1.769, 1.871), alpha (0.317, 0.373), beta (0.331, 0.415).
@@ -20,8 +20,8 @@ BESIROGLU_95 = {"E": (1.769, 1.871), "alpha": (0.317, 0.373), "beta": (0.331, 0.
 
 
 @pytest.fixture(scope="module")
-def points(shared_data):
-    frame = pd.read_csv(shared_data / "chinchilla_epoch_svg.csv")
+def points(published_data):
+    frame = pd.read_csv(published_data / "chinchilla_epoch_svg.csv")
     frame = frame.drop(frame["loss"].nlargest(5).index)
     N = frame["Model Size"].to_numpy(dtype=float)
     D = frame["Training FLOP"].to_numpy(dtype=float) / (6.0 * N)

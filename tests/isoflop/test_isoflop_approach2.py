@@ -92,8 +92,8 @@ def test_rounding_and_nominal_budgets():
     assert got.n_left_out == 1
 
 
-def test_chinchilla_published_exponent(shared_data):
-    data = pd.read_csv(shared_data / "chinchilla_epoch_svg.csv")
+def test_chinchilla_published_exponent(published_data):
+    data = pd.read_csv(published_data / "chinchilla_epoch_svg.csv")
     data = data.rename(columns={"Model Size": "params", "Training FLOP": "compute"})
     model = IsoFLOPProfiles(budgets=CHINCHILLA_BUDGETS, n_boot=200).fit(data)
     assert len(model.budgets_) == 9
@@ -101,28 +101,28 @@ def test_chinchilla_published_exponent(shared_data):
     assert model.tokens_law_.exponent == pytest.approx(0.51, abs=0.03)
 
 
-def tuned_refinedweb(shared_data):
+def tuned_refinedweb(published_data):
     """Porian et al. (2024): RefinedWeb, tuned hyper-parameters, short warm-up, constant
     learning rate, standard parameter count, validation loss (their a = 0.497)."""
-    data = pd.read_csv(shared_data / "porian2024_isoflops.csv")
+    data = pd.read_csv(published_data / "porian2024_isoflops.csv")
     keep = ((data["dataset"] == "rw") & (data["hparams"] == "tuned") & (data["warmup"] == "short")
             & (data["decay"] == "const") & (data["param_count"] == "standard")
             & (data["loss_split"] == "val"))
     return data[keep].rename(columns={"flops": "compute", "N": "params", "D": "tokens"})
 
 
-def test_porian_tuned_refinedweb_exponent(shared_data):
+def test_porian_tuned_refinedweb_exponent(published_data):
     import json
 
-    published = json.loads((shared_data / "porian2024_fit_results.json").read_text())
+    published = json.loads((published_data / "porian2024_fit_results.json").read_text())
     config = next(r for r in published if r["dataset"] == "rw" and r["hparams"] == "tuned"
                   and r["param_count"] == "standard")
     assert config["basic"]["n_exponent"] == pytest.approx(0.497, abs=5e-4)
-    model = IsoFLOPProfiles(n_boot=200).fit(tuned_refinedweb(shared_data))
+    model = IsoFLOPProfiles(n_boot=200).fit(tuned_refinedweb(published_data))
     assert len(model.budgets_) == len(config["optimal_pairs"])
     assert model.params_law_.exponent == pytest.approx(0.497, abs=0.03)
     # parabolas through the five sizes around each minimum come closer still
-    windowed = IsoFLOPProfiles(n_boot=200, window=5).fit(tuned_refinedweb(shared_data))
+    windowed = IsoFLOPProfiles(n_boot=200, window=5).fit(tuned_refinedweb(published_data))
     assert windowed.params_law_.exponent == pytest.approx(0.497, abs=0.01)
     lo, hi = windowed.params_law_.exponent_ci
     assert lo < 0.504 and hi > 0.492  # overlaps the paper's interval [0.492, 0.504]

@@ -80,9 +80,9 @@ def test_loss_below_the_floor_is_rejected(fitted):
         plan_for_loss(fitted.result_, fitted.result_.values["E"] * 0.99)
 
 
-def test_chinchilla_refit_exponent(shared_data):
+def test_chinchilla_refit_exponent(published_data):
     """Besiroglu et al. (2024) refit: alpha = 0.3478, beta = 0.3658, so a = 0.513."""
-    data = pd.read_csv(shared_data / "chinchilla_epoch_svg.csv")
+    data = pd.read_csv(published_data / "chinchilla_epoch_svg.csv")
     data = data.nsmallest(len(data) - 5, "loss")  # their five highest losses dropped
     data = data.rename(columns={"Model Size": "params", "Training FLOP": "compute"})
     model = ParametricOptimum(n_boot=0, starts=STARTS).fit(data)

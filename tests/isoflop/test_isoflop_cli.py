@@ -14,8 +14,8 @@ from scalekit_cli.app import main
 CHINCHILLA_BUDGETS = "6e18,1e19,3e19,6e19,1e20,3e20,6e20,1e21,3e21"
 
 
-def test_chinchilla_approach_2_report(shared_data, tmp_path, capsys):
-    path = shared_data / "chinchilla_epoch_svg.csv"
+def test_chinchilla_approach_2_report(published_data, tmp_path, capsys):
+    path = published_data / "chinchilla_epoch_svg.csv"
     out = tmp_path / "iso.json"
     code = main(["isoflop", str(path), "--approach", "2", "--budgets", CHINCHILLA_BUDGETS,
                  "--bootstrap", "100", "--json", str(out), "--plot", str(tmp_path / "iso.png")])
@@ -32,12 +32,12 @@ def test_chinchilla_approach_2_report(shared_data, tmp_path, capsys):
     assert (tmp_path / "iso.png").stat().st_size > 10_000
 
 
-def test_llama3_tokens_profile(shared_data, tmp_path, capsys):
+def test_llama3_tokens_profile(published_data, tmp_path, capsys):
     """Dubey et al. (2024), Llama 3 report, section 3.2.1: D*(C) = A·C^alpha with
     alpha = 0.53, A = 0.29. The file has compute and tokens only; N = C/(6D) is derived
     and said so."""
     out = tmp_path / "llama.json"
-    code = main(["isoflop", str(shared_data / "llama3_isoflops.csv"), "--approach", "2",
+    code = main(["isoflop", str(published_data / "llama3_isoflops.csv"), "--approach", "2",
                  "--in", "tokens", "--bootstrap", "200", "--json", str(out), "--quiet"])
     assert code == 0, capsys.readouterr().err
     report = json.loads(out.read_text())

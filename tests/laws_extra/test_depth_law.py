@@ -21,8 +21,8 @@ TRUTH = {"c_m": 300.0, "alpha_m": 1.0, "c_l": 2.0, "alpha_l": 1.2, "c_D": 500.0,
 
 
 @pytest.fixture(scope="module")
-def chinchilla_fit(shared_data):
-    frame = pd.read_csv(shared_data / "chinchilla_depth_width.csv").nsmallest(203, "loss")
+def chinchilla_fit(published_data):
+    frame = pd.read_csv(published_data / "chinchilla_depth_width.csv").nsmallest(203, "loss")
     X = {"width": frame["d_model"].to_numpy(), "depth": frame["n_layers"].to_numpy(),
          "tokens": frame["num_tokens"].to_numpy()}
     # Liu et al. fit the mean squared error of the log loss.

@@ -34,9 +34,9 @@ def k_csv(tmp_path):
     return _write_csv(tmp_path / "k.csv", "k,error", zip(ks, err))
 
 
-def test_depth_on_chinchilla_with_plan(shared_data, tmp_path, capsys):
+def test_depth_on_chinchilla_with_plan(published_data, tmp_path, capsys):
     out = tmp_path / "depth.json"
-    rc = main(["law", "depth", str(shared_data / "chinchilla_depth_width.csv"),
+    rc = main(["law", "depth", str(published_data / "chinchilla_depth_width.csv"),
                "--keep-lowest", "203", "--plan", "params=1e9,tokens=2e10,width=4096,depth=5",
                "--json", str(out), "--plot", str(tmp_path / "depth.png"), "--quiet"])
     assert rc == 0 and capsys.readouterr().out == ""

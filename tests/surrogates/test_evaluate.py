@@ -54,10 +54,10 @@ def test_cut_and_split_tasks():
     assert [t.run for t in tasks] == ["a"] and tasks[0].x_target.tolist() == [8, 9, 10]
 
 
-def test_ensemble_beats_persistence_on_real_curves(shared_data):
+def test_ensemble_beats_persistence_on_real_curves(published_data):
     """On (Mis)Fitting curves cut at 30%, the ensemble's final-point error is under 60% of the
     'loss stays where it is' baseline's."""
-    frame = pd.read_csv(shared_data / "misfitting_all_checkpoints.csv")
+    frame = pd.read_csv(published_data / "misfitting_all_checkpoints.csv")
     frame = frame[frame["total_steps"] >= 10000]
     frame["run"] = frame["model"] + frame["peak_lr"].astype(str) + frame["sweep"]
     tasks = cut_curves(frame, [0.3], x="D", y="loss")[0.3][:12]
