@@ -1,0 +1,76 @@
+"""Diagnostics: why a result should not be believed, and what to do about it.
+
+Every result carries a list of :class:`Diagnostic`; the JSON report writes it
+as ``diagnostics`` and the terminal shows the same lines under "Notes and
+warnings". The codes are documented in one table, ``docs/diagnostics.md``;
+:data:`CODES` holds the same names, and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SEVERITIES = ("info", "warning", "error")
+
+#: Every diagnostic code, with the one-line meaning documented in docs/diagnostics.md.
+CODES = {
+    "not_identified": "the data cannot pin a parameter",
+    "on_bound": "a parameter sits on a bound of its search range",
+    "extrapolation": "a prediction or plan lies beyond the range of the data",
+    "profile_misfit": "an IsoFLOP parabola does not describe its budget",
+    "exponent_implausible": "a fitted exponent lies outside what the data supports",
+    "budget_skipped": "an IsoFLOP budget was left out of the fit",
+    "metric_choice": "which of several metrics was taken as the loss",
+    "few_points": "too few points for the result to be trusted",
+    "outliers_dropped": "points were left out of the fit",
+}
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding about a result.
+
+    Parameters
+    ----------
+    code : str
+        One of :data:`CODES`.
+    severity : {"info", "warning", "error"}
+        ``warning`` and ``error`` mean the number concerned should not be believed as it stands.
+    message : str
+        One sentence that says what was found and names the remedy.
+    param, budget, run, value : optional
+        What the finding applies to: a parameter name, a compute budget, a run name, a value.
+    """
+
+    code: str
+    severity: str
+    message: str
+    param: str | None = None
+    budget: float | None = None
+    run: str | None = None
+    value: Any = None
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"The value of `code` is {self.code!r}, but must be one of {sorted(CODES)}.")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"The value of `severity` is {self.severity!r}, but must be one of {list(SEVERITIES)}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The diagnostic as a JSON-ready dict; fields that do not apply are left out."""
+        out: dict[str, Any] = {"code": self.code, "severity": self.severity, "message": self.message}
+        for key in ("param", "budget", "run", "value"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Diagnostic":
+        """Inverse of :meth:`to_dict`."""
+        return cls(**{key: data.get(key) for key in ("code", "severity", "message", "param",
+                                                     "budget", "run", "value")})
+
+    def line(self) -> str:
+        """The terminal line: severity and message."""
+        return f"{self.severity}: {self.message}"
