@@ -81,11 +81,11 @@ from threadpoolctl import threadpool_limits
 import numpy as np
 import pandas as pd
 
+from scalekit.surrogates.curve_families import FAMILIES
 from scalekit.surrogates.evaluate import (QUANTILES, StackedMethod, Task, averaged_method,
                                           cut_curves, ensemble_method, estimator_method,
                                           evaluate, joint_method, remembered, split_tasks,
                                           stacking_weights)
-from scalekit.surrogates.families import FAMILIES
 from scalekit.surrogates.gp import GPSurrogate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"

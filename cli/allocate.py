@@ -202,7 +202,7 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
     from rich.table import Table
     from rich.text import Text
 
-    from scalekit.allocate.plan import plan_next
+    from scalekit.allocate.next_actions import plan_next
     from scalekit.allocate.policies import get_policy
     from scalekit.allocate.schedules import format_rung_table
 

@@ -42,7 +42,7 @@ def fit(
 ) -> None:
     """Fit a scaling law, with standard errors, bootstrap intervals and a compute plan."""
     from scalekit.fit.frame import fit_frame
-    from scalekit.fit.plan import plan_for_compute
+    from scalekit.fit.compute_optimal import plan_for_compute
     from scalekit.report import jsonio
     from scalekit.report.fit_report import fit_renderables
 

@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN
+
 from .common import (bootstrap_option, ci_level_option, file_argument, json_option,
                      map_option, open_frame, parse_mapping, print_renderable, quiet_option,
                      seed_option, store_option)
@@ -17,7 +19,7 @@ APPROACHES = ("1", "2", "3", "all")
 def _convention_options():
     return (typer.Option("6ND", "--convention", help="FLOPs: 6ND (C = k·N·D) or counted "
                          "(the compute column as logged)."),
-            typer.Option(6.0, "--flops-per-param-token", help="k in C = k·N·D."))
+            typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token", help="k in C = k·N·D."))
 
 
 def isoflop(

@@ -101,7 +101,7 @@ def train(
     quiet: bool = quiet_option(),
 ) -> None:
     """Train a sweep (every combination of the grids) and log each evaluation to the store."""
-    from scalekit.train.executors import make_executor
+    from scalekit.train.sweep import sweep_executor
     from scalekit.train.sweep import SweepSpec, run_sweep
 
     settings = _read_config(config) if config is not None else {}
@@ -125,7 +125,7 @@ def train(
     from scalekit.train.tasks import get_task
 
     get_task(task)  # reject an unknown task before any work
-    pool = make_executor(executor, max_workers=workers, address=ray_address)
+    pool = sweep_executor(executor, max_workers=workers, address=ray_address)
     checkpoint_dir = checkpoints or store.with_name(store.name + ".checkpoints")
     try:
         with _progress(len(configs), quiet) as advance:

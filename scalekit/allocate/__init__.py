@@ -6,11 +6,11 @@ from scalekit.allocate.budget import PF_DAY, parse_budget
 from scalekit.allocate.engine import Advance, Allocation, HalvingLoop, successive_halving
 from scalekit.allocate.forecasters import (JointForecaster, PerCurveForecaster, SweepForecaster,
                                            make_forecaster)
-from scalekit.allocate.plan import Plan, plan_next
+from scalekit.allocate.next_actions import Plan, plan_next
 from scalekit.allocate.policies import (POLICIES, ForecastPolicy, FrontierPolicy, LossPolicy,
                                         Policy, PromotionContext, get_policy)
 from scalekit.allocate.replay import ReplayResult, allocate, fit_bracket, replay
-from scalekit.allocate.runner import RunResult, run_allocation
+from scalekit.allocate.runner import AllocationRunResult, run_allocation
 from scalekit.allocate.schedules import (Hyperband, Rung, SuccessiveHalving, format_rung_table,
                                          rung_count)
 from scalekit.allocate.sweep import Curve, Sweep, sweep_from_frame
@@ -20,6 +20,6 @@ __all__ = [
     "JointForecaster", "PerCurveForecaster", "SweepForecaster", "make_forecaster", "Plan",
     "plan_next", "POLICIES", "ForecastPolicy", "FrontierPolicy", "LossPolicy", "Policy",
     "PromotionContext", "get_policy", "ReplayResult", "allocate", "fit_bracket", "replay",
-    "RunResult", "run_allocation", "Hyperband", "Rung", "SuccessiveHalving",
+    "AllocationRunResult", "run_allocation", "Hyperband", "Rung", "SuccessiveHalving",
     "format_rung_table", "rung_count", "Curve", "Sweep", "sweep_from_frame",
 ]

@@ -5,10 +5,8 @@ from __future__ import annotations
 import math
 import re
 
+from scalekit.compute import PF_DAY
 from scalekit.errors import InputError
-
-#: FLOPs in one petaflop/s-day: 1e15 FLOP/s for 86 400 s.
-PF_DAY = 1e15 * 86400
 
 _UNITS = {"": 1.0, "flop": 1.0, "flops": 1.0, "pf-day": PF_DAY, "pf-days": PF_DAY,
           "pfday": PF_DAY, "pfdays": PF_DAY}

@@ -60,8 +60,8 @@ class RecordedPolicy:
 
 
 @dataclass
-class RunResult:
-    """Outcome of :func:`run_allocation`: the allocation, its bracket and how much was trained now."""
+class AllocationRunResult:
+    """Outcome of :func:`run_allocation`: the allocation, its bracket, how much was trained now."""
 
     allocation: Allocation
     bracket: SuccessiveHalving
@@ -93,7 +93,7 @@ def candidate_sweep(trainer) -> Sweep:
 def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *,
                    budget: float, eta: int = 3, min_resource: float | None = None,
                    seed: int = 0, executor: Executor | None = None,
-                   metric: str = "loss", settings: dict | None = None) -> RunResult:
+                   metric: str = "loss", settings: dict | None = None) -> AllocationRunResult:
     """Allocate ``budget`` FLOPs over the trainer's candidates, writing points to the store.
 
     ``task`` names the allocation in the store; calling again with the same
@@ -165,4 +165,4 @@ def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *
             return results
 
         allocation = drive(loop.steps(), execute)
-    return RunResult(allocation, bracket, counts["trained"], counts["reused"])
+    return AllocationRunResult(allocation, bracket, counts["trained"], counts["reused"])

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice
+from scalekit.compute import training_flops
 from scalekit.errors import InputError
 
 RESOURCES = ("compute", "step", "tokens")
@@ -113,7 +114,7 @@ def sweep_from_frame(frame: pd.DataFrame, *, resource: str = "compute", metric: 
         raise InputError("the curves have no `run` column", source=source, column="run")
     if "compute" not in frame.columns:
         if {"params", "tokens"} <= set(frame.columns):
-            frame["compute"] = 6.0 * frame["params"] * frame["tokens"]
+            frame["compute"] = training_flops(frame["params"], frame["tokens"])
         else:
             raise InputError("the curves need a `compute` column (or `params` and `tokens` "
                              "for 6·N·D)", source=source, column="compute")

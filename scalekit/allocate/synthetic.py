@@ -14,6 +14,7 @@ import pandas as pd
 
 from scalekit.allocate.sweep import Sweep, sweep_from_frame
 from scalekit.checks import check_number
+from scalekit.compute import tokens_for_compute
 
 CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 
@@ -42,7 +43,7 @@ def early_leader_frame(*, seed: int = 0, sizes: int = 9, variants: int = 3,
         for v in range(variants):
             factor = 1.0 + abs(rng.normal(0.0, penalty))
             compute = max_compute * steps / points
-            tokens = compute / (6.0 * n)
+            tokens = tokens_for_compute(compute, n)
             reducible = chinchilla_loss(n, tokens) - CHINCHILLA["E"]
             loss = (CHINCHILLA["E"] + factor * reducible) * np.exp(rng.normal(0, noise, points))
             rows.append(pd.DataFrame({"run": f"n{i}_v{v}", "step": steps, "compute": compute,

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.allocate.synthetic import CHINCHILLA, chinchilla_loss
+from scalekit.compute import training_flops
 
 
 @dataclass
@@ -53,7 +54,7 @@ class SyntheticTrainer:
         rows = []
         for i, n in enumerate(np.geomspace(self.min_params, self.max_params, self.sizes)):
             for v in range(self.variants):
-                per_step = 6.0 * n * self.tokens_per_step
+                per_step = training_flops(n, self.tokens_per_step)
                 rows.append(dict(run=f"toy_n{i}_v{v}", params=float(n), index=len(rows),
                                  max_resource=float(np.floor(self.max_compute / per_step)),
                                  flops_per_unit=per_step,

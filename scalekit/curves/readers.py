@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice
+from scalekit.compute import tokens_for_compute
 from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, INTEGER_RUN_COLUMNS, KEY_COLUMNS,
                                     METRIC_PREFIX, POINT_COLUMNS, RUN_COLUMNS, is_metric_name,
                                     normalise, resolve_roles)
@@ -157,7 +158,7 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
         notes.append("ignored columns: " + ", ".join(ignored))
     frame = pd.DataFrame(out)
     if "tokens" not in frame and "compute" in frame and "params" in frame:
-        frame["tokens"] = frame["compute"] / (6.0 * frame["params"])
+        frame["tokens"] = tokens_for_compute(frame["compute"], frame["params"])
         notes.append("tokens derived as compute / (6 * params)")
     if duplicates != "error":
         rows = frame.drop_duplicates(list(KEY_COLUMNS), keep=duplicates).index.to_numpy()

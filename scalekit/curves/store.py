@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scalekit.compute import tokens_for_compute
 from scalekit.curves.schema import (CONFIG_PREFIX, INTEGER_RUN_COLUMNS, LOG_COLUMNS, POINT_COLUMNS,
                                     RUN_COLUMNS, RUN_ONLY_COLUMNS, is_metric_name)
 from scalekit.curves.validate import (MAX_WHOLE, TOO_LARGE, Locator, check_frame, to_float,
@@ -542,7 +543,7 @@ def _assemble(rows: list[tuple], which: np.ndarray, run_rows: list[tuple],
     step, compute, point_tokens, value, wall_time = data.T
     tokens = np.where(np.isnan(point_tokens), attrs["tokens"], point_tokens)
     derived = np.isnan(tokens) & ~np.isnan(compute * attrs["params"])
-    tokens[derived] = compute[derived] / (6.0 * attrs["params"][derived])
+    tokens[derived] = tokens_for_compute(compute[derived], attrs["params"][derived])
     names = np.array([row[1] for row in run_rows], dtype=object)
     columns: dict[str, object] = {"run": names[which], "step": step.astype(np.int64)}
     optional = {"compute": compute, "tokens": tokens, metric: value, "wall_time": wall_time,

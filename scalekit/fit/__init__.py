@@ -1,8 +1,8 @@
 """The fit engine: robust multi-start fitting of laws, uncertainty, model comparison."""
 
+from scalekit.fit.compute_optimal import plan_for_compute
 from scalekit.fit.engine import fit_law
 from scalekit.fit.frame import fit_frame, prepare_fit
-from scalekit.fit.plan import plan_for_compute
 from scalekit.fit.result import FitResult
 from scalekit.fit.select import compare_laws
 

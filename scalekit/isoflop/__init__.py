@@ -5,7 +5,7 @@
 * approach 3 — the parametric Chinchilla law (:class:`ParametricOptimum`);
 * :func:`comparison_table`, :func:`spread_explained` — the approaches side by side;
 * :func:`plan_for_loss`, :func:`compare_allocation` — plans from a fitted law (the plan
-  for a compute budget is :func:`scalekit.fit.plan.plan_for_compute`).
+  for a compute budget is :func:`scalekit.fit.compute_optimal.plan_for_compute`).
 """
 
 from scalekit.isoflop.approach1 import Envelope
@@ -13,7 +13,7 @@ from scalekit.isoflop.approach2 import IsoFLOPProfiles
 from scalekit.isoflop.approach3 import ParametricOptimum
 from scalekit.isoflop.budgets import assign_budgets, round_significant
 from scalekit.isoflop.compare import comparison_table, spread_explained
-from scalekit.isoflop.plan import compare_allocation, plan_for_loss
+from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
 from scalekit.isoflop.powerfit import PowerLawFit, fit_power_law
 
 __all__ = ["Envelope", "IsoFLOPProfiles", "ParametricOptimum", "PowerLawFit", "assign_budgets",

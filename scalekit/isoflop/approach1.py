@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_number
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.errors import InputError
 from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.powerfit import fit_power_law
@@ -42,7 +43,7 @@ class Envelope(AllocationEstimator):
     """
 
     def __init__(self, *, n_grid: int = 200, n_boot: int = 1000, ci_level: float = 0.95,
-                 convention: str = "6ND", flops_per_param_token: float = 6.0,
+                 convention: str = "6ND", flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN,
                  seed: int = 0) -> None:
         self.n_grid = n_grid
         self.n_boot = n_boot

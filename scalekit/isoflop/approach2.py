@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.errors import InputError
 from scalekit.isoflop.budgets import assign_budgets
 from scalekit.isoflop.estimator import AllocationEstimator
@@ -77,7 +78,7 @@ class IsoFLOPProfiles(AllocationEstimator):
     def __init__(self, *, profile: str = "params", figures: int = 2, budgets=None,
                  tolerance: float = 0.1, window: int | None = None, n_boot: int = 1000,
                  ci_level: float = 0.95, convention: str = "6ND",
-                 flops_per_param_token: float = 6.0, seed: int = 0) -> None:
+                 flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN, seed: int = 0) -> None:
         self.profile = profile
         self.figures = figures
         self.budgets = budgets

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from scalekit.checks import check_number
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.powerfit import PowerLawFit
 
@@ -62,7 +63,7 @@ class ParametricOptimum(AllocationEstimator):
 
     def __init__(self, *, loss: str = "huber", delta: float = 1e-3, n_boot: int = 200,
                  starts=None, ci_level: float = 0.95, convention: str = "6ND",
-                 flops_per_param_token: float = 6.0, seed: int = 0) -> None:
+                 flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN, seed: int = 0) -> None:
         self.loss = loss
         self.delta = delta
         self.n_boot = n_boot

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number
+from scalekit.compute import (FLOPS_PER_PARAM_TOKEN, flops_rule, params_for_compute,
+                              tokens_for_compute, training_flops)
 from scalekit.errors import InputError
 
 CONVENTIONS = ("6ND", "counted")
@@ -28,13 +30,14 @@ CONVENTIONS = ("6ND", "counted")
 def convention_text(convention: str, flops_per_param_token: float) -> str:
     """One line naming the FLOP convention, for reports."""
     if convention == "6ND":
-        return f"C = {flops_per_param_token:g}·N·D (N as given in the params column)"
+        return f"{flops_rule(flops_per_param_token)} (N as given in the params column)"
     return (f"counted FLOPs as given; a missing N or D derived from "
-            f"C = {flops_per_param_token:g}·N·D")
+            f"{flops_rule(flops_per_param_token)}")
 
 
 def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
-                   flops_per_param_token: float = 6.0, source: str | None = None) -> pd.DataFrame:
+                   flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN,
+                   source: str | None = None) -> pd.DataFrame:
     """Return a frame with ``compute``, ``params``, ``tokens``, ``loss`` (and ``run`` if given).
 
     What was derived is listed in ``attrs["notes"]``.
@@ -76,14 +79,14 @@ def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
     k = flops_per_param_token
     notes = []
     if "params" not in have:
-        out["params"] = out["compute"] / (k * out["tokens"])
+        out["params"] = params_for_compute(out["compute"], out["tokens"], flops_per_param_token=k)
         notes.append(f"params derived as N = C/({k:g}·D)")
     elif "tokens" not in have:
-        out["tokens"] = out["compute"] / (k * out["params"])
+        out["tokens"] = tokens_for_compute(out["compute"], out["params"], flops_per_param_token=k)
         notes.append(f"tokens derived as D = C/({k:g}·N)")
     elif convention == "6ND":
         given = out["compute"].to_numpy() if "compute" in out else None
-        out["compute"] = k * out["params"] * out["tokens"]
+        out["compute"] = training_flops(out["params"], out["tokens"], flops_per_param_token=k)
         if given is not None and not np.allclose(given, out["compute"], rtol=1e-6, atol=0):
             notes.append(f"compute recomputed as C = {k:g}·N·D (the compute column is ignored; "
                          "use the counted convention to keep it)")

@@ -93,8 +93,8 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
 
 def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> Report:
     """Fit the Chinchilla law and answer the plan questions in ``settings``."""
-    from scalekit.fit.plan import plan_for_compute
-    from scalekit.isoflop.plan import compare_allocation, plan_for_loss
+    from scalekit.fit.compute_optimal import plan_for_compute
+    from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
 
     k = settings["flops_per_param_token"]
     model = ParametricOptimum(n_boot=settings["bootstrap"], ci_level=settings["ci_level"],

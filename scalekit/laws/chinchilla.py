@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from scalekit.checks import check_number
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.laws.base import Law, Param
 from scalekit.laws.logsumexp import logsumexp_terms
 from scalekit.laws.registry import register_law
@@ -60,8 +61,8 @@ def optimum_coefficients(values: Mapping[str, float]) -> dict[str, float]:
             "G": (alpha * A / (beta * B)) ** (1.0 / (alpha + beta))}
 
 
-def chinchilla_optimum(values: Mapping[str, float], compute, flops_per_param_token: float = 6.0
-                       ) -> dict:
+def chinchilla_optimum(values: Mapping[str, float], compute,
+                       flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> dict:
     """Compute-optimal model size, token count and loss for a compute budget.
 
     Minimising ``L(N, D)`` under ``C = k N D`` (``k = flops_per_param_token``, 6 by

@@ -13,7 +13,7 @@ from scalekit.laws.base import Law
 
 _LAWS: dict[str, Law] = {}
 _BUILTIN_MODULES: tuple[str, ...] = (
-    "scalekit.laws.families",
+    "scalekit.laws.power",
     "scalekit.laws.chinchilla",
     "scalekit.laws.kaplan",
     "scalekit.laws.bnsl",

@@ -2,7 +2,7 @@
 
 - :class:`ParametricEnsemble` — Domhan et al. (2015) families adapted to losses
   plus the saturating power law, weighted by backtests on the prefix
-  (:mod:`scalekit.surrogates.ensemble`, families in :mod:`~scalekit.surrogates.families`);
+  (:mod:`scalekit.surrogates.ensemble`, families in :mod:`~scalekit.surrogates.curve_families`);
 - :class:`GPSurrogate` — a GP with the freeze-thaw decay kernel around a
   parametric mean (:mod:`scalekit.surrogates.gp`);
 - :class:`JointSurrogate` — one law across all runs of a sweep

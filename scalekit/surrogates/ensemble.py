@@ -31,7 +31,7 @@ import numpy as np
 
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.surrogates.base import Surrogate, horizon_rate, mixture_quantiles
-from scalekit.surrogates.families import DEFAULT_FAMILIES, FAMILIES, FamilyFit, fit_family
+from scalekit.surrogates.curve_families import DEFAULT_FAMILIES, FAMILIES, FamilyFit, fit_family
 
 WEIGHTINGS = ("backtest", "equal")
 
@@ -183,8 +183,8 @@ class ParametricEnsemble(Surrogate):
     Parameters
     ----------
     families : sequence of str or str, optional
-        Family names from :data:`scalekit.surrogates.families.FAMILIES`; by
-        default :data:`~scalekit.surrogates.families.DEFAULT_FAMILIES`. One name
+        Family names from :data:`scalekit.surrogates.curve_families.FAMILIES`; by
+        default :data:`~scalekit.surrogates.curve_families.DEFAULT_FAMILIES`. One name
         gives a single-family surrogate with the same noise model.
     holdout : float
         Share of the prefix's log-x span held back to score the families.

@@ -16,9 +16,9 @@ import pandas as pd
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
 from scalekit.surrogates.base import check_curve
+from scalekit.surrogates.curve_families import FAMILIES
 from scalekit.surrogates.evaluate import (QUANTILES, Task, averaged_method, cut_curves,
                                           ensemble_method, estimator_method, evaluate, joint_method)
-from scalekit.surrogates.families import FAMILIES
 
 METHODS = ("ensemble", "average", "gp", "joint", "ensemble+joint", *FAMILIES)
 

@@ -14,10 +14,10 @@ _LAZY = {
     "SweepSpec": "scalekit.train.sweep",
     "StoreLog": "scalekit.train.sweep",
     "run_sweep": "scalekit.train.sweep",
-    "make_executor": "scalekit.train.executors",
+    "sweep_executor": "scalekit.train.sweep",
     "available_tasks": "scalekit.train.tasks",
     "train": "scalekit.train.loop",
-    "RunResult": "scalekit.train.loop",
+    "TrainedRun": "scalekit.train.loop",
     "pick_device": "scalekit.train.loop",
     "train_batched": "scalekit.train.batched",
 }

@@ -21,10 +21,11 @@ import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
+from scalekit.compute import training_flops
 from scalekit.errors import InputError
 from scalekit.train.config import TrainConfig
-from scalekit.train.flops import counted_step_flops, estimate_6nd
-from scalekit.train.loop import Log, RunResult, autocast, pick_device, run_attributes
+from scalekit.train.flops import counted_step_flops
+from scalekit.train.loop import Log, TrainedRun, autocast, pick_device, run_attributes
 from scalekit.train.models import GPT
 from scalekit.train.tasks import get_task
 
@@ -71,8 +72,8 @@ class StackedAdamW:
             p.grad = None
 
 
-def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> list[RunResult]:
-    """Train runs of one shape together; returns one :class:`RunResult` per config, in order.
+def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> list[TrainedRun]:
+    """Train runs of one shape together; returns one :class:`TrainedRun` per config, in order.
 
     Parameters
     ----------
@@ -144,7 +145,7 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
             for i, config in enumerate(configs):
                 point = {"step": step + 1, "samples": samples, "tokens": tokens,
                          "compute": float((step + 1) * flops_per_step),
-                         "compute_6nd": estimate_6nd(attrs[i]["params"], tokens),
+                         "compute_6nd": training_flops(attrs[i]["params"], tokens),
                          "loss": float(val[i]), "val_loss": float(val[i]),
                          "train_loss": float(train_sum[i]) / since_eval, "wall_time": wall}
                 if val_error is not None:
@@ -154,4 +155,4 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
                     log(config.name, attrs[i], [point])
             train_sum.zero_()
             since_eval = 0
-    return [RunResult(c.name, a, p) for c, a, p in zip(configs, attrs, points)]
+    return [TrainedRun(c.name, a, p) for c, a, p in zip(configs, attrs, points)]

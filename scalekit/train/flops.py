@@ -3,9 +3,9 @@
 ``counted_step_flops`` runs one forward and backward pass under
 :class:`torch.utils.flop_counter.FlopCounterMode`, which counts the matrix
 products (and attention) that autograd actually executes.
-``estimate_6nd`` is the usual ``6·N·D`` (Kaplan et al. 2020) with N the
-non-embedding parameters. ``analytic_step_flops`` is an independent closed
-form for the bundled models, used to check the counter.
+The usual ``6·N·D`` estimate (Kaplan et al. 2020, N the non-embedding
+parameters) is :func:`scalekit.compute.training_flops`. ``analytic_step_flops``
+is an independent closed form for the bundled models, used to check the counter.
 """
 
 from __future__ import annotations
@@ -46,11 +46,6 @@ def counted_step_flops(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.
     model.zero_grad(set_to_none=True)
     model.train(was_training)
     return int(counter.get_total_flops())
-
-
-def estimate_6nd(params: float, tokens: float) -> float:
-    """Training FLOPs by the 6·N·D rule: 2 per parameter and token forward, 4 backward."""
-    return 6.0 * params * tokens
 
 
 def analytic_step_flops(model: nn.Module, batch: int, context: int = 1) -> int:

@@ -23,9 +23,10 @@ import pandas as pd
 import torch
 
 from scalekit.checks import fail
+from scalekit.compute import training_flops
 from scalekit.errors import InputError
 from scalekit.train.config import TrainConfig
-from scalekit.train.flops import counted_step_flops, estimate_6nd
+from scalekit.train.flops import counted_step_flops
 from scalekit.train.models import count_parameters
 from scalekit.train.tasks import get_task
 from scalekit.train.tasks.base import TaskData
@@ -34,7 +35,7 @@ Log = Callable[[str, dict[str, Any], list[dict[str, float]]], None]
 
 
 @dataclass
-class RunResult:
+class TrainedRun:
     """A finished run: its name, attributes and one row per evaluation."""
 
     name: str
@@ -111,7 +112,7 @@ def _save(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)  # atomic: a kill leaves the previous checkpoint intact
 
 
-def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path | None = None) -> RunResult:
+def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path | None = None) -> TrainedRun:
     """Train one run and return its curve.
 
     Parameters
@@ -179,7 +180,7 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
             tokens = samples * data.tokens_per_sample
             metrics = evaluate(model, data, device)
             point = {"step": step, "samples": samples, "tokens": tokens,
-                     "compute": float(step * flops_per_step), "compute_6nd": estimate_6nd(params, tokens),
+                     "compute": float(step * flops_per_step), "compute_6nd": training_flops(params, tokens),
                      "loss": metrics["val_loss"], **metrics, "train_loss": float(train_sum) / train_count,
                      "wall_time": time.perf_counter() - started}
             points.append(point)
@@ -192,4 +193,4 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
                              "torch_rng": torch.get_rng_state(), "step": step, "points": points,
                              "elapsed": point["wall_time"],
                              **({"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {})})
-    return RunResult(config.name, attrs, points)
+    return TrainedRun(config.name, attrs, points)

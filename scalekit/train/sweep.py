@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, fields
@@ -19,8 +20,8 @@ from typing import Any
 import pandas as pd
 
 from scalekit.errors import InputError
+from scalekit.executors import InlineExecutor, make_executor
 from scalekit.train.config import TrainConfig
-from scalekit.train.executors import InlineExecutor
 
 GRID_FIELDS = {"widths": "width", "depths": "depth", "data": "data", "steps": "steps", "lrs": "lr",
                "seeds": "seed", "dropouts": "dropout", "dropout_schedules": "dropout_schedule"}
@@ -96,6 +97,19 @@ class StoreLog:
                 self._last[name] = int(new[-1]["step"])
 
 
+def sweep_executor(kind: str = "local", *, max_workers: int | None = None,
+                   address: str | None = None) -> Executor:
+    """:func:`scalekit.executors.make_executor` whose pool workers share the CPU threads."""
+    return make_executor(kind, max_workers=max_workers, address=address,
+                         initializer=_share_threads)
+
+
+def _share_threads(workers: int) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
 def checkpoint_path(directory: str | Path, config: TrainConfig) -> Path:
     """The checkpoint file of ``config`` in ``directory``."""
     return Path(directory) / f"{config.name}.pt"
@@ -158,7 +172,7 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
     on_run_done : callable, optional
         Called with each run's name as it finishes (for progress displays).
     """
-    from scalekit.train.loop import RunResult
+    from scalekit.train.loop import TrainedRun
 
     configs = list(configs)
     names = [c.name for c in configs]
@@ -175,7 +189,7 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
     for future in as_completed(futures):
         done = future.result()
         for result in done if batched else [done]:
-            results[result["name"]] = RunResult(**result)
+            results[result["name"]] = TrainedRun(**result)
             if on_run_done is not None:
                 on_run_done(result["name"])
     if not results:

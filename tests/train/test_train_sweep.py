@@ -7,7 +7,7 @@ import pytest
 
 from scalekit.curves import CurveStore
 from scalekit.train.config import TrainConfig
-from scalekit.train.executors import make_executor
+from scalekit.train.sweep import sweep_executor
 from scalekit.train.sweep import StoreLog, SweepSpec, run_sweep
 
 BASE = TrainConfig(steps=60, evals=4, eval_size=256, device="cpu")
@@ -84,7 +84,7 @@ def test_executor_gives_the_curves_of_the_calling_process(kind):
         pytest.importorskip("ray")
     configs = SweepSpec(base=BASE.replace(steps=30), widths=[4, 8]).configs()
     inline = run_sweep(configs)
-    executor = make_executor(kind, max_workers=2)
+    executor = sweep_executor(kind, max_workers=2)
     try:
         elsewhere = run_sweep(configs, executor=executor)
     finally:

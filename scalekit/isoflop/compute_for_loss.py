@@ -1,12 +1,12 @@
 """Plans from a fitted law of N and D: the least compute for a target loss, and what
 a chosen (N, D) spends beyond the compute-optimal allocation.
 
-For a budget C the optimum is found by :func:`scalekit.fit.plan.optimal_params`
+For a budget C the optimum is found by :func:`scalekit.fit.compute_optimal.optimal_params`
 (a search over log N under C = k·N·D, any law of N and D); the optimal loss
 ``L*(C)`` falls as C grows, so the least compute reaching a loss is a root of
 ``L*(C) - L`` in log C. Intervals repeat the search for every bootstrap
 parameter set of the fit. (For the compute plan itself see
-:func:`scalekit.fit.plan.plan_for_compute`.)
+:func:`scalekit.fit.compute_optimal.plan_for_compute`.)
 """
 
 from __future__ import annotations
@@ -15,23 +15,26 @@ import numpy as np
 from scipy.optimize import brentq
 
 from scalekit.checks import check_number
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN, tokens_for_compute, training_flops
 from scalekit.errors import InputError
 
 _LOG_C_RANGE = (np.log(1e6), np.log(1e40))
 
 
-def optimal_loss(law, theta, compute: float, *, flops_per_param_token: float = 6.0) -> tuple:
+def optimal_loss(law, theta, compute: float, *,
+                 flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> tuple:
     """``(N*, D*, L*)`` at ``compute`` for natural parameters ``theta``."""
-    from scalekit.fit.plan import optimal_params
+    from scalekit.fit.compute_optimal import optimal_params
 
     n_star = optimal_params(law, theta, compute, flops_per_param_token=flops_per_param_token)
-    d_star = compute / (flops_per_param_token * n_star)
+    d_star = tokens_for_compute(compute, n_star, flops_per_param_token=flops_per_param_token)
     loss = float(law.predict({"params": np.array([n_star]), "tokens": np.array([d_star])},
                              theta)[0])
     return n_star, d_star, loss
 
 
-def least_compute(law, theta, target_loss: float, *, flops_per_param_token: float = 6.0) -> float:
+def least_compute(law, theta, target_loss: float, *,
+                  flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> float:
     """The least compute whose optimal allocation reaches ``target_loss`` (nan if none)."""
     def gap(log_c: float) -> float:
         return optimal_loss(law, theta, float(np.exp(log_c)),
@@ -45,7 +48,8 @@ def least_compute(law, theta, target_loss: float, *, flops_per_param_token: floa
     return float(np.exp(brentq(gap, lo, hi, xtol=1e-12, rtol=1e-12)))
 
 
-def plan_for_loss(result, target_loss: float, *, flops_per_param_token: float = 6.0) -> dict:
+def plan_for_loss(result, target_loss: float, *,
+                  flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> dict:
     """Least compute reaching ``target_loss`` and its N*, D* (intervals from the bootstrap).
 
     Parameters
@@ -80,7 +84,7 @@ def plan_for_loss(result, target_loss: float, *, flops_per_param_token: float = 
 
 
 def compare_allocation(result, params: float, tokens: float, *,
-                       flops_per_param_token: float = 6.0) -> dict:
+                       flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> dict:
     """Compute a chosen ``(N, D)`` spends beyond the optimum reaching the same predicted loss.
 
     Returns the chosen compute ``k·N·D``, its predicted loss, the optimal compute,
@@ -91,7 +95,7 @@ def compare_allocation(result, params: float, tokens: float, *,
     check_number("tokens", tokens, low=0, low_open=True)
     law, theta = _law_and_theta(result)
     k = flops_per_param_token
-    chosen = k * params * tokens
+    chosen = training_flops(params, tokens, flops_per_param_token=k)
     loss = float(law.predict({"params": np.array([params]), "tokens": np.array([tokens])},
                              theta)[0])
     optimal = least_compute(law, theta, loss, flops_per_param_token=k)

@@ -12,11 +12,12 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from scalekit.checks import check_number
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule, tokens_for_compute
 from scalekit.errors import InputError
 
 
 def optimal_params(law, theta: np.ndarray, compute: float, *,
-                   flops_per_param_token: float = 6.0) -> float:
+                   flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> float:
     """The N that minimises ``law(N, C/(k·N))`` for natural parameters ``theta``.
 
     A grid over N from 1 to C/k locates the basin; a bounded Brent search
@@ -38,7 +39,8 @@ def optimal_params(law, theta: np.ndarray, compute: float, *,
     return float(np.exp(found.x))
 
 
-def plan_for_compute(result, compute: float, *, flops_per_param_token: float = 6.0) -> dict:
+def plan_for_compute(result, compute: float, *,
+                     flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> dict:
     """Compute-optimal N*, D* and predicted loss (with intervals) at ``compute`` FLOPs.
 
     Parameters
@@ -69,9 +71,9 @@ def plan_for_compute(result, compute: float, *, flops_per_param_token: float = 6
                          f"{law.name!r} reads {', '.join(law.inputs)}")
     theta = np.array([result.values[name] for name in law.param_names])
     n_star = optimal_params(law, theta, compute, flops_per_param_token=flops_per_param_token)
-    d_star = compute / (flops_per_param_token * n_star)
+    d_star = tokens_for_compute(compute, n_star, flops_per_param_token=flops_per_param_token)
     X = {"params": np.array([n_star]), "tokens": np.array([d_star])}
-    plan = {"compute": compute, "convention": f"C = {flops_per_param_token:g}·N·D",
+    plan = {"compute": compute, "convention": flops_rule(flops_per_param_token),
             "params": n_star, "tokens": d_star, "tokens_per_param": d_star / n_star,
             "loss": float(result.predict(X)[0]), "loss_pi": _pi(result, X)}
     if result.bootstrap_values is not None and len(result.bootstrap_values):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scalekit.allocate.plan import plan_next
+from scalekit.allocate.next_actions import plan_next
 from scalekit.allocate.policies import LossPolicy
 from scalekit.allocate.replay import allocate
 from scalekit.allocate.sweep import sweep_from_frame
