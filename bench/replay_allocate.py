@@ -50,7 +50,7 @@ from scalekit.allocate import metrics
 from scalekit.allocate.replay import replay
 from scalekit.allocate.sweep import sweep_from_frame
 from scalekit.allocate.synthetic import early_leader_sweep
-from scalekit.report.jsonio import dumps
+from scalekit.serialise import dumps
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 POLICIES = ["uniform", "loss", "forecast", "frontier", "exhaustive"]

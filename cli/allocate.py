@@ -99,12 +99,12 @@ def allocate(
         else:
             report, table = _plan(sweep, budgets[0], policy or "forecast", eta, min_resource,
                                   surrogate, seed)
-    from scalekit.report import jsonio
+    from scalekit import serialise
 
     report["compute_convention"] = ("counted: the compute column as logged, or 6·N·D where "
                                     "only params and tokens were given")
     if json_out is not None:
-        jsonio.write(json_out, jsonio.envelope("allocate", report, input_sha256=digest,
+        serialise.write(json_out, serialise.envelope("allocate", report, input_sha256=digest,
                                                seed=seed, settings=settings))
     if not quiet:
         print_renderable(table)
@@ -223,6 +223,21 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
     return {"mode": "plan", **plan.to_json(), "warnings": []}, Group(rungs, table)
 
 
+def _trainer(task: str, *, seed: int, store: Path):
+    """The trainer behind ``--run TASK``: ``synthetic`` (pure Python) or a bundled torch task."""
+    from scalekit.checks import check_choice
+    from scalekit.train.tasks import available_tasks
+
+    check_choice("task", task, ("synthetic", *available_tasks()))
+    if task == "synthetic":
+        from scalekit.allocate.toy import SyntheticTrainer
+
+        return SyntheticTrainer(seed=seed, sizes=9, variants=3, max_compute=1e18, points=40)
+    from scalekit.train.allocation_trainer import task_trainer
+
+    return task_trainer(task, seed=seed, store=store)
+
+
 def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, workers, quiet):
     from rich.text import Text
 
@@ -230,12 +245,11 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
     from scalekit.allocate.replay import fit_bracket
     from scalekit.allocate.runner import candidate_sweep, run_allocation
     from scalekit.allocate.schedules import format_rung_table
-    from scalekit.allocate.trainers import make_trainer
     from scalekit.errors import InputError
 
     if store is None:
         raise InputError("--run writes into a store: give --store DB")
-    trainer = make_trainer(task, seed=seed, store=store)
+    trainer = _trainer(task, seed=seed, store=store)
     sweep = candidate_sweep(trainer)
     bracket = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
     if not quiet:  # the rung table comes before any training

@@ -74,7 +74,7 @@ def parse_mapping(items: list[str]) -> dict[str, str] | None:
 
 def input_sha256(path: Path) -> str:
     """SHA-256 of a file, or of every file under a directory in sorted order."""
-    from scalekit.report.jsonio import sha256_of
+    from scalekit.serialise import sha256_of
 
     if path.is_dir():
         return sha256_of(*sorted(p for p in path.rglob("*") if p.is_file()))

@@ -43,7 +43,7 @@ def fit(
     """Fit a scaling law, with standard errors, bootstrap intervals and a compute plan."""
     from scalekit.fit.frame import fit_frame
     from scalekit.fit.compute_optimal import plan_for_compute
-    from scalekit.report import jsonio
+    from scalekit import serialise
     from scalekit.report.fit_report import fit_renderables
 
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y, keep=(x, group))
@@ -68,7 +68,7 @@ def fit(
             _plot(result, prepared, _plot_path(plot, value), target_compute)
     if json_out is not None:
         body = bodies[0] if group is None else {"groups": bodies}
-        jsonio.write(json_out, jsonio.envelope(FORMAT, body, input_sha256=input_sha, seed=seed,
+        serialise.write(json_out, serialise.envelope(FORMAT, body, input_sha256=input_sha, seed=seed,
                                                settings=settings))
 
 

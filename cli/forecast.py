@@ -38,7 +38,7 @@ def forecast(
 ) -> None:
     """Forecast learning curves (median and 50/80/95% intervals), or score the surrogates."""
     from scalekit.errors import InputError
-    from scalekit.report import jsonio
+    from scalekit import serialise
     from scalekit.surrogates.forecast import METHODS, evaluate_frame, forecast_frame
 
     if evaluate == (to is not None or to_compute is not None) or (to is not None and
@@ -88,7 +88,7 @@ def forecast(
         for note in notes:
             typer.echo(f"note: {note}", err=True)
     if json_out is not None:
-        jsonio.write(json_out, jsonio.envelope(FORMAT, body, input_sha256=input_sha, seed=0,
+        serialise.write(json_out, serialise.envelope(FORMAT, body, input_sha256=input_sha, seed=0,
                                                settings=settings))
 
 

@@ -19,7 +19,8 @@ APPROACHES = ("1", "2", "3", "all")
 def _convention_options():
     return (typer.Option("6ND", "--convention", help="FLOPs: 6ND (C = k·N·D) or counted "
                          "(the compute column as logged)."),
-            typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token", help="k in C = k·N·D."))
+            typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token",
+                         help="k in C = k·N·D."))
 
 
 def isoflop(
@@ -52,7 +53,7 @@ def isoflop(
 ) -> None:
     """Compute-optimal N*(C) = k_N·C^a and D*(C) = k_D·C^b by three approaches, with intervals."""
     from scalekit.checks import check_choice
-    from scalekit.isoflop.report import run_isoflop
+    from scalekit.isoflop.analysis import run_isoflop
 
     check_choice("approach", approach, APPROACHES)
     frame, input_sha = open_frame(file, store, parse_mapping(mapping))
@@ -67,7 +68,7 @@ def isoflop(
     if plot is not None:
         from scalekit.report.isoflop_plots import plot_isoflop
 
-        from scalekit.isoflop.report import NAMES
+        from scalekit.isoflop.analysis import NAMES
 
         plot_isoflop({NAMES[k]: m for k, m in report.fitted.items()}, plot,
                      target_compute=target_compute)
@@ -93,7 +94,7 @@ def plan(
 ) -> None:
     """Plan from the fitted Chinchilla law: by compute, by target loss, or against a chosen N, D."""
     from scalekit.errors import InputError
-    from scalekit.isoflop.report import run_plan
+    from scalekit.isoflop.analysis import run_plan
 
     if compute is None and loss is None and compare is None:
         raise InputError("give at least one of --compute C, --loss L, --compare N,D")
@@ -109,12 +110,17 @@ def plan(
 
 
 def _finish(report, kind, input_sha, seed, settings, json_out, quiet) -> None:
-    from scalekit.report import jsonio
+    from scalekit import serialise
 
     if not quiet:
-        print_renderable(report.renderables())
+        from scalekit.report.tables import render_tables
+
+        warnings = [f"warning: {line}" for line in report.body.get("warnings", [])]
+        print_renderable(render_tables(report.tables, "table", title=report.title,
+                                       header=[f"FLOPs: {report.body['convention']}"],
+                                       lines=[*report.notes, *warnings]))
     if json_out is not None:
-        jsonio.write(json_out, jsonio.envelope(kind, report.body, input_sha256=input_sha,
+        serialise.write(json_out, serialise.envelope(kind, report.body, input_sha256=input_sha,
                                                seed=seed, settings=settings))
 
 

@@ -202,7 +202,7 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
     from scalekit.planners.judge_model import (JudgeModel, best_of_k_asymptote, error_many_samples,
                                                error_one_sample)
     from scalekit.planners.judge_selection import monte_carlo_errors, quadrature_errors
-    from scalekit.report import jsonio
+    from scalekit import serialise
 
     check_number("k_max", k_max, low=1, high=100_000, integer=True)
     model = JudgeModel(dim=dim, n_train=n_train, noise=noise, misspecification=misspecification,
@@ -236,7 +236,7 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
         print_renderable(_pairs("Closed forms", {k: v for k, v in closed.items()
                                                  if not isinstance(v, list)}))
     if json_out is not None:
-        jsonio.write(json_out, jsonio.envelope("law.inference_k_simulation", body,
+        serialise.write(json_out, serialise.envelope("law.inference_k_simulation", body,
                                                input_sha256=None, seed=seed, settings=settings))
     if plot is not None:
         from scalekit.report.law_plots import plot_inference_k
@@ -317,7 +317,7 @@ def _text(value) -> str:
 
 
 def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, json_out, quiet):
-    from scalekit.report import jsonio
+    from scalekit import serialise
     from scalekit.report.fit_report import fit_renderables
 
     if not quiet:
@@ -334,7 +334,7 @@ def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, js
                 "ci_level": result.ci_level, "stats": dict(result.stats),
                 "derived": dict(result.derived), "plan": planned, "notes": list(notes),
                 "warnings": list(result.warnings)}
-        jsonio.write(json_out, jsonio.envelope(kind, body, input_sha256=digest, seed=seed,
+        serialise.write(json_out, serialise.envelope(kind, body, input_sha256=digest, seed=seed,
                                                settings=settings))
 
 

@@ -100,8 +100,8 @@ class FitResult:
         return np.exp(center - below), np.exp(center + above)
 
     def to_json(self) -> dict:
-        """Plain-JSON dict (see :func:`scalekit.report.jsonio.dumps`); inverse of ``from_json``."""
-        from scalekit.report.jsonio import to_jsonable
+        """Plain-JSON dict (see :func:`scalekit.serialise.dumps`); inverse of ``from_json``."""
+        from scalekit.serialise import to_jsonable
 
         law = {"name": self.law.name, "formula": self.law.formula,
                "inputs": list(self.law.inputs), "params": list(self.law.param_names)}

@@ -9,7 +9,7 @@ pytest.importorskip("torch")
 
 from scalekit.allocate.policies import LossPolicy  # noqa: E402
 from scalekit.allocate.runner import run_allocation  # noqa: E402
-from scalekit.allocate.trainers import TorchTaskTrainer  # noqa: E402
+from scalekit.train.allocation_trainer import TorchTaskTrainer  # noqa: E402
 from scalekit.curves import CurveStore  # noqa: E402
 from scalekit.train import TrainConfig, train  # noqa: E402
 

@@ -10,7 +10,7 @@ import pytest
 from scalekit.errors import InputError
 from scalekit.fit import FitResult, fit_law
 from scalekit.laws import get_law, law_from_expression
-from scalekit.report.jsonio import dumps
+from scalekit.serialise import dumps
 
 TRUTH = np.array([0.5, 3.0, 0.5])
 

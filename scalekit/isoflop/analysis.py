@@ -1,4 +1,4 @@
-"""Run the IsoFLOP analyses and plans the CLI asks for; results as a JSON body and rich tables."""
+"""Run the IsoFLOP analyses and plans the CLI asks for: a JSON body and tables as data."""
 
 from __future__ import annotations
 
@@ -17,31 +17,15 @@ NAMES = {"1": "1 envelope", "2": "2 IsoFLOP profiles", "3": "3 parametric law"}
 
 
 @dataclass
-class Report:
-    """What a command produced: the JSON body and the fitted estimators."""
+class IsoFLOPReport:
+    """What ``run_isoflop`` / ``run_plan`` produced: the JSON body, tables as data
+    (see :mod:`scalekit.report.tables`), the fitted estimators and the note lines."""
 
     title: str
     body: dict
     tables: list = field(default_factory=list)
     fitted: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
-
-    def renderables(self):
-        from rich.console import Group
-        from rich.table import Table
-
-        parts = [f"[bold]{self.title}[/bold]", f"FLOPs: {self.body['convention']}"]
-        for table in self.tables:
-            grid = Table(title=table["title"], title_justify="left")
-            for column in table["columns"]:
-                grid.add_column(column)
-            for row in table["rows"]:
-                grid.add_row(*row)
-            parts.append(grid)
-        parts += list(self.notes)
-        for line in self.body.get("warnings", []):
-            parts.append(f"[yellow]warning:[/yellow] {line}")
-        return Group(*parts)
 
 
 def _estimators(settings: dict, seed: int) -> dict:
@@ -56,7 +40,7 @@ def _estimators(settings: dict, seed: int) -> dict:
             "3": lambda: ParametricOptimum(n_boot=settings["bootstrap"], **common)}
 
 
-def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None) -> Report:
+def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None) -> IsoFLOPReport:
     """Fit the ``wanted`` approaches ("1", "2", "3"); with several, skip those the data do not
     support (the reason is reported) as long as one succeeds."""
     makers = _estimators(settings, seed)
@@ -86,12 +70,12 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
             "approaches": {NAMES[k]: m.to_json() for k, m in fitted.items()},
             "comparison": table.to_dict(orient="records"),
             "spread_explained": explained, "skipped": skipped, "warnings": warnings}
-    return Report("IsoFLOP analysis: compute-optimal N*(C) = k_N·C^a, D*(C) = k_D·C^b", body,
-                  _tables(fitted, table, explained, target, settings["ci_level"]), fitted,
-                  [f"note: {n}" for n in notes])
+    return IsoFLOPReport("IsoFLOP analysis: compute-optimal N*(C) = k_N·C^a, D*(C) = k_D·C^b",
+                         body, _tables(fitted, table, explained, target, settings["ci_level"]),
+                         fitted, [f"note: {n}" for n in notes])
 
 
-def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> Report:
+def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> IsoFLOPReport:
     """Fit the Chinchilla law and answer the plan questions in ``settings``."""
     from scalekit.fit.compute_optimal import plan_for_compute
     from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
@@ -138,7 +122,7 @@ def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> Report:
     lines = [f"note: {n}" for n in notes]
     if "compare_summary" in body:
         lines.append(body["compare_summary"])
-    return Report("Compute plan", body, tables, {"3": model}, lines)
+    return IsoFLOPReport("Compute plan", body, tables, {"3": model}, lines)
 
 
 def _tables(fitted, table, explained, target, level) -> list[dict]:

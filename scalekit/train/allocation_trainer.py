@@ -1,9 +1,9 @@
-"""Trainers that ``scalekit allocate --run TASK`` can drive.
+"""The allocator's trainer protocol over bundled torch tasks, by duck typing.
 
-- ``synthetic``: :class:`scalekit.allocate.toy.SyntheticTrainer` (pure Python);
-- any bundled :mod:`scalekit.train` task: :class:`TorchTaskTrainer`, a width
-  sweep of that task whose runs advance between evaluations and resume from
-  their checkpoints.
+:class:`TorchTaskTrainer` implements what :func:`scalekit.allocate.runner.run_allocation`
+asks of a trainer (``resource``, ``candidates()``, ``advance(run, start, stop)``)
+without importing :mod:`scalekit.allocate`: a width sweep of a bundled task whose
+runs advance between evaluations and resume from their checkpoints.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalekit.allocate.toy import SyntheticTrainer
 from scalekit.checks import check_choice
 
 
@@ -104,13 +103,12 @@ class TorchTaskTrainer:
                       if c in frame]]
 
 
-def make_trainer(task: str, *, seed: int = 0, store: str | Path | None = None):
-    """The trainer behind ``--run TASK``: ``synthetic`` or a bundled torch task's width sweep."""
+def task_trainer(task: str, *, seed: int = 0, store: str | Path | None = None
+                 ) -> TorchTaskTrainer:
+    """A width sweep (8 to 128, two seeds) of the bundled ``task``, checkpointed next to ``store``."""
     from scalekit.train.tasks import available_tasks
 
-    check_choice("task", task, ("synthetic", *available_tasks()))
-    if task == "synthetic":
-        return SyntheticTrainer(seed=seed, sizes=9, variants=3, max_compute=1e18, points=40)
+    check_choice("task", task, available_tasks())
     from scalekit.train import TrainConfig
 
     configs = [TrainConfig(task=task, width=w, depth=2, steps=600, lr=3e-3, seed=s,

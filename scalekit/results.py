@@ -1,0 +1,46 @@
+"""The result protocol every analysis result follows.
+
+A result has ``to_dict()`` / ``from_dict()`` (plain JSON-able data and back),
+``summary()`` (a plain-text report in fixed sections, the shape of lmfit's
+``fit_report``), a one-line ``repr`` (what it is, its objective, how many
+points) and ``_repr_html_`` for notebooks. :class:`ResultProtocol` derives the
+last three from two small methods a result writes: ``_summary_sections()`` and
+``_repr_fields()``. The JSON envelope of a report wraps ``to_dict()``
+(:func:`scalekit.serialise.envelope`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from scalekit.formatting import Section, format_number, sections_html, sections_text
+
+
+class ResultProtocol:
+    """Mixin: ``summary()``, ``__repr__`` and ``_repr_html_`` from a result's own sections.
+
+    A dataclass using it is declared ``@dataclass(repr=False)`` so the one-line
+    ``repr`` is kept.
+    """
+
+    def _summary_title(self) -> str:
+        return type(self).__name__
+
+    def _summary_sections(self) -> Sequence[Section]:
+        raise NotImplementedError
+
+    def _repr_fields(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def summary(self) -> str:
+        """The fixed-section plain-text report."""
+        return sections_text(self._summary_title(), self._summary_sections())
+
+    def _repr_html_(self) -> str:
+        return sections_html(self._summary_title(), self._summary_sections())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v if isinstance(v, str) else format_number(v)}"
+                           for k, v in self._repr_fields().items())
+        return f"{type(self).__name__}({fields})"
