@@ -37,8 +37,10 @@ def isoflop(
                                           "the nearest."),
     tolerance: float = typer.Option(0.1, "--budget-tolerance", help="Decades a point may lie from "
                                     "its nominal budget."),
-    window: Optional[int] = typer.Option(None, "--window", help="Approach 2: fit each parabola to "
-                                         "this many sizes around the budget's lowest loss."),
+    window: str = typer.Option("auto", "--window", help="Approach 2: the points each parabola "
+                               "describes: auto (grown around the lowest loss while the "
+                               "parabola fits), all, or a number of sizes around the lowest "
+                               "loss."),
     target_compute: Optional[float] = typer.Option(None, "--target-compute",
                                                    help="Compare N*, D* at this compute (FLOPs)."),
     bootstrap: int = bootstrap_option(200),
@@ -59,7 +61,7 @@ def isoflop(
     frame, input_sha = open_frame(file, store, parse_mapping(mapping))
     settings = {"approach": approach, "profile": profile, "figures": figures,
                 "budgets": _floats("budgets", budgets), "budget_tolerance": tolerance,
-                "window": window,
+                "window": int(window) if window.isdigit() else window,
                 "target_compute": target_compute, "bootstrap": bootstrap, "ci_level": ci_level,
                 "convention": convention, "flops_per_param_token": flops_per_param_token}
     wanted = ("1", "2", "3") if approach == "all" else (approach,)

@@ -40,6 +40,7 @@ class Envelope(AllocationEstimator):
         Per compute value: ``loss`` (lowest), ``run``, ``params``, ``tokens``, ``used``.
     params_law_, tokens_law_ : PowerLawFit
     warnings_ : list of str
+    diagnostics_ : list of Diagnostic
     """
 
     def __init__(self, *, n_grid: int = 200, n_boot: int = 1000, ci_level: float = 0.95,
@@ -96,6 +97,7 @@ class Envelope(AllocationEstimator):
         self.params_law_, self.tokens_law_ = (
             fit_power_law(grid, np.where(used, frame[name], np.nan), replicates=reps[name],
                           ci_level=self.ci_level) for name in ("params", "tokens"))
+        self.compute_range_ = (float(grid[used].min()), float(grid[used].max()))
         self.warnings_ = []
         if n_used < grid.size:
             self.warnings_.append(
@@ -105,6 +107,7 @@ class Envelope(AllocationEstimator):
         if np.unique(frame.loc[used, "params"]).size < 3:
             self.warnings_.append("the envelope passes through fewer than three model sizes; "
                                   "N*(C) is poorly determined")
+        self.diagnostics_ = self._exponent_diagnostics()
         return self
 
     def to_json(self) -> dict:

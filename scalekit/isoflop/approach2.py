@@ -1,12 +1,16 @@
 """Approach 2: IsoFLOP profiles (Hoffmann et al. 2022, §3.2).
 
-Per compute budget, fit a parabola of loss in log N (or log D) and take its
-vertex as the budget's optimum; bootstrap the points within each budget for the
-vertex interval; then fit ``N* = k_N·C^a`` and ``D* = k_D·C^b`` through the
-vertices. Each budget is checked for the known sources of bias of the method
-(Porian et al. 2024; Li et al. 2025, "(Mis)Fitting scaling laws"): a sampled
-grid off-centre or lopsided around the vertex, a parabola opening downward,
-a vertex outside the sampled range.
+Per compute budget, fit a parabola of loss in log N (or log D) to the points
+around the minimum that it describes (:mod:`scalekit.isoflop.windows`) and take
+its vertex as the budget's optimum; then fit ``N* = k_N·C^a`` and
+``D* = k_D·C^b`` through the vertices. Budgets with fewer than three sizes are
+left out and said so. The interval comes from a two-stage bootstrap: the losses
+of every budget perturbed at the pooled residual scale, and the budgets
+resampled (see :func:`_bootstrap`). Each budget is checked for the known sources
+of bias of the method (Porian et al. 2024; Li et al. 2025, "(Mis)Fitting scaling
+laws"): a parabola that does not describe its points, a sampled grid off-centre
+or lopsided around the vertex, a parabola opening downward, a vertex outside
+the sampled range.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import pandas as pd
 
 from scalekit.checks import check_choice, check_number
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
+from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.isoflop.budgets import assign_budgets
 from scalekit.isoflop.estimator import AllocationEstimator
-from scalekit.isoflop.parabolas import Groups, fit_parabolas, resample_within_groups, vertices
+from scalekit.isoflop.parabolas import Groups, fit_parabolas, group_scaling, vertices
 from scalekit.isoflop.powerfit import fit_power_law
+from scalekit.isoflop.windows import SMALLEST, check_window, choose_windows
 
 #: Budget checks, with the condition each one flags.
 CHECKS = {
@@ -48,14 +54,16 @@ class IsoFLOPProfiles(AllocationEstimator):
         The study's nominal budgets; each point joins the nearest within ``tolerance``.
     tolerance : float
         Decades of compute a point may lie from its nominal budget.
-    window : int, optional
-        Fit each parabola only to this many consecutive sizes centred on the budget's
-        lowest loss (at least 3). A parabola is a local approximation of the profile;
-        far points pull its vertex toward the centre of the grid.
+    window : "auto", "all" or int
+        Which points of each budget the parabola describes (see
+        :mod:`scalekit.isoflop.windows`): grown around the lowest loss while the
+        parabola fits (``"auto"``), every point (``"all"``, Hoffmann et al.), or this
+        many consecutive sizes centred on the lowest loss (at least 3).
     n_boot : int
-        Bootstrap resamples (points resampled within each budget); 0 for none. A
-        replicate's vertex farther than the sampled span beyond either end of the
-        sampled range counts as no vertex (``boot_no_vertex`` is their fraction).
+        Bootstrap replicates (two-stage: losses perturbed within budgets, budgets
+        resampled); 0 for none (the line's t interval then). A replicate's vertex
+        farther than the sampled span beyond either end of the sampled range counts
+        as no vertex (``boot_no_vertex`` is their fraction).
     ci_level : float
     convention : {"6ND", "counted"}
         FLOP convention (see :mod:`scalekit.isoflop.points`).
@@ -65,18 +73,22 @@ class IsoFLOPProfiles(AllocationEstimator):
     Attributes
     ----------
     budgets_ : DataFrame
-        One row per budget: points, sampled range, ``params_opt``/``tokens_opt`` with
-        intervals, ``loss_opt``, ``curvature``, ``offset`` (vertex position in the
-        sampled range, -1 … 1), ``flags``.
+        One row per budget: ``n_sampled`` points and ``n_points`` of them used, sampled
+        range, ``params_opt``/``tokens_opt`` with intervals, ``loss_opt``,
+        ``curvature``, ``offset`` (vertex position in the sampled range, -1 … 1),
+        ``misfit_p`` (lack-of-fit p-value of the parabola), ``flags``.
+    windows_ : Windows
+        The points chosen per budget and the pure error behind the choice.
     params_law_, tokens_law_ : PowerLawFit
         ``N* = k_N·C^a`` and ``D* = k_D·C^b``.
     vertex_replicates_ : ndarray (n_boot, K)
         Bootstrap replicates of the log-vertex per budget.
     warnings_ : list of str
+    diagnostics_ : list of Diagnostic
     """
 
     def __init__(self, *, profile: str = "params", figures: int = 2, budgets=None,
-                 tolerance: float = 0.1, window: int | None = None, n_boot: int = 1000,
+                 tolerance: float = 0.1, window="auto", n_boot: int = 1000,
                  ci_level: float = 0.95, convention: str = "6ND",
                  flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN, seed: int = 0) -> None:
         self.profile = profile
@@ -103,46 +115,44 @@ class IsoFLOPProfiles(AllocationEstimator):
         check_choice("profile", self.profile, ("params", "tokens"))
         check_number("n_boot", self.n_boot, low=0, integer=True)
         check_number("ci_level", self.ci_level, low=0, high=1, low_open=True, high_open=True)
+        check_window(self.window)
         points = self._points(data, source)
         assignment = assign_budgets(points["compute"].to_numpy(), figures=self.figures,
                                     nominal=self.budgets, tolerance=self.tolerance)
         points["budget"] = assignment.budget
         points = points[np.isfinite(points["budget"])].sort_values(["budget", self.profile])
-        _check_budgets(points, self.profile, source)
-        if self.window is not None:
-            check_number("window", self.window, low=3, integer=True)
-            points = _around_minimum(points, self.window)
+        points, self.diagnostics_ = _usable_budgets(points, self.profile, source)
+        x_all = np.log(points[self.profile].to_numpy())
+        groups_all = Groups.from_sorted_codes(points["budget"].to_numpy())
+        windows = choose_windows(x_all, points["loss"].to_numpy(), groups_all,
+                                 window=self.window)
+        lo = np.minimum.reduceat(x_all, groups_all.starts)
+        hi = np.maximum.reduceat(x_all, groups_all.starts)
+        n_sampled = groups_all.sizes
+        points = points[windows.mask(x_all.size)]
         other = self._other_name
         x = np.log(points[self.profile].to_numpy())
         y = points["loss"].to_numpy()
         groups = Groups.from_sorted_codes(points["budget"].to_numpy())
-        member = groups.member
 
         coef = fit_parabolas(x, y, groups)
         x_star, loss_star = vertices(coef, x, groups)
+        flags = _flag_budgets(coef, x_star, x_all, groups_all, lo, hi)
+        excluded = np.array([any(f in EXCLUDED for f in row) for row in flags])
+        x_star = np.where(excluded, np.nan, x_star)
+        if (~excluded).sum() < 2:
+            raise InputError("fewer than two budgets have an IsoFLOP parabola that opens upward; "
+                             "no power law can be fitted", source=source)
         rng = np.random.default_rng(self.seed)
-        replicates = None
-        if self.n_boot:
-            indices = resample_within_groups(groups, self.n_boot, rng)
-            replicates = vertices(fit_parabolas(x, y, groups, indices), x, groups)[0]
-
-        lo = np.minimum.reduceat(x, groups.starts)
-        hi = np.maximum.reduceat(x, groups.starts)
-        if replicates is not None:
+        replicates, weights, noise = None, None, _noise_scale(x, y, groups, coef, windows)
+        if self.n_boot and noise is not None:
+            replicates, weights = _bootstrap(x, y, groups, noise, ~excluded, self.n_boot, rng)
             wild = (replicates < 2 * lo - hi) | (replicates > 2 * hi - lo)
-            replicates = np.where(wild, np.nan, replicates)
+            replicates = np.where(wild | excluded[None, :], np.nan, replicates)
         budget = points["budget"].to_numpy()[groups.starts]
         if self.budgets is None:  # rounded labels: use the points' own (geometric mean) compute
             budget = np.exp(np.add.reduceat(np.log(points["compute"].to_numpy()), groups.starts)
                             / groups.sizes)
-        flags = _flag_budgets(coef, x_star, x, member, groups, lo, hi)
-        excluded = np.array([any(f in EXCLUDED for f in row) for row in flags])
-        x_star = np.where(excluded, np.nan, x_star)
-        if replicates is not None:
-            replicates = np.where(excluded[None, :], np.nan, replicates)
-        if (~excluded).sum() < 2:
-            raise InputError("fewer than two budgets have an IsoFLOP parabola that opens upward; "
-                             "no power law can be fitted", source=source)
 
         # The other variable at the vertex: a line of log other on log x within each budget
         # (exact under C = k·N·D, close to it for counted FLOPs).
@@ -152,7 +162,7 @@ class IsoFLOPProfiles(AllocationEstimator):
         other_reps = None if replicates is None else intercept + slope * replicates
 
         tails = [50 * (1 - self.ci_level), 50 * (1 + self.ci_level)]
-        table = pd.DataFrame({"budget": budget, "n_points": groups.sizes,
+        table = pd.DataFrame({"budget": budget, "n_sampled": n_sampled, "n_points": groups.sizes,
                               f"{self.profile}_min": np.exp(lo),
                               f"{self.profile}_max": np.exp(hi)})
         for name, centre, reps in ((self.profile, x_star, replicates),
@@ -166,16 +176,23 @@ class IsoFLOPProfiles(AllocationEstimator):
         if replicates is not None:
             table["boot_no_vertex"] = np.isnan(replicates).mean(axis=0)
         table["loss_opt"] = np.where(excluded, np.nan, loss_star)
-        table["curvature"] = coef[:, 2] / ((hi - lo) / 2) ** 2
+        w_lo = np.minimum.reduceat(x, groups.starts)
+        w_hi = np.maximum.reduceat(x, groups.starts)
+        table["curvature"] = coef[:, 2] / ((w_hi - w_lo) / 2) ** 2
         table["offset"] = (x_star - (lo + hi) / 2) / np.where(hi > lo, (hi - lo) / 2, 1.0)
+        table["misfit_p"] = windows.misfit_p
         table["flags"] = [",".join(row) for row in flags]
         self.budgets_ = table.reset_index(drop=True)
         self.assignment_ = assignment
+        self.windows_ = windows
         self.points_ = points.reset_index(drop=True)
         self.vertex_replicates_ = replicates
         self._other_replicates = other_reps
+        self._budget_weights = weights
         self.params_law_, self.tokens_law_ = self._power_laws(np.ones(budget.size, bool))
+        self.compute_range_ = (float(budget[~excluded].min()), float(budget[~excluded].max()))
         self.warnings_ = self._warnings(flags, assignment)
+        self.diagnostics_ += self._budget_diagnostics(flags) + self._exponent_diagnostics()
         return self
 
     def refit_without(self, flag: str):
@@ -196,7 +213,7 @@ class IsoFLOPProfiles(AllocationEstimator):
             rep = reps[name]
             rep = None if rep is None else np.exp(np.where(keep[None, :], rep, np.nan))
             laws.append(fit_power_law(table["budget"].to_numpy(), values, replicates=rep,
-                                      ci_level=self.ci_level))
+                                      weights=self._budget_weights, ci_level=self.ci_level))
         return tuple(laws)
 
     @property
@@ -213,6 +230,45 @@ class IsoFLOPProfiles(AllocationEstimator):
                 out.append(f"budget {budget:.3g} FLOPs: {CHECKS[flag]}")
         return out
 
+    def _budget_diagnostics(self, flags) -> list[Diagnostic]:
+        out = []
+        auto = self.window == "auto" and self.windows_.pure_dof > 0
+        rows = self.budgets_.itertuples(index=False)
+        for row, budget_flags, p in zip(rows, flags, self.windows_.misfit_p):
+            budget = float(row.budget)
+            where = f"budget {budget:.3g} FLOPs"
+            if "downward" in budget_flags:
+                out.append(Diagnostic("budget_skipped", "warning",
+                                      f"{where}: the parabola opens downward (no minimum), so the "
+                                      "budget was left out; sample sizes on both sides of its "
+                                      "lowest loss", budget=budget))
+                continue
+            if p < 0.05:
+                out.append(Diagnostic(
+                    "profile_misfit", "warning",
+                    f"{where}: the parabola does not describe its {row.n_points} points "
+                    f"(lack of fit p = {p:.2g} against the pure error); let the window be "
+                    "chosen by fit quality (`window='auto'`) or fit fewer sizes",
+                    budget=budget, value=float(p)))
+            elif auto and row.n_points == SMALLEST and row.n_sampled > SMALLEST:
+                out.append(Diagnostic(
+                    "profile_misfit", "info",
+                    f"{where}: a parabola describes only the {SMALLEST} sizes around the "
+                    "lowest loss, so its vertex interpolates them; sample sizes more "
+                    "densely near the minimum", budget=budget, value=SMALLEST))
+            if "outside" in budget_flags:
+                out.append(Diagnostic("profile_misfit", "warning",
+                                      f"{where}: the vertex lies outside the sizes sampled "
+                                      "(extrapolated); sample sizes beyond it", budget=budget,
+                                      value=float(row.offset)))
+            elif budget_flags:
+                out.append(Diagnostic("profile_misfit", "info",
+                                      f"{where}: the sampled grid is lopsided around the vertex "
+                                      f"(offset {row.offset:+.2f}); centre the next sweep on "
+                                      f"{self.profile} ≈ {getattr(row, self.profile + '_opt'):.3g}",
+                                      budget=budget, value=float(row.offset)))
+        return out
+
     def to_json(self) -> dict:
         """Per-approach body of the report: a, b, k_N, k_D with intervals, budgets, warnings."""
         self._check_fitted()
@@ -220,33 +276,69 @@ class IsoFLOPProfiles(AllocationEstimator):
                                      profile=self.profile)
 
 
-def _check_budgets(points: pd.DataFrame, profile: str, source: str | None) -> None:
-    counts = points.groupby("budget")[profile].agg(["size", "nunique"])
-    if len(counts) < 2:
-        found = ", ".join(f"{b:.2g}" for b in counts.index) or "none"
-        raise InputError(f"IsoFLOP profiles need at least two compute budgets; found "
-                         f"{len(counts)} ({found})", source=source, column="compute")
-    few = counts[counts["nunique"] < 3]
-    if len(few):
-        budget, row = next(iter(few.iterrows()))
-        raise InputError(f"budget {budget:.3g} FLOPs has {int(row['nunique'])} distinct "
-                         f"{profile} values, but a parabola needs at least three (give the "
-                         "study's nominal budgets, `budgets` / --budgets, or round to fewer "
-                         "significant figures, `figures` / --figures)",
-                         source=source, column="compute")
+def _usable_budgets(points: pd.DataFrame, profile: str, source: str | None):
+    """Leave out budgets with fewer than three distinct sizes (a ``budget_skipped`` each)."""
+    counts = points.groupby("budget")[profile].nunique()
+    few = counts[counts < 3]
+    diagnostics = [Diagnostic(
+        "budget_skipped", "warning",
+        f"budget {budget:.3g} FLOPs has {n} distinct {profile} value{'s' if n != 1 else ''} "
+        "and was left out, since a parabola needs three; give the study's nominal budgets "
+        "(`budgets`) or round to fewer significant figures (`figures`) if its points were "
+        "split from a neighbouring budget", budget=float(budget), value=int(n))
+        for budget, n in few.items()]
+    kept = counts.index[counts >= 3]
+    if len(kept) < 2:
+        found = ", ".join(f"{b:.2g} ({n} {profile} values)" for b, n in counts.items()) or "none"
+        raise InputError(f"IsoFLOP profiles need at least two compute budgets with three or more "
+                         f"distinct {profile} values each; found {found} (give the study's "
+                         "nominal budgets, `budgets` / --budgets, or round to fewer significant "
+                         "figures, `figures` / --figures)", source=source, column="compute")
+    return points[points["budget"].isin(kept)], diagnostics
 
 
-def _around_minimum(points: pd.DataFrame, window: int) -> pd.DataFrame:
-    """Keep, per budget, ``window`` consecutive sizes centred on the lowest loss."""
-    kept = []
-    for _, group in points.groupby("budget", sort=True):
-        best = int(np.argmin(group["loss"].to_numpy()))
-        start = max(0, min(best - window // 2, len(group) - window))
-        kept.append(group.iloc[start:start + window])
-    return pd.concat(kept)
+def _noise_scale(x, y, groups, coef, windows) -> tuple[float, int] | None:
+    """Residual variance of the losses about the parabolas and its degrees of freedom.
+
+    Pooled over the budgets' windows; the pure error where the windows leave no
+    residual degree of freedom; ``None`` where neither exists.
+    """
+    centre, half = group_scaling(x, groups)
+    u = (x - centre[groups.member]) / half[groups.member]
+    c = coef[groups.member]
+    fitted = c[:, 0] + c[:, 1] * u + c[:, 2] * u * u
+    ok = np.isfinite(coef).all(axis=1)
+    residual = np.where(ok[groups.member], y - fitted, 0.0)
+    dof = int(np.sum(np.where(ok, groups.sizes - 3, 0)))
+    if dof > 0:
+        return float(residual @ residual / dof), dof
+    if windows.pure_dof > 0 and windows.pure_error > 0:
+        return windows.pure_error, windows.pure_dof
+    return None
 
 
-def _flag_budgets(coef, x_star, x, member, groups, lo, hi) -> list[list[str]]:
+def _bootstrap(x, y, groups, noise, valid, n_boot: int, rng: np.random.Generator):
+    """Vertex replicates (n_boot, K) and budget weights (n_boot, K) of the two-stage bootstrap.
+
+    Within each budget the losses are perturbed by normal noise at the pooled residual
+    scale (the scale itself drawn from its scaled chi-square distribution, so that a
+    scale estimated from few degrees of freedom widens the interval as a t quantile
+    would); across budgets, the budgets entering the power-law fit are resampled with
+    replacement, so the scatter of the vertices about the line counts too.
+    """
+    variance, dof = noise
+    scale = np.sqrt(variance * dof / rng.chisquare(dof, n_boot))
+    replicas = y[None, :] + scale[:, None] * rng.standard_normal((n_boot, y.size))
+    replicates = vertices(fit_parabolas(x, replicas, groups), x, groups)[0]
+    weights = np.zeros((n_boot, groups.sizes.size))
+    n_valid = int(valid.sum())
+    weights[:, valid] = rng.multinomial(n_valid, np.full(n_valid, 1.0 / n_valid), size=n_boot)
+    return replicates, weights
+
+
+def _flag_budgets(coef, x_star, x, groups, lo, hi) -> list[list[str]]:
+    """The :data:`CHECKS` each budget fails, against all of its sampled points."""
+    member = groups.member
     flags = []
     for k in range(groups.sizes.size):
         row = []

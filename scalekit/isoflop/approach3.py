@@ -14,6 +14,7 @@ import numpy as np
 
 from scalekit.checks import check_number
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
+from scalekit.errors import InputError
 from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.powerfit import PowerLawFit
 
@@ -59,6 +60,7 @@ class ParametricOptimum(AllocationEstimator):
         ``N* = k_N·C^a`` and ``D* = k_D·C^b`` implied by the law.
     G_ : float
     warnings_ : list of str
+    diagnostics_ : list of Diagnostic
     """
 
     def __init__(self, *, loss: str = "huber", delta: float = 1e-3, n_boot: int = 200,
@@ -87,6 +89,7 @@ class ParametricOptimum(AllocationEstimator):
         check_number("n_boot", self.n_boot, low=0, integer=True)
         points = self._points(data, source)
         law = get_law("chinchilla")
+        _check_design(points, len(law.params), source)
         X = {"params": points["params"].to_numpy(), "tokens": points["tokens"].to_numpy()}
         self.result_ = fit_law(law, X, points["loss"].to_numpy(), loss=self.loss,
                                delta=self.delta, starts=self.starts, bootstrap=self.n_boot,
@@ -101,12 +104,26 @@ class ParametricOptimum(AllocationEstimator):
             for line, rep in zip(lines, reps))
         alpha, beta = theta[3], theta[4]
         self.G_ = float((alpha * theta[1] / (beta * theta[2])) ** (1 / (alpha + beta)))
+        self.compute_range_ = (float(points["compute"].min()), float(points["compute"].max()))
         self.warnings_ = list(self.result_.warnings)
+        self.diagnostics_ = self._exponent_diagnostics()
         return self
 
     def to_json(self) -> dict:
         self._check_fitted()
         return self._allocation_json(G=self.G_, law=self.result_.to_json())
+
+
+def _check_design(points, n_params: int, source) -> None:
+    """Refuse points that cannot determine the law: N and D must both vary, over more
+    distinct (N, D) pairs than the law has parameters."""
+    pairs = points[["params", "tokens"]].drop_duplicates()
+    varying = [name for name in ("params", "tokens") if points[name].nunique() > 1]
+    if len(varying) < 2 or len(pairs) <= n_params:
+        raise InputError(f"the parametric law needs points whose params and tokens both vary, "
+                         f"over more than {n_params} distinct (params, tokens) pairs; the data "
+                         f"have {len(pairs)} distinct pair{'s' if len(pairs) != 1 else ''}",
+                         source=source)
 
 
 def _law_from_lines(line, replicates, ci_level, n_points) -> PowerLawFit:

@@ -1,9 +1,12 @@
-"""What the three allocation approaches share: points, FLOP convention, fitted check, JSON."""
+"""What the three allocation approaches share: points, FLOP convention, fitted check,
+diagnostics of the exponents and of extrapolation, JSON."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from scalekit.diagnostics import Diagnostic
 from scalekit.errors import NotFittedError
 from scalekit.isoflop.points import convention_text, isoflop_points
 from scalekit.isoflop.powerfit import allocation_json
@@ -13,8 +16,12 @@ class AllocationEstimator:
     """Base of :class:`Envelope`, :class:`IsoFLOPProfiles` and :class:`ParametricOptimum`.
 
     Subclasses set ``convention`` and ``flops_per_param_token``; ``fit`` sets
-    ``params_law_``, ``tokens_law_`` and ``warnings_``.
+    ``params_law_``, ``tokens_law_``, ``warnings_``, ``diagnostics_`` and
+    ``compute_range_`` (the least and most compute the fitted line rests on).
     """
+
+    #: A target this many times beyond the data's compute range is a warning, not a note.
+    EXTRAPOLATION_WARNING = 10.0
 
     def convention_text(self) -> str:
         return convention_text(self.convention, self.flops_per_param_token)
@@ -30,8 +37,41 @@ class AllocationEstimator:
         if not hasattr(self, "params_law_"):
             raise NotFittedError.for_estimator(self)
 
+    def extrapolation(self, target_compute: float) -> list[Diagnostic]:
+        """An ``extrapolation`` diagnostic when ``target_compute`` lies outside ``compute_range_``."""
+        self._check_fitted()
+        lo, hi = self.compute_range_
+        if lo <= target_compute <= hi:
+            return []
+        factor = target_compute / hi if target_compute > hi else lo / target_compute
+        side = "beyond the largest" if target_compute > hi else "below the smallest"
+        severity = "warning" if factor > self.EXTRAPOLATION_WARNING else "info"
+        return [Diagnostic("extrapolation", severity,
+                           f"the target compute {target_compute:.3g} FLOPs is {factor:.3g}x "
+                           f"{side} compute the fit rests on ({lo:.3g} to {hi:.3g}); N* and D* "
+                           "there assume the power laws hold that far, which a run nearer the "
+                           "target would check", value=float(factor))]
+
+    def _exponent_diagnostics(self) -> list[Diagnostic]:
+        """``exponent_implausible`` for a or b outside (0, 1): under C = k·N·D both lie there."""
+        out = []
+        for name, law, other in (("a", self.params_law_, "params"),
+                                 ("b", self.tokens_law_, "tokens")):
+            value = law.exponent
+            if np.isfinite(value) and 0 < value < 1:
+                continue
+            out.append(Diagnostic(
+                "exponent_implausible", "warning",
+                f"{name} = {value:.3g} lies outside (0, 1), so the optimal {other} would not grow "
+                f"with compute as both N* and D* must; the fit does not describe the data — "
+                "read the per-budget notes and fix the sampling or the points used",
+                param=name, value=float(value)))
+        return out
+
     def _allocation_json(self, *, budgets: pd.DataFrame | None = None, **extra) -> dict:
         """:func:`allocation_json` of the fitted laws, ``extra`` then the convention."""
-        return allocation_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
+        body = allocation_json(self.params_law_, self.tokens_law_, warnings=self.warnings_,
                                budgets=budgets,
                                extra={**extra, "convention": self.convention_text()})
+        body["diagnostics"] = [d.to_dict() for d in self.diagnostics_]
+        return body

@@ -1,8 +1,9 @@
-"""Least-squares parabolas for many groups and many bootstrap resamples at once.
+"""Least-squares parabolas for many groups and many replicates of the losses at once.
 
 Points are sorted by group. Within each group ``x`` is centred and scaled to
 [-1, 1] before the normal equations are formed, so the 3×3 systems stay well
-conditioned; every resample of every group is solved in one batched call.
+conditioned; the design is the same for every replicate of the losses, so each
+group's system is inverted once and every replicate solved in one batched call.
 """
 
 from __future__ import annotations
@@ -31,14 +32,6 @@ class Groups:
         return np.repeat(np.arange(self.sizes.size), self.sizes)
 
 
-def resample_within_groups(groups: Groups, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices (n_boot, n) of bootstrap resamples drawn with replacement inside each group."""
-    member = groups.member
-    draws = rng.random((n_boot, member.size))
-    offsets = np.minimum((draws * groups.sizes[member]).astype(np.intp), groups.sizes[member] - 1)
-    return groups.starts[member] + offsets
-
-
 def group_scaling(x: np.ndarray, groups: Groups) -> tuple[np.ndarray, np.ndarray]:
     """Centre (midpoint) and half-width of ``x`` in each group."""
     lo = np.minimum.reduceat(x, groups.starts)
@@ -46,32 +39,27 @@ def group_scaling(x: np.ndarray, groups: Groups) -> tuple[np.ndarray, np.ndarray
     return (lo + hi) / 2, np.where(hi > lo, (hi - lo) / 2, 1.0)
 
 
-def fit_parabolas(x: np.ndarray, y: np.ndarray, groups: Groups,
-                  indices: np.ndarray | None = None) -> np.ndarray:
+def fit_parabolas(x: np.ndarray, y: np.ndarray, groups: Groups) -> np.ndarray:
     """Coefficients ``(c0, c1, c2)`` of ``y ≈ c0 + c1 u + c2 u²`` per group.
 
     ``u = (x - centre) / half_width`` of the group (see :func:`group_scaling`).
-    With ``indices`` (B, n) of resampled points, returns (B, K, 3), else (K, 3).
-    Systems with fewer than three distinct ``x`` give ``nan``.
+    ``y`` is (n,) or (B, n) — replicates of the losses at the same points — and the
+    result (K, 3) or (B, K, 3). Groups with fewer than three distinct ``x`` give ``nan``.
     """
     centre, half = group_scaling(x, groups)
-    member = groups.member
-    u = (x - centre[member]) / half[member]
-    features = np.stack([np.ones_like(u), u, u ** 2, u ** 3, u ** 4, y, u * y, u * u * y], axis=-1)
-    single = indices is None
-    if single:
-        indices = np.arange(x.size)[None, :]
-    sums = np.add.reduceat(features[indices], groups.starts, axis=1)  # (B, K, 8)
-    s0, s1, s2, s3, s4, t0, t1, t2 = np.moveaxis(sums, -1, 0)
+    u = (x - centre[groups.member]) / half[groups.member]
+    s0, s1, s2, s3, s4 = np.add.reduceat(np.stack([u ** p for p in range(5)]), groups.starts,
+                                         axis=1)
     matrix = np.stack([np.stack([s0, s1, s2], -1), np.stack([s1, s2, s3], -1),
-                       np.stack([s2, s3, s4], -1)], -2)
-    rhs = np.stack([t0, t1, t2], -1)
-    det = np.linalg.det(matrix)
-    singular = ~(np.abs(det) > 1e-9 * s0 ** 3)
+                       np.stack([s2, s3, s4], -1)], -2)                      # (K, 3, 3)
+    singular = ~(np.abs(np.linalg.det(matrix)) > 1e-9 * s0 ** 3)
     matrix[singular] = np.eye(3)
-    coef = np.linalg.solve(matrix, rhs[..., None])[..., 0]
-    coef[singular] = np.nan
-    return coef[0] if single else coef
+    y = np.asarray(y, dtype=float)
+    rhs = np.add.reduceat(y[..., None, :] * np.stack([np.ones_like(u), u, u * u]),
+                          groups.starts, axis=-1)                            # (..., 3, K)
+    coef = np.einsum("kij,...jk->...ki", np.linalg.inv(matrix), rhs)
+    coef[..., singular, :] = np.nan
+    return coef
 
 
 def vertices(coef: np.ndarray, x: np.ndarray, groups: Groups) -> tuple[np.ndarray, np.ndarray]:

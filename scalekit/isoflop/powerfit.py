@@ -96,7 +96,8 @@ def weighted_lines(log_c: np.ndarray, log_y: np.ndarray, weights: np.ndarray) ->
     return np.stack([mean_y - slope * mean_c, slope], axis=1)
 
 
-def fit_power_law(compute, values, *, replicates=None, ci_level: float = 0.95) -> PowerLawFit:
+def fit_power_law(compute, values, *, replicates=None, weights=None,
+                  ci_level: float = 0.95) -> PowerLawFit:
     """Fit ``values = coef · compute^exponent``.
 
     Parameters
@@ -105,6 +106,9 @@ def fit_power_law(compute, values, *, replicates=None, ci_level: float = 0.95) -
         Budgets and their optimal N (or D); non-finite values are left out.
     replicates : array (R, K), optional
         Bootstrap replicates of ``values`` (``nan`` where a replicate has none).
+    weights : array (R, K), optional
+        Weight of each point in each replicate's line (how often a resample drew it);
+        1 by default.
     ci_level : float
         Level of the intervals.
     """
@@ -121,7 +125,8 @@ def fit_power_law(compute, values, *, replicates=None, ci_level: float = 0.95) -
     if replicates is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
             log_rep = np.log(np.asarray(replicates, dtype=float))
-        lines = weighted_lines(log_c[None, :], log_rep, np.ones_like(log_rep))
+        lines = weighted_lines(log_c[None, :], log_rep,
+                               np.ones_like(log_rep) if weights is None else weights)
         lines = lines[np.isfinite(lines).all(axis=1)]
     if lines is not None and len(lines):
         slope_ci = tuple(np.percentile(lines[:, 1], tails))

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isoflop.isoflop_synthetic import A_TRUE, B_TRUE, sweep
+from isoflop.isoflop_synthetic import A_TRUE, B_TRUE, BUDGETS, sweep
 from scalekit.errors import InputError
 from scalekit.isoflop import IsoFLOPProfiles, assign_budgets, round_significant
-from scalekit.isoflop.parabolas import Groups, fit_parabolas, resample_within_groups, vertices
+from scalekit.isoflop.parabolas import Groups, fit_parabolas, vertices
 
 CHINCHILLA_BUDGETS = [6e18, 1e19, 3e19, 6e19, 1e20, 3e20, 6e20, 1e21, 3e21]  # Hoffmann et al. 2022
 
@@ -41,20 +41,30 @@ def test_off_centre_grid_warns_per_budget():
 
 
 def test_drifting_grid_flags_the_extreme_budgets_and_biases_a():
-    # grid centres follow C^(a + 0.4): the parabola pulls vertices toward the centres
-    model = IsoFLOPProfiles(n_boot=0).fit(sweep(seed=2, drift=0.4))
+    # grid centres follow C^(a + 0.4): a parabola through every size pulls vertices toward
+    # the centres
+    model = IsoFLOPProfiles(n_boot=0, window="all").fit(sweep(seed=2, drift=0.4))
     flags = model.budgets_["flags"]
     assert "off_centre" in flags.iloc[0] and "off_centre" in flags.iloc[-1]
     assert flags.iloc[3] == ""
     assert model.params_law_.exponent - A_TRUE > 0.015
 
 
-def test_window_around_the_minimum_reduces_the_drift_bias():
+@pytest.mark.parametrize("window", [5, "auto"])
+def test_window_around_the_minimum_reduces_the_drift_bias(window):
     data = sweep(seed=2, drift=0.4, n_sizes=15, half_width=1.2)
-    plain = IsoFLOPProfiles(n_boot=0).fit(data).params_law_.exponent
-    windowed = IsoFLOPProfiles(n_boot=0, window=5).fit(data)
-    assert (windowed.budgets_["n_points"] == 5).all()
-    assert abs(windowed.params_law_.exponent - A_TRUE) < abs(plain - A_TRUE) / 2
+    plain = IsoFLOPProfiles(n_boot=0, window="all").fit(data)
+    windowed = IsoFLOPProfiles(n_boot=0, window=window).fit(data)
+    if window == 5:
+        assert (windowed.budgets_["n_points"] == 5).all()
+    else:  # the far sizes of the wide grid are left out where the parabola stops fitting
+        assert (windowed.budgets_["n_points"] < windowed.budgets_["n_sampled"]).any()
+    assert (windowed.budgets_["n_sampled"] == 15).all()
+    error = abs(plain.params_law_.exponent - A_TRUE)
+    assert abs(windowed.params_law_.exponent - A_TRUE) < (error / 2 if window == 5 else error)
+    # the all-sizes parabolas fail the lack-of-fit test, and say so
+    assert any(d.code == "profile_misfit" and d.severity == "warning"
+               for d in plain.diagnostics_)
 
 
 def test_downward_parabola_is_flagged_and_left_out():
@@ -71,14 +81,12 @@ def test_vertices_match_a_loop_of_polyfit():
     data = sweep(seed=4, noise=0.02).sort_values(["compute", "params"])
     x, y = np.log(data["params"].to_numpy()), data["loss"].to_numpy()
     groups = Groups.from_sorted_codes(data["compute"].to_numpy())
-    indices = resample_within_groups(groups, 30, np.random.default_rng(0))
-    fast = vertices(fit_parabolas(x, y, groups, indices), x, groups)[0]
+    replicas = y + np.random.default_rng(0).normal(0.0, 0.05, (30, y.size))
+    fast = vertices(fit_parabolas(x, replicas, groups), x, groups)[0]
     member = groups.member
-    for b in range(indices.shape[0]):
+    for b in range(replicas.shape[0]):
         for k in range(groups.sizes.size):
-            idx = indices[b][member == k]
-            assert np.all(member[idx] == k)  # resampled within the budget
-            c2, c1, _ = np.polyfit(x[idx], y[idx], 2)
+            c2, c1, _ = np.polyfit(x[member == k], replicas[b, member == k], 2)
             if c2 > 0:
                 assert fast[b, k] == pytest.approx(-c1 / (2 * c2), abs=1e-9)
             else:  # no minimum: no vertex
@@ -134,10 +142,21 @@ def test_one_budget_is_rejected():
         IsoFLOPProfiles().fit(data)
 
 
-def test_budget_with_two_points_is_rejected():
+def test_budget_with_two_points_is_skipped_and_said_so():
     data = sweep()
-    data = data.drop(data.index[(data["compute"] == data["compute"].min())][2:])
-    with pytest.raises(InputError, match="at least three"):
+    smallest = data["compute"].min()
+    data = data.drop(data.index[(data["compute"] == smallest)][2:])
+    model = IsoFLOPProfiles(n_boot=0).fit(data)
+    assert len(model.budgets_) == len(BUDGETS) - 1 and model.budgets_["budget"].min() > smallest
+    skipped = [d for d in model.diagnostics_ if d.code == "budget_skipped"]
+    assert len(skipped) == 1 and skipped[0].budget == pytest.approx(smallest) and skipped[0].value == 2
+    assert model.params_law_.exponent == pytest.approx(A_TRUE, abs=0.02)
+
+
+def test_one_budget_with_enough_sizes_is_rejected():
+    data = sweep(budgets=np.array([1e19, 1e20]))
+    data = data.drop(data.index[data["compute"] == 1e19][2:])
+    with pytest.raises(InputError, match="at least two compute budgets with three or more"):
         IsoFLOPProfiles().fit(data)
 
 
