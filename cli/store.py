@@ -15,34 +15,45 @@ store_app = typer.Typer(name="store", help="Keep learning curves in a SQLite sto
 
 @store_app.command("import")
 def import_(
-    files: list[Path] = typer.Argument(..., help="Curve files (CSV, W&B CSV, JSONL, Parquet) "
-                                       "or TensorBoard folders."),
+    sources: list[str] = typer.Argument(..., metavar="SOURCES...", help="Curve files (CSV, "
+                                        "W&B CSV, JSONL, Parquet), folders (TensorBoard logs, "
+                                        "W&B offline runs, an mlruns folder) or tracking URIs "
+                                        "(sqlite:///mlflow.db, sqlite:///optuna.db)."),
     store: Path = store_option(),
     mapping: list[str] = typer.Option([], "--map", help="Column role as role=column "
                                       "(repeatable); run=a,b joins several columns."),
-    format: Optional[str] = typer.Option(None, "--format", help="csv, wandb, jsonl, parquet "
-                                         "or tensorboard (default: from the suffix)."),
-    metric: str = typer.Option("loss", "--metric", help="Name of the metric column."),
+    format: Optional[str] = typer.Option(None, "--format", help="csv, wandb, jsonl, parquet, "
+                                         "tensorboard, mlflow or optuna (default: from the "
+                                         "suffix, the folder or the SQLite tables)."),
+    metric: str = typer.Option("loss", "--metric", help="The metric to take; where several "
+                               "names of it exist (train/loss, val/loss) the validation one "
+                               "is taken, and a name with its split (train/loss) takes that."),
+    experiment: Optional[str] = typer.Option(None, "--experiment", help="MLflow: read only "
+                                             "this experiment (name or id)."),
+    study: Optional[str] = typer.Option(None, "--study", help="Optuna: the study to read."),
     duplicates: str = typer.Option("error", "--duplicates", help="A repeated (run, step): "
                                    "error, or keep the first or last."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
 ) -> None:
-    """Import curve files in one transaction: every row of every file, or nothing."""
+    """Import curves in one transaction: every row of every source, or nothing."""
     from scalekit.curves import CurveStore, read_curves
 
     roles = parse_mapping(mapping)
-    frames = [read_curves(file, format=format, mapping=roles, metric=metric,
-                          duplicates=duplicates) for file in files]
+    frames = [read_curves(source, format=format, mapping=roles, metric=metric,
+                          duplicates=duplicates, experiment=experiment, study=study)
+              for source in sources]
     with CurveStore(store) as opened, opened.transaction():
-        summaries = [opened.import_frame(frame, source=str(file))
-                     for file, frame in zip(files, frames)]
+        summaries = [opened.import_frame(frame, source=str(source))
+                     for source, frame in zip(sources, frames)]
     if quiet:
         return
-    for file, frame, summary in zip(files, frames, summaries):
-        typer.echo(f"{file}: imported {summary.points} points of {summary.runs} runs "
+    for source, frame, summary in zip(sources, frames, summaries):
+        typer.echo(f"{source}: imported {summary.points} points of {summary.runs} runs "
                    f"into {store}")
         for note in frame.attrs.get("notes", []):
             typer.echo(f"  note: {note}")
+        for diagnostic in frame.attrs.get("diagnostics", []):
+            typer.echo(f"  {diagnostic.line()}")
 
 
 @store_app.command("ls")

@@ -130,3 +130,39 @@ def _run_parts(column: str | Sequence[str], columns: list[str]) -> tuple[str, ..
             return (column,)
         return tuple(part.strip() for part in column.split(","))
     return tuple(str(part) for part in column)
+
+
+#: Roles a logged series (a TensorBoard tag, an MLflow or W&B metric key) can play.
+SERIES_ROLES = ("step", "compute", "tokens", "wall_time")
+#: Roles a logged run parameter (MLflow param, W&B config, hparam, Optuna param) can play.
+ATTRIBUTE_ROLES = ("params", "tokens", "depth", "width", "classes", "k", "seed")
+
+
+def series_role(name: str) -> str | None:
+    """The point role a logged series plays by its name (``train/tokens`` is ``tokens``).
+
+    The whole name or its last ``/`` part is matched against the aliases of
+    :data:`SERIES_ROLES`; None when it plays none (a metric).
+    """
+    return _role_by_name(name, SERIES_ROLES, "/")
+
+
+def attribute_role(name: str) -> str | None:
+    """The run attribute a logged parameter names (``model.n_params`` is ``params``).
+
+    The whole name or its last ``/`` or ``.`` part is matched against the
+    aliases of :data:`ATTRIBUTE_ROLES`; None when it names none (free configuration).
+    """
+    return _role_by_name(name, ATTRIBUTE_ROLES, "/.")
+
+
+def _role_by_name(name: str, roles: Sequence[str], separators: str) -> str | None:
+    text = str(name).strip()
+    tail = re.split("[" + re.escape(separators) + "]", text)[-1]
+    for candidate in (text, tail):
+        for role in roles:
+            # "C" and "D" are aliases in a table's header; case matters for them
+            if any(candidate == a if len(a) == 1 else normalise(candidate) == normalise(a)
+                   for a in ALIASES[role]):
+                return role
+    return None

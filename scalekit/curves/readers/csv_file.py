@@ -1,0 +1,60 @@
+"""CSV and TSV files: every cell read as text, with the file line of every row."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scalekit.errors import InputError
+
+def read_csv_table(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
+    """Read every cell as text; return the table and the file line where each row starts."""
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    source = str(path)
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle, delimiter=delimiter, strict=True)
+            header, rows, lines = None, [], []
+            while True:
+                start = reader.line_num + 1
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    break
+                if not row or all(not cell.strip() for cell in row):
+                    continue
+                if header is None:
+                    header = [cell.strip() for cell in row]
+                    _check_header(header, source)
+                    continue
+                if len(row) != len(header):
+                    raise InputError(f"the row has {len(row)} cells but the header has "
+                                     f"{len(header)}; the file is not valid CSV",
+                                     source=source, line=start)
+                rows.append(row)
+                lines.append(start)
+    except csv.Error as exc:
+        raise InputError(f"the file is not valid CSV ({exc})", source=source,
+                         line=reader.line_num) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"the file is not UTF-8 text ({exc.reason})", source=source) from None
+    if header is None:
+        raise InputError("the file is empty", source=source)
+    columns = list(zip(*rows)) if rows else [()] * len(header)
+    table = pd.DataFrame({name: np.array(cells, dtype=object)
+                          for name, cells in zip(header, columns)}, columns=header)
+    return table, np.asarray(lines, dtype=np.int64)
+
+
+def _check_header(header: list[str], source: str) -> None:
+    seen = set()
+    for name in header:
+        if not name:
+            raise InputError("the header has an empty column name", source=source, line=1)
+        if name in seen:
+            raise InputError("the column name appears twice in the header", source=source,
+                             line=1, column=name)
+        seen.add(name)

@@ -1,0 +1,183 @@
+"""Turn a raw table (cells as read from any format) into a validated tidy curve frame."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from scalekit.compute import tokens_for_compute
+from scalekit.curves.readers.metric_choice import MetricChoice, choose_metric
+from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, INTEGER_RUN_COLUMNS, KEY_COLUMNS,
+                                    METRIC_PREFIX, POINT_COLUMNS, RUN_COLUMNS, is_metric_name,
+                                    resolve_roles)
+from scalekit.curves.validate import Locator, check_frame, to_float, to_step
+from scalekit.errors import InputError
+
+
+def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str, str] | None,
+                    metric: str, duplicates: str = "error", default_run: str = "run",
+                    keep: Sequence[str] = (), choice: MetricChoice | None = None,
+                    ) -> pd.DataFrame:
+    """Turn a raw table (cells as read) into a validated tidy curve frame.
+
+    The metric column is ``choice.taken`` when a choice is given, else the
+    column ``mapping`` names for the metric, else the one
+    :func:`~scalekit.curves.readers.metric_choice.choose_metric` picks among the
+    columns. ``attrs["metric_choice"]`` holds that choice and
+    ``attrs["diagnostics"]`` its ``metric_choice`` diagnostic.
+    """
+    if table.shape[1] == 0:
+        raise where.error("the file is empty")
+    if len(table) == 0:
+        raise InputError("the file has a header but no data rows", source=where.source, line=2)
+    mapping = dict(mapping or {})
+    if choice is None:
+        mapped = mapping.pop("loss", mapping.pop(metric, None))
+        if mapped is not None:  # a column the file lacks: the mapping's own error
+            resolve_roles(table.columns, {"loss": mapped}, metric=metric, source=where.source)
+        choice = choose_metric(table.columns, metric, mapped=mapped, source=where.source)
+    if choice is None:
+        looked = (metric,) + (ALIASES["loss"][1:] if metric == "loss" else ())
+        raise InputError(f"missing required column: no {metric!r} column (looked for "
+                         + ", ".join(looked) + f" and names such as train/{metric} or "
+                         f"eval_{metric}); name one with --map {metric}=COLUMN",
+                         source=where.source, line=1)
+    mapping["loss"] = choice.taken
+    roles = resolve_roles(table.columns, mapping, metric=metric, source=where.source)
+    said = choice.how != "mapped" and (choice.taken != metric or choice.others)
+    notes: list[str] = [choice.note()] if said else []
+    out: dict[str, object] = {"run": _run_names(table, roles, where, default_run, notes)}
+    out["step"] = _steps(table, roles, where, out["run"], duplicates)
+    for role in ("compute", "tokens", "wall_time"):
+        if role in roles:
+            out[role] = to_float(table[roles[role]].to_numpy(), roles[role], where,
+                                 missing="nan")
+    out[metric] = to_float(table[roles["loss"]].to_numpy(), roles["loss"], where)
+    metrics = [metric]
+    used = {c for value in roles.values() for c in _columns_of(value)}
+    for column in table.columns:
+        text = str(column)
+        name = text[len(METRIC_PREFIX):] if text.startswith(METRIC_PREFIX) else text
+        if column not in used and not text.startswith(CONFIG_PREFIX) and name not in out \
+                and (name != text or is_metric_name(column)):
+            out[name] = to_float(table[column].to_numpy(), column, where, missing="nan")
+            metrics.append(name)
+            used.add(column)
+    for role in ("params", *INTEGER_RUN_COLUMNS):
+        if role in roles:
+            out[role] = to_float(table[roles[role]].to_numpy(), roles[role], where,
+                                 missing="nan")
+    config_columns = []
+    for column in table.columns:
+        name = str(column)[len(CONFIG_PREFIX):]
+        if str(column).startswith(CONFIG_PREFIX) and name not in out:
+            if name in (*POINT_COLUMNS, *RUN_COLUMNS):  # config.seed: the seed, checked as such
+                out[name] = to_float(table[column].to_numpy(), column, where, missing="nan")
+            else:
+                out[name] = _config_values(table[column])
+                config_columns.append(name)
+            used.add(column)
+    keep = list(dict.fromkeys(keep))
+    for column in keep:
+        if column in out:  # already a column of the frame, such as a role's
+            continue
+        if column not in table.columns:
+            raise InputError(f"no column {column!r} to keep", source=where.source, line=1)
+        out[column] = _config_values(table[column])  # also when it plays a role
+        used.add(column)
+    ignored = [str(c) for c in table.columns if c not in used]
+    if ignored:
+        notes.append("ignored columns: " + ", ".join(ignored))
+    frame = pd.DataFrame(out)
+    if "tokens" not in frame and "compute" in frame and "params" in frame:
+        frame["tokens"] = tokens_for_compute(frame["compute"], frame["params"])
+        notes.append("tokens derived as compute / (6 * params)")
+    if duplicates != "error":
+        rows = frame.drop_duplicates(list(KEY_COLUMNS), keep=duplicates).index.to_numpy()
+        if len(rows) < len(frame):
+            notes.append(f"dropped {len(frame) - len(rows)} rows repeating a (run, step), "
+                         f"keeping the {duplicates}")
+            frame = frame.iloc[rows].reset_index(drop=True)
+            where = where.subset(rows)
+    _, order = check_frame(frame, where, metrics=metrics, config=config_columns)
+    for column in INTEGER_RUN_COLUMNS:
+        if column in frame and not frame[column].isna().any():
+            frame[column] = frame[column].astype(np.int64)
+    frame = frame.iloc[order].reset_index(drop=True)
+    ordered = _ordered(frame.columns, metrics, config_columns)
+    frame = frame[ordered + [c for c in keep if c not in ordered]]
+    frame.attrs.update(notes=notes, metrics=metrics, config_columns=config_columns,
+                       metric_choice=choice.to_dict(), diagnostics=choice.diagnostics())
+    return frame
+
+
+def _columns_of(role_value: str | tuple[str, ...]) -> tuple[str, ...]:
+    return role_value if isinstance(role_value, tuple) else (role_value,)
+
+
+def _run_names(table: pd.DataFrame, roles: dict, where: Locator, default_run: str,
+               notes: list[str]) -> np.ndarray:
+    """Run name of every row: the run column(s) joined by ``/``, the file's name, or one run
+    per row (named ``<file>:<line>``) when there is neither a run nor a step column."""
+    if "run" in roles:
+        names = None
+        for column in _columns_of(roles["run"]):
+            text = table[column].astype(str).str.strip()
+            empty = table[column].isna() | (text == "")
+            if empty.any():
+                raise where.error("the run name is missing", int(np.flatnonzero(empty)[0]),
+                                  column)
+            names = text if names is None else names + "/" + text
+        return names.to_numpy(dtype=object)
+    if "step" in roles:
+        notes.append(f"no run column: all rows are one run named {default_run!r}")
+        return np.full(len(table), default_run, dtype=object)
+    notes.append(f"no run or step column: each row is its own run, named "
+                 f"'{default_run}:<{'line' if where.lines is not None else 'row'}>'")
+    return np.array([f"{default_run}:{where.number(i)}" for i in range(len(table))],
+                    dtype=object)
+
+
+def _steps(table: pd.DataFrame, roles: dict, where: Locator, runs: np.ndarray,
+           duplicates: str) -> np.ndarray:
+    """The step column, or step 0 for files with one row per run."""
+    if "step" in roles:
+        return to_step(table[roles["step"]].to_numpy(), roles["step"], where)
+    repeated = pd.Series(runs).duplicated().to_numpy()
+    if repeated.any() and duplicates == "error":
+        row = int(np.flatnonzero(repeated)[0])
+        raise where.error(f"run {runs[row]!r} has several rows but the file has no step "
+                          "column; name one with --map step=COLUMN, or name the columns that "
+                          "together identify a run with --map run=COL1,COL2", row,
+                          ",".join(_columns_of(roles["run"])))
+    return np.zeros(len(table), dtype=np.int64)
+
+
+def _ordered(columns, metrics: list[str], config: list[str]) -> list[str]:
+    head = [c for c in ("run", "step", "compute", "tokens") if c in columns]
+    tail = [c for c in ("wall_time", "params", "depth", "width", "classes", "k", "seed")
+            if c in columns]
+    return head + metrics + tail + config
+
+
+def _config_values(column: pd.Series) -> np.ndarray:
+    """Configuration cells: numbers where every present cell is one, else text."""
+    values = [v.tolist() if isinstance(v, np.ndarray) else v  # Parquet lists
+              for v in column.to_numpy(dtype=object)]
+    present = [v for v in values if not is_blank(v)]
+    try:
+        if all(np.isfinite([float(v) for v in present])):
+            return np.array([np.nan if is_blank(v) else float(v) for v in values])
+    except (TypeError, ValueError):
+        pass
+    out = np.empty(len(values), dtype=object)  # 1-d also when cells are lists (np.array nests)
+    out[:] = [None if is_blank(v) else v for v in values]
+    return out
+
+
+def is_blank(value: object) -> bool:
+    """Whether a cell holds no value: None, NaN or blank text."""
+    return value is None or (isinstance(value, float) and np.isnan(value)) or (
+        isinstance(value, str) and value.strip() == "")
