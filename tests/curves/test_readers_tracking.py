@@ -1,0 +1,229 @@
+"""Readers of the tracking tools, each on a store the tool itself writes in the test.
+
+MLflow (its client, file and SQLite backends), W&B (``wandb.init(mode="offline")``
+in a subprocess, no network), TensorBoard (torch's ``SummaryWriter`` with
+``add_hparams``) and Optuna (a study in a SQLite file). Every test compares what
+is read with what was logged.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from scalekit.curves import CurveStore, read_curves
+from scalekit_cli.app import main
+
+STEPS = [0, 10, 20, 30, 40]
+SIZES = {"small": 1.5e6, "large": 6.0e6}
+
+
+def _val(size, step):
+    return 2.0 + 30.0 / (size ** 0.2) + 1.0 / (1.0 + step)
+
+
+def _train(size, step):
+    return _val(size, step) - 0.05
+
+
+# -- MLflow -----------------------------------------------------------------------------------
+def _log_mlflow(uri):
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    for experiment in ("sweep", "other"):
+        eid = client.create_experiment(experiment)
+        for name, size in SIZES.items():
+            run = client.create_run(eid, run_name=name).info.run_id
+            client.log_batch(run, params=_mlflow_params(size, experiment), metrics=[
+                Metric(key, f(size, s), 1_000_000 + s, s) for s in STEPS
+                for key, f in (("train/loss", _train), ("val/loss", _val))] + [
+                Metric("tokens", 4096.0 * (s + 1), 1_000_000 + s, s) for s in STEPS])
+            client.set_terminated(run)
+
+
+def _mlflow_params(size, experiment):
+    from mlflow.entities import Param
+
+    return [Param("n_params", repr(size)), Param("num_layers", "4"), Param("seed", "7"),
+            Param("lr", "0.0003"), Param("optimizer", "adamw"), Param("group", experiment)]
+
+
+@pytest.fixture(scope="module")
+def mlruns(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mlflow") / "mlruns"
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3 asks to opt in to writing one
+    try:
+        _log_mlflow(folder.as_uri())
+    finally:
+        os.environ.pop("MLFLOW_ALLOW_FILE_STORE")
+    return folder
+
+
+def test_mlflow_runs_metric_history_and_params(mlruns):
+    frame = read_curves(mlruns, experiment="sweep")
+    assert frame.attrs["format"] == "mlflow"
+    assert sorted(frame["run"].unique()) == ["large", "small"]
+    for name, size in SIZES.items():
+        rows = frame[frame["run"] == name]
+        assert rows["step"].tolist() == STEPS
+        assert np.allclose(rows["loss"], [_val(size, s) for s in STEPS], rtol=0, atol=1e-12)
+        assert np.allclose(rows["train/loss"], [_train(size, s) for s in STEPS])
+        assert rows["tokens"].tolist() == [4096.0 * (s + 1) for s in STEPS]
+        assert set(rows["params"]) == {size} and set(rows["depth"]) == {4}
+        assert set(rows["seed"]) == {7}
+        assert set(rows["lr"]) == {3e-4} and set(rows["optimizer"]) == {"adamw"}
+        assert np.allclose(rows["wall_time"], [1000.0 + s / 1000 for s in STEPS])
+    assert frame.attrs["metric_choice"]["taken"] == "val/loss"
+    assert [d.code for d in frame.attrs["diagnostics"]] == ["metric_choice"]
+
+
+def test_mlflow_experiment_filter_and_metric_option(mlruns):
+    both = read_curves(mlruns)
+    assert len(both) == 2 * len(read_curves(mlruns, experiment="other"))
+    assert both["run"].nunique() == 4  # one name in two experiments: told apart by run id
+    train = read_curves(mlruns, experiment="other", metric="train/loss")
+    small = train[train["run"] == "small"]
+    assert np.allclose(small["train/loss"], [_train(SIZES["small"], s) for s in STEPS])
+    with pytest.raises(Exception, match="no experiment 'nope'"):
+        read_curves(mlruns, experiment="nope")
+
+
+@pytest.mark.slow  # MLflow's SQLite schema migrations take about 15 s
+def test_store_import_of_an_mlflow_sqlite_uri(tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    _log_mlflow(uri)
+    db = tmp_path / "s.db"
+    assert main(["store", "import", uri, "--experiment", "sweep", "--store", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "imported 20 points of 2 runs" in out  # 2 runs x 5 steps x (loss, train/loss)
+    assert "'val/loss'" in out and "metric_choice" not in out  # the sentence, not the code
+    with CurveStore(db) as store:
+        runs = store.runs().set_index("run")
+        curves = store.curves()
+    assert runs.loc["large", "params"] == 6.0e6 and runs.loc["large", "depth"] == 4
+    assert np.allclose(curves[curves["run"] == "large"]["loss"],
+                       [_val(6.0e6, s) for s in STEPS])
+
+
+# -- W&B --------------------------------------------------------------------------------------
+_WANDB_SCRIPT = textwrap.dedent("""
+    import sys
+    import wandb
+    sizes = {sizes!r}
+    for name, size in sizes.items():
+        run = wandb.init(project="sweep", name=name, mode="offline",
+                         config={{"model": {{"n_params": size, "n_layer": 4}}, "seed": 3,
+                                  "lr": 1e-3}},
+                         settings=wandb.Settings(console="off", x_disable_stats=True))
+        run.define_metric("tokens")
+        run.define_metric("val/loss", step_metric="tokens")
+        for step in {steps!r}:
+            val = 2.0 + 30.0 / size ** 0.2 + 1.0 / (1.0 + step)
+            run.log({{"train/loss": val - 0.05, "val/loss": val, "tokens": 4096 * (step + 1)}},
+                    step=step)
+        run.finish()
+""")
+
+
+@pytest.fixture(scope="module")
+def wandb_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("wandb")
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(folder),
+           "WANDB_SILENT": "true", "WANDB_DISABLE_GIT": "true", "WANDB_CONSOLE": "off"}
+    subprocess.run([sys.executable, "-c", _WANDB_SCRIPT.format(sizes=SIZES, steps=STEPS)],
+                   env=env, check=True, capture_output=True, timeout=300)
+    return folder / "wandb"
+
+
+def test_wandb_offline_runs_history_config_and_custom_x_axis(wandb_dir):
+    assert len(list(wandb_dir.glob("offline-run-*"))) == 2
+    frame = read_curves(wandb_dir)
+    assert frame.attrs["format"] == "wandb"
+    assert sorted(frame["run"].unique()) == ["large", "small"]
+    for name, size in SIZES.items():
+        rows = frame[frame["run"] == name]
+        assert rows["step"].tolist() == STEPS
+        assert np.allclose(rows["loss"], [_val(size, s) for s in STEPS], rtol=0, atol=1e-12)
+        assert np.allclose(rows["train/loss"], [_train(size, s) for s in STEPS])
+        assert rows["tokens"].tolist() == [4096.0 * (s + 1) for s in STEPS]
+        assert set(rows["params"]) == {size} and set(rows["depth"]) == {4}
+        assert set(rows["seed"]) == {3} and set(rows["lr"]) == {1e-3}
+    assert frame.attrs["metric_choice"]["taken"] == "val/loss"
+    assert any("logged against 'tokens'" in note for note in frame.attrs["notes"])
+    one = read_curves(next(wandb_dir.glob("offline-run-*")), metric="train/loss")
+    assert one["run"].nunique() == 1 and "train/loss" in one
+
+
+def test_store_import_format_wandb_on_folders(wandb_dir, tmp_path, capsys):
+    db = tmp_path / "s.db"
+    assert main(["store", "import", str(wandb_dir), "--format", "wandb",
+                 "--store", str(db)]) == 0
+    assert "imported 20 points of 2 runs" in capsys.readouterr().out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["store", "import", str(empty), "--format", "wandb", "--store", str(db)]) == 2
+    assert "holds no W&B run" in capsys.readouterr().err
+
+
+# -- TensorBoard ------------------------------------------------------------------------------
+def test_tensorboard_hparams_are_run_attributes_and_val_loss_is_taken(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    for name, size in SIZES.items():
+        with SummaryWriter(str(tmp_path / name)) as writer:
+            for step in STEPS:
+                writer.add_scalar("train/loss", _train(size, step), step)
+                writer.add_scalar("val/loss", _val(size, step), step)
+            writer.add_hparams({"n_params": size, "num_layers": 4, "optimizer": "adamw"},
+                               {"hparam/val_loss": _val(size, STEPS[-1])})
+    frame = read_curves(tmp_path)
+    assert sorted(frame["run"].unique()) == ["large", "small"]  # add_hparams folders merged
+    for name, size in SIZES.items():
+        rows = frame[frame["run"] == name]
+        assert rows["step"].tolist() == STEPS
+        assert np.allclose(rows["loss"], [_val(size, s) for s in STEPS], rtol=1e-6)  # float32
+        assert set(rows["params"]) == {size} and set(rows["depth"]) == {4}
+        assert set(rows["optimizer"]) == {"adamw"}
+    assert frame.attrs["metric_choice"]["taken"] == "val/loss"
+    assert frame.attrs["diagnostics"][0].code == "metric_choice"
+
+
+# -- Optuna -----------------------------------------------------------------------------------
+def test_optuna_study_trials_are_curves_with_their_params(tmp_path, capsys):
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    study = optuna.create_study(study_name="widths", storage=storage,
+                                sampler=optuna.samplers.RandomSampler(seed=0))
+    optuna.create_study(study_name="other", storage=storage)
+    logged = {}
+
+    def objective(trial):
+        width = trial.suggest_int("d_model", 64, 512, log=True)
+        trial.suggest_float("lr", 1e-4, 1e-2, log=True)
+        curve = [2.0 + 100.0 / width + 1.0 / (1 + s) for s in STEPS]
+        for step, value in zip(STEPS, curve):
+            trial.report(value, step)
+        logged[trial.number] = (width, curve)
+        return curve[-1]
+
+    study.optimize(objective, n_trials=4)
+    frame = read_curves(storage, study="widths")
+    assert frame.attrs["format"] == "optuna" and frame["run"].nunique() == 4
+    for number, (width, curve) in logged.items():
+        rows = frame[frame["run"] == f"trial-{number}"]
+        assert rows["step"].tolist() == STEPS and rows["loss"].tolist() == curve
+        assert set(rows["width"]) == {width} and set(rows["state"]) == {"complete"}
+    db = tmp_path / "s.db"
+    assert main(["store", "import", storage, "--study", "widths", "--store", str(db)]) == 0
+    assert "imported 20 points of 4 runs" in capsys.readouterr().out
+    assert main(["store", "import", storage, "--store", str(db)]) == 2  # two studies: which?
+    assert "--study" in capsys.readouterr().err
