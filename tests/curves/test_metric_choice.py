@@ -97,3 +97,10 @@ def test_wandb_wide_export_with_both_takes_val_whatever_the_column_order(tmp_pat
     assert picked["loss"].tolist() == TRAIN
     with pytest.raises(InputError, match="no metric named 'lr'"):
         read_curves(path, mapping={"loss": "lr"})
+
+
+def test_a_val_loss_column_equal_to_loss_is_no_rival(tmp_path):
+    # scalekit train stores loss = val_loss beside train_loss; its exports read back quietly
+    frame = read_curves(_csv(tmp_path, loss=VAL, val_loss=VAL, train_loss=TRAIN))
+    assert frame["loss"].tolist() == VAL and frame.attrs["diagnostics"][0].severity == "info"
+    assert frame.attrs["metric_choice"]["others"] == ["train_loss"]

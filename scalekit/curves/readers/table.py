@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -44,6 +45,10 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
                          + ", ".join(looked) + f" and names such as train/{metric} or "
                          f"eval_{metric}); name one with --map {metric}=COLUMN",
                          source=where.source, line=1)
+    if choice.how == "named" and choice.others:  # a copy of the curve is no rival to it
+        copies = {o for o in choice.others if o in table.columns
+                  and table[o].astype(str).equals(table[choice.taken].astype(str))}
+        choice = replace(choice, others=tuple(o for o in choice.others if o not in copies))
     mapping["loss"] = choice.taken
     roles = resolve_roles(table.columns, mapping, metric=metric, source=where.source)
     said = choice.how != "mapped" and (choice.taken != metric or choice.others)

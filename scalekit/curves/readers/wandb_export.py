@@ -23,9 +23,9 @@ _WIDE_COLUMN = re.compile(r"^(?P<run>.+) - (?P<metric>.+)$")
 def looks_wide(columns, mapping: Mapping[str, str] | None, metric: str) -> bool:
     """A W&B export: no metric column (by name or mapping) but ``<run> - <metric>`` columns."""
     mapped = dict(mapping or {}).get("loss", dict(mapping or {}).get(metric))
-    if mapped in set(columns) or choose_metric(columns, metric) is not None:
-        return False
-    return any(_WIDE_COLUMN.match(str(c)) for c in columns)
+    wide = [c for c in columns if _WIDE_COLUMN.match(str(c))]
+    plain = [c for c in columns if c not in wide]  # "val - loss" is run "val"'s loss
+    return bool(wide) and mapped not in set(columns) and choose_metric(plain, metric) is None
 
 
 def wide_to_long(table: pd.DataFrame, lines: np.ndarray, mapping: Mapping[str, str] | None,
