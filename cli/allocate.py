@@ -104,8 +104,8 @@ def allocate(
     report["compute_convention"] = ("counted: the compute column as logged, or 6·N·D where "
                                     "only params and tokens were given")
     if json_out is not None:
-        serialise.write(json_out, serialise.envelope("allocate", report, input_sha256=digest,
-                                               seed=seed, settings=settings))
+        serialise.write_report(json_out, "allocate", report, input_sha256=digest,
+                               seed=seed, settings=settings)
     if not quiet:
         print_renderable(table)
 

@@ -68,8 +68,8 @@ def fit(
             _plot(result, prepared, _plot_path(plot, value), target_compute)
     if json_out is not None:
         body = bodies[0] if group is None else {"groups": bodies}
-        serialise.write(json_out, serialise.envelope(FORMAT, body, input_sha256=input_sha, seed=seed,
-                                               settings=settings))
+        serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
+                               seed=seed, settings=settings)
 
 
 def _groups(frame, column):

@@ -88,8 +88,8 @@ def forecast(
         for note in notes:
             typer.echo(f"note: {note}", err=True)
     if json_out is not None:
-        serialise.write(json_out, serialise.envelope(FORMAT, body, input_sha256=input_sha, seed=0,
-                                               settings=settings))
+        serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
+                               seed=0, settings=settings)
 
 
 def _table(title, table):

@@ -122,8 +122,8 @@ def _finish(report, kind, input_sha, seed, settings, json_out, quiet) -> None:
                                        header=[f"FLOPs: {report.body['convention']}"],
                                        lines=[*report.notes, *warnings]))
     if json_out is not None:
-        serialise.write(json_out, serialise.envelope(kind, report.body, input_sha256=input_sha,
-                                               seed=seed, settings=settings))
+        serialise.write_report(json_out, kind, report.body, input_sha256=input_sha,
+                               seed=seed, settings=settings)
 
 
 def _floats(name: str, text: Optional[str]) -> Optional[list[float]]:

@@ -236,8 +236,8 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
         print_renderable(_pairs("Closed forms", {k: v for k, v in closed.items()
                                                  if not isinstance(v, list)}))
     if json_out is not None:
-        serialise.write(json_out, serialise.envelope("law.inference_k_simulation", body,
-                                               input_sha256=None, seed=seed, settings=settings))
+        serialise.write_report(json_out, "law.inference_k_simulation", body, input_sha256=None,
+                               seed=seed, settings=settings)
     if plot is not None:
         from scalekit.report.law_plots import plot_inference_k
 
@@ -334,8 +334,8 @@ def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, js
                 "ci_level": result.ci_level, "stats": dict(result.stats),
                 "derived": dict(result.derived), "plan": planned, "notes": list(notes),
                 "warnings": list(result.warnings)}
-        serialise.write(json_out, serialise.envelope(kind, body, input_sha256=digest, seed=seed,
-                                               settings=settings))
+        serialise.write_report(json_out, kind, body, input_sha256=digest,
+                               seed=seed, settings=settings)
 
 
 def register(app: typer.Typer) -> None:

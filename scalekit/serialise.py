@@ -57,17 +57,32 @@ def sha256_of(*paths: str | Path) -> str:
     return digest.hexdigest()
 
 
-def envelope(kind: str, body: Mapping[str, Any], *, input_sha256: str | None,
+def envelope(kind: str, body: Any, *, input_sha256: str | None,
              seed: int | None, settings: Mapping[str, Any], format_version: int = 1) -> dict:
-    """Wrap an analysis result ``body`` in the common report header."""
+    """Wrap an analysis result in the common report header.
+
+    ``body`` is a result (its ``to_dict()`` is wrapped) or a mapping. The header
+    is ``format``, ``version``, ``input_sha256``, ``seed``, ``settings`` and
+    ``diagnostics`` (the body's own list, as plain dicts; empty when it has none).
+    """
+    body = dict(body.to_dict() if hasattr(body, "to_dict") else body)
+    diagnostics = [d.to_dict() if hasattr(d, "to_dict") else d
+                   for d in body.pop("diagnostics", None) or []]
     return {
         "format": f"scalekit.{kind}/{format_version}",
         "version": __version__,
         "input_sha256": input_sha256,
         "seed": seed,
         "settings": dict(settings),
+        "diagnostics": diagnostics,
         **body,
     }
+
+
+def write_report(path: str | Path, kind: str, body: Any, *, input_sha256: str | None,
+                 seed: int | None, settings: Mapping[str, Any]) -> None:
+    """Write the :func:`envelope` of ``body`` (a result or a mapping) as strict JSON to ``path``."""
+    write(path, envelope(kind, body, input_sha256=input_sha256, seed=seed, settings=settings))
 
 
 def write(path: str | Path, obj: Any) -> None:

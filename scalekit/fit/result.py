@@ -11,13 +11,15 @@ from scipy.stats import norm
 
 from scalekit.checks import check_choice, check_number
 from scalekit.fit.objective import log_jacobian
+from scalekit.formatting import collapse_notes, format_interval, format_number
 from scalekit.laws.base import Law
+from scalekit.results import ResultProtocol
 
 FORMAT = "scalekit.fitresult/1"
 
 
-@dataclass
-class FitResult:
+@dataclass(repr=False)
+class FitResult(ResultProtocol):
     """Outcome of :func:`~scalekit.fit.fit_law`.
 
     Attributes
@@ -99,8 +101,8 @@ class FitResult:
             below, above = np.hypot(below, noise), np.hypot(above, noise)
         return np.exp(center - below), np.exp(center + above)
 
-    def to_json(self) -> dict:
-        """Plain-JSON dict (see :func:`scalekit.serialise.dumps`); inverse of ``from_json``."""
+    def to_dict(self) -> dict:
+        """Plain-JSON dict (see :func:`scalekit.serialise.dumps`); inverse of ``from_dict``."""
         from scalekit.serialise import to_jsonable
 
         law = {"name": self.law.name, "formula": self.law.formula,
@@ -125,8 +127,8 @@ class FitResult:
         })
 
     @classmethod
-    def from_json(cls, data: dict) -> "FitResult":
-        """Rebuild a result written by :meth:`to_json` (the law is looked up again)."""
+    def from_dict(cls, data: dict) -> "FitResult":
+        """Rebuild a result written by :meth:`to_dict` (the law is looked up again)."""
         law = law_from_json(data["law"])
         params = data["params"]
 
@@ -150,6 +152,38 @@ class FitResult:
             covariance=None if cov is None else np.array(
                 [[number(v) for v in row] for row in cov], dtype=float),
         )
+
+    def _summary_title(self) -> str:
+        return f"Fit of {self.law.name}: {self.law.formula}"
+
+    def _summary_sections(self):
+        level = f"{self.ci_level:.0%}"
+        params = [(name, f"{format_number(value)} ± {format_number(self.stderr.get(name))}  "
+                         f"{level} CI {format_interval(self.ci.get(name))}")
+                  for name, value in self.values.items()]
+        return [("Fit statistics", list(self.stats.items())), ("Parameters", params),
+                ("Derived quantities", list(self.derived.items())),
+                ("Notes and warnings", [f"warning: {w}" for w in collapse_notes(self.warnings)])]
+
+    def _repr_fields(self) -> dict:
+        return {"law": self.law.name, "objective": self.stats.get("objective"),
+                "n_points": self.stats.get("n_points")}
+
+    def to_lmfit(self):
+        """The fitted parameters as :class:`lmfit.Parameters` (values, bounds, stderr).
+
+        Lets a fit continue in lmfit (another minimiser, ``conf_interval``,
+        a composite model); the law itself is :meth:`Law.predict`.
+        """
+        import lmfit
+
+        out = lmfit.Parameters()
+        bounds = {p.name: (p.lower, p.upper) for p in self.law.params}
+        for name, value in self.values.items():
+            lower, upper = bounds.get(name, (-np.inf, np.inf))
+            out.add(name, value=value, min=lower, max=upper, vary=name in bounds)
+            out[name].stderr = self.stderr.get(name)
+        return out
 
 
 def law_from_json(spec: dict) -> Law:

@@ -111,7 +111,7 @@ class ParametricOptimum(AllocationEstimator):
 
     def to_json(self) -> dict:
         self._check_fitted()
-        return self._allocation_json(G=self.G_, law=self.result_.to_json())
+        return self._allocation_json(G=self.G_, law=self.result_.to_dict())
 
 
 def _check_design(points, n_params: int, source) -> None:

@@ -15,25 +15,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-
-def _num(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (int,)) and not isinstance(value, bool):
-        return f"{value:,}"
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if value != value:  # NaN
-        return "–"
-    return f"{value:.4g}" if 1e-3 <= abs(value) < 1e5 or value == 0 else f"{value:.4e}"
-
-
-def _interval(pair: Sequence[float] | None) -> str:
-    return "–" if pair is None else f"[{_num(pair[0])}, {_num(pair[1])}]"
+from scalekit.formatting import format_interval as _interval
+from scalekit.formatting import format_number as _num
 
 
 def _section(title: str) -> Text:

@@ -31,8 +31,8 @@ def boot_fit():
 def test_json_round_trip_is_strict_and_exact(bootstrap, boot_fit):
     X, y = points()
     fit = boot_fit if bootstrap else fit_law("saturating_power", X, y)
-    text = dumps(fit.to_json())
-    back = FitResult.from_json(json.loads(text))
+    text = dumps(fit.to_dict())
+    back = FitResult.from_dict(json.loads(text))
     assert "NaN" not in text and "Infinity" not in text
     assert back.law is fit.law
     assert back.values == fit.values and back.stderr == fit.stderr and back.ci == fit.ci
@@ -48,7 +48,7 @@ def test_json_round_trip_of_an_expression_law():
     X, y = points()
     law = law_from_expression("E + A*x**-a", params={"a": {"lower": 0.0, "upper": 3.0}})
     fit = fit_law(law, X, y)
-    back = FitResult.from_json(json.loads(dumps(fit.to_json())))
+    back = FitResult.from_dict(json.loads(dumps(fit.to_dict())))
     assert back.law.formula == "E + A*x**-a"
     assert back.law.params == law.params
     np.testing.assert_array_equal(back.predict(X), fit.predict(X))
@@ -61,7 +61,7 @@ def test_json_round_trip_keeps_the_columns_the_symbols_read(inputs):
     X = {"steps": X["x"], "n_layers": np.ones_like(X["x"])}
     law = law_from_expression("E + A*x**-a + 0*depth", inputs=inputs)
     fit = fit_law(law, X, y)
-    back = FitResult.from_json(json.loads(dumps(fit.to_json())))
+    back = FitResult.from_dict(json.loads(dumps(fit.to_dict())))
     assert back.law.inputs == law.inputs == tuple(dict.fromkeys(inputs.values()))
     np.testing.assert_array_equal(back.predict(X), fit.predict(X))
 
