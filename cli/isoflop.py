@@ -117,10 +117,9 @@ def _finish(report, kind, input_sha, seed, settings, json_out, quiet) -> None:
     if not quiet:
         from scalekit.report.tables import render_tables
 
-        warnings = [f"warning: {line}" for line in report.body.get("warnings", [])]
         print_renderable(render_tables(report.tables, "table", title=report.title,
                                        header=[f"FLOPs: {report.body['convention']}"],
-                                       lines=[*report.notes, *warnings]))
+                                       lines=report.notes))
     if json_out is not None:
         serialise.write_report(json_out, kind, report.body, input_sha256=input_sha,
                                seed=seed, settings=settings)

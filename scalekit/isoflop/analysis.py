@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.isoflop.approach1 import Envelope
 from scalekit.isoflop.approach2 import IsoFLOPProfiles
@@ -26,6 +28,29 @@ class IsoFLOPReport:
     tables: list = field(default_factory=list)
     fitted: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+
+
+def verdict(diagnostics: list[Diagnostic], approaches) -> str:
+    """One line: per approach, how many warnings or errors say not to believe it as it stands."""
+    parts = []
+    for name in approaches:
+        serious = Counter(d.code for d in diagnostics
+                          if d.severity != "info" and d.message.startswith(f"approach {name}:"))
+        total = sum(serious.values())
+        codes = ", ".join(code + (f" ×{n}" if n > 1 else "") for code, n in serious.items())
+        parts.append(f"{name}: no warnings" if not total else
+                     f"{name}: {total} warning{'s' if total > 1 else ''} ({codes}); read them "
+                     "before trusting its numbers")
+    return "verdict: " + "; ".join(parts)
+
+
+def _lines(notes, diagnostics, warnings, verdict_line) -> list[str]:
+    """Terminal lines: the verdict, then "Notes and warnings" (notes, diagnostics, and the
+    warnings no diagnostic carries)."""
+    said = {d.message for d in diagnostics}
+    out = [verdict_line, "Notes and warnings:"] + [f"note: {n}" for n in notes]
+    out += [d.line() for d in diagnostics]
+    return out + [f"warning: {w}" for w in warnings if w not in said]
 
 
 def _estimators(settings: dict, seed: int) -> dict:
@@ -55,13 +80,20 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
             skipped[NAMES[key]] = exc.reason
             errors.append(exc)
     if not fitted:
-        raise errors[0]
+        if len(errors) == 1:
+            raise errors[0]
+        raise InputError("no approach can be fitted to these data: " + "; ".join(
+            f"{name}: {why}" for name, why in skipped.items()), source=source)
     named = {NAMES[k]: m for k, m in fitted.items()}
     target = settings.get("target_compute")
     table = comparison_table(named, target)
     explained = spread_explained(named)
     warnings = [f"approach {NAMES[k]}: {w}" for k, m in fitted.items() for w in m.warnings_]
     warnings += [f"approach {name} skipped: {why}" for name, why in skipped.items()]
+    diagnostics = [replace(d, message=f"approach {NAMES[k]}: {d.message}")
+                   for k, m in fitted.items()
+                   for d in m.diagnostics_ + (m.extrapolation(target) if target else [])]
+    verdict_line = verdict(diagnostics, named)
     convention = convention_text(settings["convention"], settings["flops_per_param_token"])
     notes = list(frame.attrs.get("notes", []))
     for model in fitted.values():
@@ -69,10 +101,11 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
     body = {"convention": convention, "notes": notes,
             "approaches": {NAMES[k]: m.to_json() for k, m in fitted.items()},
             "comparison": table.to_dict(orient="records"),
-            "spread_explained": explained, "skipped": skipped, "warnings": warnings}
+            "spread_explained": explained, "skipped": skipped, "warnings": warnings,
+            "diagnostics": [d.to_dict() for d in diagnostics], "verdict": verdict_line}
     return IsoFLOPReport("IsoFLOP analysis: compute-optimal N*(C) = k_N·C^a, D*(C) = k_D·C^b",
                          body, _tables(fitted, table, explained, target, settings["ci_level"]),
-                         fitted, [f"note: {n}" for n in notes])
+                         fitted, _lines(notes, diagnostics, warnings, verdict_line))
 
 
 def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> IsoFLOPReport:
@@ -119,9 +152,15 @@ def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> IsoFLOP
                        "columns": ["by", "compute (FLOPs)", "N*", "D*", "D*/N*", "loss"],
                        "rows": rows}]
     body["warnings"] = list(model.warnings_)
-    lines = [f"note: {n}" for n in notes]
+    diagnostics = list(model.diagnostics_)
+    if settings.get("compute") is not None:
+        diagnostics += model.extrapolation(settings["compute"])
+    body["diagnostics"] = [d.to_dict() for d in diagnostics]
+    body["verdict"] = ("verdict: " + ("no warnings" if all(d.severity == "info" for d in diagnostics)
+                                      else "do not use the plan as it stands"))
+    lines = _lines(notes, diagnostics, body["warnings"], body["verdict"])
     if "compare_summary" in body:
-        lines.append(body["compare_summary"])
+        lines.insert(0, body["compare_summary"])
     return IsoFLOPReport("Compute plan", body, tables, {"3": model}, lines)
 
 
@@ -142,12 +181,15 @@ def _tables(fitted, table, explained, target, level) -> list[dict]:
     if "2" in fitted:
         m = fitted["2"]
         var = m.profile
-        budget_rows = [[_g(r["budget"]), str(r["n_points"]),
+        budget_rows = [[_g(r["budget"]), f"{r['n_points']}/{r['n_sampled']}",
                         _with_ci(r[f"{var}_opt"], (r.get(f"{var}_lo"), r.get(f"{var}_hi"))),
-                        _g(r["loss_opt"], 4), _g(r["offset"], 2), r["flags"] or "-"]
+                        _g(r["loss_opt"], 4), _g(r["offset"], 2), _g(r["misfit_p"], 2),
+                        r["flags"] or "-"]
                        for _, r in m.budgets_.iterrows()]
-        out.append({"title": f"Approach 2 budgets ({m.assignment_.method}); vertex in log {var}",
-                    "columns": ["budget", "points", f"{var}* [{pct}]", "loss*", "offset", "flags"],
+        out.append({"title": f"Approach 2 budgets ({m.assignment_.method}); vertex in log {var}; "
+                             f"points used: {m.windows_.method}",
+                    "columns": ["budget", "points used", f"{var}* [{pct}]", "loss*", "offset",
+                                "misfit p", "flags"],
                     "rows": budget_rows})
     if explained:
         out.append({"title": "Spread of a, b across approaches explained by each approach-2 "

@@ -83,8 +83,11 @@ class IsoFLOPProfiles(AllocationEstimator):
         ``N* = k_N·C^a`` and ``D* = k_D·C^b``.
     vertex_replicates_ : ndarray (n_boot, K)
         Bootstrap replicates of the log-vertex per budget.
-    warnings_ : list of str
     diagnostics_ : list of Diagnostic
+        What a reader should know: budgets skipped, parabolas that do not describe their
+        points, implausible exponents, points left out.
+    warnings_ : list of str
+        The messages of the diagnostics of severity warning or error.
     """
 
     def __init__(self, *, profile: str = "params", figures: int = 2, budgets=None,
@@ -191,8 +194,14 @@ class IsoFLOPProfiles(AllocationEstimator):
         self._budget_weights = weights
         self.params_law_, self.tokens_law_ = self._power_laws(np.ones(budget.size, bool))
         self.compute_range_ = (float(budget[~excluded].min()), float(budget[~excluded].max()))
-        self.warnings_ = self._warnings(flags, assignment)
+        if assignment.n_left_out:
+            self.diagnostics_.append(Diagnostic(
+                "outliers_dropped", "info",
+                f"{assignment.n_left_out} points lie within {self.tolerance:g} decades of no "
+                "nominal budget and were left out; widen `tolerance` or add their budgets to "
+                "keep them", value=int(assignment.n_left_out)))
         self.diagnostics_ += self._budget_diagnostics(flags) + self._exponent_diagnostics()
+        self.warnings_ = [d.message for d in self.diagnostics_ if d.severity != "info"]
         return self
 
     def refit_without(self, flag: str):
@@ -219,16 +228,6 @@ class IsoFLOPProfiles(AllocationEstimator):
     @property
     def _other_name(self) -> str:
         return "tokens" if self.profile == "params" else "params"
-
-    def _warnings(self, flags, assignment) -> list[str]:
-        out = []
-        if assignment.n_left_out:
-            out.append(f"{assignment.n_left_out} points lie near no nominal budget and were "
-                       "left out")
-        for budget, row in zip(self.budgets_["budget"], flags):
-            for flag in row:
-                out.append(f"budget {budget:.3g} FLOPs: {CHECKS[flag]}")
-        return out
 
     def _budget_diagnostics(self, flags) -> list[Diagnostic]:
         out = []
@@ -281,7 +280,7 @@ def _usable_budgets(points: pd.DataFrame, profile: str, source: str | None):
     counts = points.groupby("budget")[profile].nunique()
     few = counts[counts < 3]
     diagnostics = [Diagnostic(
-        "budget_skipped", "warning",
+        "budget_skipped", "info",
         f"budget {budget:.3g} FLOPs has {n} distinct {profile} value{'s' if n != 1 else ''} "
         "and was left out, since a parabola needs three; give the study's nominal budgets "
         "(`budgets`) or round to fewer significant figures (`figures`) if its points were "

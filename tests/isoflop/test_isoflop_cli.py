@@ -6,6 +6,7 @@ import hashlib
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from isoflop.isoflop_synthetic import A_TRUE, learning_curves, sweep
@@ -122,3 +123,46 @@ def test_plan_by_compute_loss_and_compare(tmp_path, capsys):
 def test_plan_needs_a_question(tmp_path, capsys):
     assert main(["plan", _write(tmp_path, sweep()), "--quiet"]) == 2
     assert main(["plan", _write(tmp_path, sweep()), "--compare", "7e10"]) == 2
+
+
+def test_thirty_copies_of_one_point_are_refused(tmp_path, capsys):
+    frame = pd.DataFrame({"params": [1e8] * 30, "tokens": [2e9] * 30, "loss": [5.0] * 30})
+    for approach in ("all", "3"):
+        assert main(["isoflop", _write(tmp_path, frame), "--approach", approach, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "distinct (params, tokens) pair" in err and len(err.strip().splitlines()) == 1
+
+
+def test_json_and_terminal_carry_the_diagnostics_and_a_verdict(tmp_path, capsys):
+    data = sweep(seed=0)
+    data = data.drop(data.index[data["compute"] == data["compute"].min()][2:])  # 2 sizes left
+    out = tmp_path / "iso.json"
+    code = main(["isoflop", _write(tmp_path, data), "--approach", "2", "--bootstrap", "20",
+                 "--target-compute", "1e23", "--json", str(out)])
+    assert code == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    codes = [d["code"] for d in report["diagnostics"]]
+    assert codes.count("budget_skipped") == 1 and codes.count("extrapolation") == 1
+    extrapolation = next(d for d in report["diagnostics"] if d["code"] == "extrapolation")
+    assert extrapolation["value"] == pytest.approx(1e23 / 1e21, rel=0.05)  # largest budget 1e21
+    assert extrapolation["severity"] == "warning"
+    assert all(d["message"].startswith("approach 2 IsoFLOP profiles: ")
+               for d in report["diagnostics"])
+    assert report["verdict"].startswith("verdict: 2 IsoFLOP profiles: 1 warning (extrapolation)")
+    flat = " ".join(printed.split())
+    assert "Notes and warnings" in flat and report["verdict"] in flat
+    assert "info: approach 2 IsoFLOP profiles: budget" in flat and "warning: approach 2" in flat
+    # the per-approach body carries the fit's own diagnostics (no extrapolation: that is the
+    # question's)
+    own = report["approaches"]["2 IsoFLOP profiles"]["diagnostics"]
+    assert [d["code"] for d in own] == ["budget_skipped"]
+
+
+def test_a_target_inside_the_budgets_is_no_extrapolation(tmp_path, capsys):
+    out = tmp_path / "iso.json"
+    code = main(["isoflop", _write(tmp_path, sweep(seed=0)), "--approach", "2", "--bootstrap",
+                 "0", "--target-compute", "1e20", "--json", str(out), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["diagnostics"] == [] and report["verdict"] == "verdict: 2 IsoFLOP profiles: no warnings"
