@@ -24,8 +24,9 @@ def store_option(default: Optional[Path] = DEFAULT_STORE) -> Any:
 
 def file_argument(what: str = "Curves file") -> Any:
     """The optional FILE argument (``what`` names the file); omitted, --store is read."""
-    return typer.Argument(None, help=f"{what} (CSV, JSONL, Parquet, W&B CSV, TensorBoard dir). "
-                          "Omit to read --store.")
+    return typer.Argument(None, help=f"{what} (CSV, JSONL, Parquet, W&B CSV; a folder of "
+                          "TensorBoard logs, W&B offline runs or mlruns; an Optuna or MLflow "
+                          "SQLite file). Omit to read --store.")
 
 
 def map_option(example: Optional[str] = None) -> Any:
@@ -111,6 +112,12 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
         raise InputError(f"the store holds no points of metric {metric!r}", source=str(store))
     digest = hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
     return frame, digest
+
+
+def reader_diagnostics(frame) -> list:
+    """The diagnostics the reader of ``frame`` raised (the ``metric_choice`` of a file with
+    several losses), to join a command's own; empty for a frame read from --store."""
+    return list(frame.attrs.get("diagnostics", []))
 
 
 def print_renderable(renderable: Any) -> None:

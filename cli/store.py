@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .common import parse_mapping, print_renderable, store_option
+from .common import parse_mapping, print_renderable, reader_diagnostics, store_option
 
 store_app = typer.Typer(name="store", help="Keep learning curves in a SQLite store "
                         "(import, ls, show, export, rm).", no_args_is_help=True)
@@ -15,7 +15,7 @@ store_app = typer.Typer(name="store", help="Keep learning curves in a SQLite sto
 
 @store_app.command("import")
 def import_(
-    sources: list[str] = typer.Argument(..., metavar="SOURCES...", help="Curve files (CSV, "
+    sources: list[str] = typer.Argument(..., metavar="SOURCE", help="Curve files (CSV, "
                                         "W&B CSV, JSONL, Parquet), folders (TensorBoard logs, "
                                         "W&B offline runs, an mlruns folder) or tracking URIs "
                                         "(sqlite:///mlflow.db, sqlite:///optuna.db)."),
@@ -52,7 +52,7 @@ def import_(
                    f"into {store}")
         for note in frame.attrs.get("notes", []):
             typer.echo(f"  note: {note}")
-        for diagnostic in frame.attrs.get("diagnostics", []):
+        for diagnostic in reader_diagnostics(frame):
             typer.echo(f"  {diagnostic.line()}")
 
 

@@ -1,7 +1,8 @@
 """Learning curves: read them from files, validate them, keep them in a store.
 
-- :func:`read_curves` reads CSV (long or per run), W&B wide CSV, JSONL, Parquet
-  and TensorBoard folders into a validated tidy curve frame.
+- :func:`read_curves` reads CSV (long or per run), W&B wide CSV, JSONL, Parquet,
+  TensorBoard folders, W&B offline runs, MLflow stores and Optuna studies into a
+  validated tidy curve frame, saying which metric it took where several exist.
 - :class:`CurveStore` keeps runs and points in a SQLite file (WAL), with
   all-or-nothing imports and safe concurrent appends.
 - :func:`write_curves` writes a tidy frame in any of those formats.

@@ -58,9 +58,10 @@ def read_mlflow_records(uri: str, *, experiment: str | None = None,
     if repeated:
         notes.append("runs sharing a name are told apart by their run id: "
                      + ", ".join(sorted(repeated)))
-    if len(experiments) > 1 and runs:
-        notes.append("experiments read: " + ", ".join(named[e.experiment_id]
-                                                        for e in experiments))
+    read = list(dict.fromkeys(named[run.info.experiment_id] for run in runs))
+    if len(read) > 1:
+        notes.append("runs of several experiments read (choose one with --experiment): "
+                     + ", ".join(read))
     if not records:
         raise InputError("the MLflow store holds no runs" + (
             f" in experiment {experiment!r}" if experiment else ""), source=source)
