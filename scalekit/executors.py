@@ -1,34 +1,124 @@
-"""Where jobs run: the ``concurrent.futures.Executor`` seam shared by sweeps and allocation.
+"""Where jobs run: the ``concurrent.futures.Executor`` seam shared by sweeps, allocation and
+the bootstrap.
 
-``local`` is a process pool on this machine (or the calling process when one
-worker is asked for); ``ray`` hands jobs to a Ray cluster (the optional extra
-``scalekit-laws[ray]``), started locally unless an address is given. Anything
-else that implements ``Executor`` (e.g. a Dask client's executor) works too.
+- :class:`InlineExecutor` runs each job at submission in the calling process;
+- :func:`process_pool` starts fresh (``spawn``) worker processes, which is safe
+  after the parent has run torch or OpenMP code (a ``fork`` then can deadlock
+  in the OpenMP barrier). Its workers ignore Ctrl-C (the parent handles it and
+  ends them) and exit on their own within a fraction of a second once their
+  parent has died, so a killed run leaves no orphan training and writing;
+- :class:`RayExecutor` hands jobs to a Ray cluster (the optional extra
+  ``scalekit-laws[ray]``), started locally unless an address is given;
+- :func:`make_executor` picks one of these by name (``local`` or ``ray``), and
+  :func:`worker_count` caps a requested number of workers at the work items and
+  the CPUs this process may use.
+
+Anything else that implements ``Executor`` (e.g. a Dask client's executor) works too.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
 
 EXECUTORS = ("local", "ray")
+#: Seconds between two checks of a worker that its parent is alive.
+PARENT_CHECK_S = 0.2
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 class InlineExecutor(Executor):
-    """Runs each job at submission in the calling process (no start-up cost)."""
+    """Runs each job at submission in the calling process (no start-up cost).
+
+    A job's error is handed to the caller through its future; Ctrl-C
+    (``KeyboardInterrupt``) and ``SystemExit`` propagate from ``submit`` at once.
+    """
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         future: Future = Future()
         try:
             future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+        except Exception as exc:  # noqa: BLE001 - handed to the caller through the future
             future.set_exception(exc)
         return future
+
+
+def usable_cpus() -> int:
+    """The number of CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def worker_count(requested: int, items: int) -> tuple[int, str | None]:
+    """``min(requested, items, CPUs)`` (at least 1) and a note saying why when it is fewer.
+
+    Parameters
+    ----------
+    requested : int
+        Workers asked for.
+    items : int
+        Jobs there are to run (more workers than jobs would idle).
+    """
+    cpus = usable_cpus()
+    count = max(1, min(requested, items, cpus))
+    if count >= requested:
+        return count, None
+    reason = (f"{items} job{'s' * (items != 1)}" if items <= cpus
+              else f"{cpus} CPU{'s' * (cpus != 1)}")
+    return count, f"{count} worker{'s' * (count != 1)} instead of {requested}: {reason}"
+
+
+class WorkerPool(ProcessPoolExecutor):
+    """A process pool of fresh interpreters that :meth:`terminate` ends at once."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        # Workers start at submission; with Ctrl-C blocked meanwhile they inherit the block
+        # (through exec), so a Ctrl-C while one starts reaches only this process, late.
+        block = getattr(signal, "pthread_sigmask", None)
+        if block is None:  # not POSIX
+            return super().submit(fn, *args, **kwargs)
+        previous = block(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return super().submit(fn, *args, **kwargs)
+        finally:
+            block(signal.SIG_SETMASK, previous)
+
+    def terminate(self) -> None:
+        """Cancel the pending jobs and kill the workers (on an interrupt or an error)."""
+        processes = list((getattr(self, "_processes", None) or {}).values())
+        self.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+        for process in processes:
+            process.join(timeout=5)
+
+
+def process_pool(workers: int, *, initializer: Callable[[int], None] | None = None,
+                 start: str = "spawn") -> WorkerPool:
+    """A pool of ``workers`` processes, each with its share of the CPU threads.
+
+    Each worker calls ``initializer(workers)`` first when one is given. ``start``
+    is the start method: ``spawn`` (safe whatever the parent ran) or ``fork``
+    (no start-up cost; only for work that never runs OpenMP code, such as numpy fits).
+    """
+    threads = max(1, usable_cpus() // workers)
+    return WorkerPool(workers, mp_context=multiprocessing.get_context(start),
+                      initializer=_start_worker,
+                      initargs=(os.getpid(), threads, workers, initializer))
 
 
 class RayExecutor(Executor):
@@ -74,8 +164,8 @@ def make_executor(kind: str = "local", *, max_workers: int | None = None,
     """An executor of ``kind`` ("local" or "ray") with up to ``max_workers`` parallel jobs.
 
     ``local`` with one worker runs jobs in the calling process; with more, in a
-    pool of fresh (spawned) processes, each of which first calls
-    ``initializer(max_workers)`` when one is given (e.g. to share CPU threads).
+    :func:`process_pool` whose workers first call ``initializer(max_workers)``
+    when one is given (e.g. to share CPU threads).
     """
     check_choice("executor", kind, EXECUTORS)
     if max_workers is not None:
@@ -85,6 +175,40 @@ def make_executor(kind: str = "local", *, max_workers: int | None = None,
     workers = max_workers or 1
     if workers == 1:
         return InlineExecutor()
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=initializer,
-                               initargs=(workers,) if initializer is not None else ())
+    return process_pool(workers, initializer=initializer)
+
+
+@contextmanager
+def running(executor: Executor) -> Iterator[Executor]:
+    """Use ``executor`` and shut it down after; on an error or Ctrl-C, end its jobs at once."""
+    try:
+        yield executor
+    except BaseException:
+        stop = getattr(executor, "terminate", None)
+        if stop is not None:
+            stop()
+        else:
+            executor.shutdown(wait=False, cancel_futures=True)
+        raise
+    executor.shutdown()
+
+
+def _start_worker(parent: int, threads: int, workers: int,
+                  initializer: Callable[[int], None] | None) -> None:
+    """Initializer of a pool worker: ignore Ctrl-C, share the threads, die with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in _THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    torch = sys.modules.get("torch")  # set it directly where a library imported it already
+    if torch is not None:
+        torch.set_num_threads(threads)
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True,
+                     name="scalekit-parent-check").start()
+    if initializer is not None:
+        initializer(workers)
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(1)

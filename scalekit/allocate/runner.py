@@ -11,7 +11,8 @@ A trainer is any object with
   scratch as it likes, but returning the same points either way.
 
 Advances of one rung go through a :class:`concurrent.futures.Executor`; each
-run's points are written to the curve store as its future completes. Every
+run's points are written to the curve store as its future completes (for the
+in-process executor: as each advance returns, before the next one starts). Every
 advance is recorded in the allocation ledger before it starts and marked done
 once its points are in the store, and every promotion is recorded when made
 (:mod:`scalekit.allocate.state`). Running the same task again after a kill
@@ -22,7 +23,7 @@ recorded promotions are reused, and only the unfinished advances are trained.
 from __future__ import annotations
 
 from concurrent.futures import Executor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ from scalekit.allocate.engine import Allocation, Advance, HalvingLoop, drive
 from scalekit.allocate.policies import Policy
 from scalekit.allocate.replay import fit_bracket
 from scalekit.allocate.schedules import SuccessiveHalving
-from scalekit.executors import InlineExecutor
+from scalekit.executors import InlineExecutor, process_pool, running, worker_count
 from scalekit.allocate.state import AllocationState
 from scalekit.allocate.sweep import RESOURCES, Curve, Sweep
 from scalekit.checks import check_choice, check_number
@@ -67,6 +68,8 @@ class AllocationRunResult:
     bracket: SuccessiveHalving
     trained: int
     reused: int
+    workers: int = 1
+    notes: list[str] = field(default_factory=list)
 
 
 def candidate_sweep(trainer) -> Sweep:
@@ -92,22 +95,41 @@ def candidate_sweep(trainer) -> Sweep:
 
 def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *,
                    budget: float, eta: int = 3, min_resource: float | None = None,
-                   seed: int = 0, executor: Executor | None = None,
+                   seed: int = 0, executor: Executor | None = None, workers: int = 1,
                    metric: str = "loss", settings: dict | None = None) -> AllocationRunResult:
     """Allocate ``budget`` FLOPs over the trainer's candidates, writing points to the store.
 
     ``task`` names the allocation in the store; calling again with the same
     task and settings resumes it. ``settings`` are extra settings recorded with
-    the task (e.g. the trainer's own), checked on resume.
+    the task (e.g. the trainer's own), checked on resume. Advances run on
+    ``executor``, or else on ``workers`` spawned processes (capped at the first
+    rung's runs and the CPUs; one runs them in this process).
     """
+    check_number("budget", budget, low=0, low_open=True)
+    check_number("workers", workers, low=1, integer=True)
+    if executor is not None:
+        return _allocate(store_path, task, trainer, policy, budget=budget, eta=eta,
+                         min_resource=min_resource, seed=seed, executor=executor,
+                         metric=metric, settings=settings)
+    sweep = candidate_sweep(trainer)
+    first = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
+    workers, note = worker_count(workers, first.rungs[0].runs)
+    with running(process_pool(workers) if workers > 1 else InlineExecutor()) as pool:
+        result = _allocate(store_path, task, trainer, policy, budget=budget, eta=eta,
+                           min_resource=min_resource, seed=seed, executor=pool,
+                           metric=metric, settings=settings)
+    result.workers, result.notes = workers, [f"workers: {note}"] if note else []
+    return result
+
+
+def _allocate(store_path, task, trainer, policy, *, budget, eta, min_resource, seed, executor,
+              metric, settings) -> AllocationRunResult:
     from scalekit.curves import CurveStore
 
-    check_number("budget", budget, low=0, low_open=True)
     sweep = candidate_sweep(trainer)
     recorded = dict(settings or {}, budget=float(budget), policy=policy.name, eta=eta,
                     min_resource=min_resource, seed=seed, resource=sweep.resource_name,
                     runs=sweep.runs)
-    executor = executor or InlineExecutor()
     with CurveStore(store_path) as store, AllocationState(store_path) as state:
         state.start_task(task, recorded)
         for run in sweep.runs:
@@ -133,36 +155,40 @@ def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *
             return Curve(points[sweep.resource_name].to_numpy(float),
                          points["compute"].to_numpy(float), points[metric].to_numpy(float))
 
+        def finish(future, advance: Advance) -> BaseException | None:
+            """Store a finished advance's points and mark it done (its error, if any)."""
+            if future.exception() is not None:
+                return future.exception()
+            points = pd.DataFrame(future.result())
+            if len(points):
+                store.append_points(advance.run, points)
+            state.mark_done(task, advance)
+            counts["trained"] += 1
+            return None
+
         def execute(batch: list[Advance]) -> dict[str, Curve]:
             ledger = state.ledger(task)
-            results, futures = {}, {}
+            pending, failures = {}, []
             for advance in batch:
                 entry = ledger.get((advance.rung, advance.run))
-                known = stored(advance)
-                if entry is not None and (entry["status"] == "done" or len(known)):
+                if entry is not None and (entry["status"] == "done" or len(stored(advance))):
                     if entry["status"] != "done":
                         state.mark_done(task, advance)
-                    results[advance.run] = as_curve(known)
                     counts["reused"] += 1
                     continue
                 state.reserve(task, advance)
-                futures[executor.submit(trainer.advance, advance.run, advance.start,
+                pending[executor.submit(trainer.advance, advance.run, advance.start,
                                         advance.stop)] = advance
-            failure = None
-            for future in as_completed(futures):
-                advance = futures[future]
-                if future.exception() is not None:  # keep the others' points, then re-raise
-                    failure = failure or future.exception()
-                    continue
-                points = pd.DataFrame(future.result())
-                if len(points):
-                    store.append_points(advance.run, points)
-                state.mark_done(task, advance)
-                results[advance.run] = as_curve(stored(advance))
-                counts["trained"] += 1
-            if failure is not None:
+                # an advance is recorded as soon as it has finished (at once in this
+                # process), so that a kill later in the rung loses none of it
+                for future in [f for f in pending if f.done()]:
+                    failures.append(finish(future, pending.pop(future)))
+            for future in as_completed(pending):
+                failures.append(finish(future, pending[future]))
+            failure = next((f for f in failures if f is not None), None)
+            if failure is not None:  # the others' points are kept
                 raise failure
-            return results
+            return {advance.run: as_curve(stored(advance)) for advance in batch}
 
         allocation = drive(loop.steps(), execute)
     return AllocationRunResult(allocation, bracket, counts["trained"], counts["reused"])
