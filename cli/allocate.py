@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from .common import open_frame, parse_mapping, print_renderable, store_option
+from .common import on_interrupt, open_frame, parse_mapping, print_renderable, store_option
 
 MODES = ("replay", "plan", "run")
 
@@ -254,24 +254,17 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
     bracket = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
     if not quiet:  # the rung table comes before any training
         print_renderable(Text(format_rung_table(bracket, unit=trainer.resource)))
-    executor = None
-    if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        executor = ProcessPoolExecutor(max_workers=workers)
-    try:
-        result = run_allocation(store, task, trainer,
-                                get_policy(policy, surrogate=surrogate, seed=seed),
-                                budget=budget, eta=eta, min_resource=min_resource, seed=seed,
-                                executor=executor, settings={"surrogate": surrogate})
-    finally:
-        if executor is not None:
-            executor.shutdown()
+    on_interrupt(lambda: f"the store {store} keeps {_finished(store, task)} of task {task!r}; "
+                 "run the same command again to resume")
+    result = run_allocation(store, task, trainer,
+                            get_policy(policy, surrogate=surrogate, seed=seed), budget=budget, eta=eta, min_resource=min_resource, seed=seed,
+                            workers=workers, settings={"surrogate": surrogate})
     allocation = result.allocation
     best = min(((float(c.loss[-1]), r) for r, c in allocation.observed.items() if len(c)),
                default=(None, None))
-    text = (f"task {task!r}: {result.trained} advances trained now, {result.reused} read back "
-            f"from the store; spent {allocation.spent:.4g} of {budget:.4g} FLOPs; " + (
+    text = "".join(f"--{note}\n" for note in result.notes) + (
+        f"task {task!r}: {result.trained} advances trained now, {result.reused} read back "
+        f"from the store; spent {allocation.spent:.4g} of {budget:.4g} FLOPs; " + (
                 f"best run {best[1]} (loss {best[0]:.4f})" if best[1] is not None else
                 "no run has logged a point yet (the budget ends before the first one)"))
     report = {"mode": "run", "task": task, "spent_flops": allocation.spent,
@@ -280,6 +273,16 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
               "rungs": [{"rung": r.index, "runs": r.runs, "resource": r.resource}
                         for r in result.bracket.rungs], "warnings": []}
     return report, Text(text)
+
+
+def _finished(store, task) -> str:
+    from scalekit.allocate.state import AllocationState
+
+    if not Path(store).is_file():
+        return "no finished advance"
+    with AllocationState(store) as state:
+        done = sum(e["status"] == "done" for e in state.ledger(task).values())
+    return f"{done} finished advance{'s' * (done != 1)}"
 
 
 def _share(budget: float) -> str:

@@ -2,7 +2,8 @@
 
 Each command group lives in its own module with a ``register(app)`` function;
 modules import only typer at top level so that ``scalekit --help`` is instant.
-Exit codes: 0 success, 2 bad input (one line, no traceback), 1 internal error.
+Exit codes: 0 success, 2 bad input (one line, no traceback), 1 internal error,
+130 interrupted (Ctrl-C; one line saying what was interrupted and what was kept).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from typer.exceptions import TyperException
 
 from scalekit import __version__
 from scalekit.errors import InputError
+
+#: Exit code of an interrupted command (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
 
 COMMAND_MODULES = (
     "scalekit_cli.fit",
@@ -54,11 +58,17 @@ for _name in COMMAND_MODULES:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (0 ok, 1 internal error, 2 bad input)."""
+    """Run the CLI and return its exit code (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C)."""
+    from .common import interrupted_line, reset_interrupt_notes
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    reset_interrupt_notes()
     try:
-        app(args=argv, prog_name="scalekit", standalone_mode=False)
+        code = app(args=args, prog_name="scalekit", standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
+    except KeyboardInterrupt:  # Ctrl-C outside typer's own handling (parsing the arguments)
+        code = INTERRUPTED
     except typer.Abort:
         typer.echo("Aborted.", err=True)
         return 1
@@ -75,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"internal error: {type(exc).__name__}: {exc} "
                    "(set SCALEKIT_DEBUG=1 for the traceback)", err=True)
         return 1
-    return 0
+    if code == INTERRUPTED:  # typer turns Ctrl-C in a command into this code
+        typer.echo(interrupted_line(args), err=True)
+        return INTERRUPTED
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,12 +8,47 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
 DEFAULT_STORE = Path("scalekit.db")
+
+#: What an interrupted command keeps, as the command registered it (see :func:`on_interrupt`).
+_KEPT: list[Callable[[], str]] = []
+_KEPT_BY_DEFAULT = {
+    "scalekit store import": "the store is as it was (an import lands whole or not at all)",
+    "scalekit store rm": "the store is as it was (a removal lands whole or not at all)",
+    "scalekit store export": "the output file may be incomplete: export again",
+}
+
+
+def on_interrupt(kept: Callable[[], str]) -> None:
+    """Register what this command keeps if Ctrl-C stops it now (``kept()`` says it).
+
+    The last registration wins; a command that registers none keeps nothing.
+    """
+    _KEPT[:] = [kept]
+
+
+def reset_interrupt_notes() -> None:
+    """Forget the registrations of a previous command (one process may run several)."""
+    _KEPT.clear()
+
+
+def interrupted_line(args: list[str]) -> str:
+    """The one line an interrupted command prints: what was interrupted and what was kept."""
+    words = [a for a in args if not a.startswith("-")][:2]
+    command = " ".join(["scalekit", *words[:1]])
+    if words[:1] in (["store"], ["law"]) and len(words) > 1:
+        command += f" {words[1]}"
+    try:
+        kept = _KEPT[0]() if _KEPT else _KEPT_BY_DEFAULT.get(command, "nothing was written")
+    except Exception as exc:  # noqa: BLE001 - the line must come out whatever happened
+        kept = f"what was kept could not be read ({type(exc).__name__}: {exc})"
+    return f"interrupted: {command} stopped by Ctrl-C; {kept}"
 
 
 def store_option(default: Optional[Path] = DEFAULT_STORE) -> Any:
@@ -118,6 +153,19 @@ def reader_diagnostics(frame) -> list:
     """The diagnostics the reader of ``frame`` raised (the ``metric_choice`` of a file with
     several losses), to join a command's own; empty for a frame read from --store."""
     return list(frame.attrs.get("diagnostics", []))
+
+
+def points_kept(store: Path, source_prefix: str | None = None) -> str:
+    """``N points of K runs`` held by ``store`` (runs whose source starts with the prefix)."""
+    from scalekit.curves import CurveStore
+
+    if not Path(store).is_file():
+        return "no point"
+    with CurveStore(store, create=False) as opened:
+        runs = opened.runs()
+    if source_prefix is not None:
+        runs = runs[runs["source"].str.startswith(source_prefix)]
+    return f"{int(runs['points'].sum())} points of {len(runs)} runs"
 
 
 def print_renderable(renderable: Any) -> None:

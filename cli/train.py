@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from .common import print_renderable, quiet_option, store_option
+from .common import on_interrupt, points_kept, print_renderable, quiet_option, store_option
 
 
 def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
@@ -125,14 +125,15 @@ def train(
     from scalekit.train.tasks import get_task
 
     get_task(task)  # reject an unknown task before any work
-    pool = sweep_executor(executor, max_workers=workers, address=ray_address)
+    from scalekit.executors import running
+
     checkpoint_dir = checkpoints or store.with_name(store.name + ".checkpoints")
-    try:
+    on_interrupt(lambda: f"the store {store} keeps {points_kept(store, 'scalekit train')} "
+                 "logged before it; run the same command again to resume from the checkpoints")
+    with running(sweep_executor(executor, max_workers=workers, address=ray_address)) as pool:
         with _progress(len(configs), quiet) as advance:
             frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
                               batched=batched, on_run_done=advance)
-    finally:
-        pool.shutdown()
     if export is not None:
         from scalekit.curves import CurveStore
 

@@ -1,0 +1,102 @@
+"""Ctrl-C: a real SIGINT to the command in a child process exits 130 with one line saying
+what was interrupted and what was kept."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scalekit.curves import CurveStore
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def _in_command(pid: int) -> bool:
+    """Whether the command body runs: it imports numpy lazily, the entry point never does."""
+    try:
+        return "numpy" in Path(f"/proc/{pid}/maps").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def _interrupt(args, ready, *, timeout=120.0):
+    """Start ``scalekit ARGS``, send SIGINT once ``ready()`` holds; return (code, stderr)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    process = subprocess.Popen([sys.executable, "-m", "scalekit_cli.app", *map(str, args)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=env, cwd=REPO)
+    deadline = time.monotonic() + timeout
+    while not (_in_command(process.pid) and ready()):
+        assert process.poll() is None, f"ended before it was interrupted: {process.stderr.read()}"
+        assert time.monotonic() < deadline, "never got ready"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    return process.returncode, err
+
+
+def _ledger(path: Path, status: str = "done") -> int:
+    """Advances of the allocation ledger with ``status`` (``%``: any)."""
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path, timeout=30) as db:
+        try:
+            return db.execute("SELECT COUNT(*) FROM allocate_ledger WHERE status LIKE ?",
+                              (status,)).fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+
+def _points(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path, timeout=30) as db:
+        try:
+            return db.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+
+def test_an_interrupted_fit_exits_130_and_writes_nothing(tmp_path):
+    out = tmp_path / "fit.json"
+    started = time.monotonic()
+    code, err = _interrupt(["fit", REPO / "data" / "sample_curves.csv", "--bootstrap", "200000",
+                            "--json", out], lambda: time.monotonic() > started + 1)
+    assert code == 130
+    assert err.strip().splitlines() == [
+        "interrupted: scalekit fit stopped by Ctrl-C; nothing was written"]
+    assert not out.exists()
+
+
+def test_an_interrupted_train_exits_130_and_says_what_the_store_keeps(tmp_path):
+    store = tmp_path / "t.db"
+    code, err = _interrupt(["train", "teacher_student", "--widths", "4,8", "--steps", "200000",
+                            "--evals", "400", "--device", "cpu", "--store", store, "-q"],
+                           lambda: _points(store) > 0)
+    assert code == 130
+    [line] = err.strip().splitlines()
+    with CurveStore(store) as opened:
+        runs = opened.runs()
+    kept = f"keeps {runs['points'].sum()} points of {len(runs)} runs logged before it"
+    assert line == (f"interrupted: scalekit train stopped by Ctrl-C; the store {store} {kept}; "
+                    "run the same command again to resume from the checkpoints")
+
+
+def test_an_interrupted_allocation_exits_130_and_says_what_it_kept(tmp_path):
+    store = tmp_path / "a.db"
+    code, err = _interrupt(["allocate", "--budget", "2e11", "--run", "teacher_student",
+                            "--store", store, "-q"], lambda: _ledger(store, "%") > 0)
+    assert code == 130
+    [line] = err.strip().splitlines()
+    done = _ledger(store)
+    assert line == (f"interrupted: scalekit allocate stopped by Ctrl-C; the store {store} keeps "
+                    f"{done} finished advance{'s' * (done != 1)} of task 'teacher_student'; "
+                    "run the same command again to resume")
