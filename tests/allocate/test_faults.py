@@ -125,7 +125,7 @@ TORCH_SCRIPT = textwrap.dedent("""
     import torch
     from scalekit.allocate.policies import LossPolicy
     from scalekit.allocate.runner import run_allocation
-    from scalekit.allocate.trainers import TorchTaskTrainer
+    from scalekit.train.allocation_trainer import TorchTaskTrainer
     from scalekit.train import TrainConfig
 
     if __name__ == "__main__":
