@@ -124,10 +124,12 @@ _WANDB_SCRIPT = textwrap.dedent("""
                          settings=wandb.Settings(console="off", x_disable_stats=True))
         run.define_metric("tokens")
         run.define_metric("val/loss", step_metric="tokens")
+        run.define_metric("trainer/global_step")
+        run.define_metric("eval/ppl", step_metric="trainer/global_step")
         for step in {steps!r}:
             val = 2.0 + 30.0 / size ** 0.2 + 1.0 / (1.0 + step)
-            run.log({{"train/loss": val - 0.05, "val/loss": val, "tokens": 4096 * (step + 1)}},
-                    step=step)
+            run.log({{"train/loss": val - 0.05, "val/loss": val, "tokens": 4096 * (step + 1),
+                      "trainer/global_step": 8 * step, "eval/ppl": 2.0 ** val}}, step=step)
         run.finish()
 """)
 
@@ -159,13 +161,18 @@ def test_wandb_offline_runs_history_config_and_custom_x_axis(wandb_dir):
     assert any("logged against 'tokens'" in note for note in frame.attrs["notes"])
     one = read_curves(next(wandb_dir.glob("offline-run-*")), metric="train/loss")
     assert one["run"].nunique() == 1 and "train/loss" in one
+    ppl = read_curves(wandb_dir, metric="eval/ppl")  # counted on its own step axis
+    small = ppl[ppl["run"] == "small"]
+    assert small["step"].tolist() == [8 * s for s in STEPS]
+    assert np.allclose(small["eval/ppl"], [2.0 ** _val(SIZES["small"], s) for s in STEPS])
 
 
 def test_store_import_format_wandb_on_folders(wandb_dir, tmp_path, capsys):
     db = tmp_path / "s.db"
     assert main(["store", "import", str(wandb_dir), "--format", "wandb",
                  "--store", str(db)]) == 0
-    assert "imported 20 points of 2 runs" in capsys.readouterr().out
+    out = capsys.readouterr().out  # eval/ppl, on its own step axis, joins no loss row
+    assert "imported 20 points of 2 runs" in out and "10 points of other metrics" in out
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["store", "import", str(empty), "--format", "wandb", "--store", str(db)]) == 2
@@ -183,7 +190,18 @@ def test_tensorboard_hparams_are_run_attributes_and_val_loss_is_taken(tmp_path):
                 writer.add_scalar("val/loss", _val(size, step), step)
             writer.add_hparams({"n_params": size, "num_layers": 4, "optimizer": "adamw"},
                                {"hparam/val_loss": _val(size, STEPS[-1])})
+    from torch.utils.tensorboard.summary import hparams
+
+    with SummaryWriter(str(tmp_path / "native")) as writer:  # hparams in the run's own file
+        for summary in hparams({"N": 3.0e6, "seed": 11}, {}):
+            writer.file_writer.add_summary(summary)
+        for step in STEPS:
+            writer.add_scalar("val/loss", _val(3.0e6, step), step)
     frame = read_curves(tmp_path)
+    native = frame[frame["run"] == "native"]
+    assert set(native["params"]) == {3.0e6} and set(native["seed"]) == {11}
+    assert np.allclose(native["loss"], [_val(3.0e6, s) for s in STEPS], rtol=1e-6)
+    frame = frame[frame["run"] != "native"]
     assert sorted(frame["run"].unique()) == ["large", "small"]  # add_hparams folders merged
     for name, size in SIZES.items():
         rows = frame[frame["run"] == name]

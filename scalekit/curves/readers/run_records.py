@@ -40,12 +40,16 @@ class RunRecord:
         Logged series by name: ``(steps, values, wall_times or None)``, in logging order.
     attrs : dict
         Logged parameters (hyper-parameters, configuration) by name.
+    axes : dict
+        Series whose steps count on another axis than the run's step, with that axis's name;
+        only series on the same axis as the metric join its rows.
     """
 
     name: str
     series: dict[str, tuple[Sequence[int], Sequence[float], Sequence[float] | None]] = \
         field(default_factory=dict)
     attrs: dict[str, object] = field(default_factory=dict)
+    axes: dict[str, str] = field(default_factory=dict)
 
 
 def frame_from_records(records: Sequence[RunRecord], *, source: str, metric: str = "loss",
@@ -113,6 +117,9 @@ def _points(record: RunRecord, taken: str) -> tuple[dict[str, object], int]:
     for name, (other_steps, other_values, _) in record.series.items():
         role = series_role(name)
         if name == taken or role == "step" or name in KEY_COLUMNS:
+            continue
+        if record.axes.get(name) != record.axes.get(taken):
+            left += len(other_steps)
             continue
         column = role or METRIC_PREFIX + name
         if column in piece:

@@ -74,7 +74,8 @@ def _read_run(file: Path, pb) -> tuple[RunRecord, dict[str, str]]:
         elif kind == "metric" and record.metric.step_metric:
             axes[record.metric.name] = record.metric.step_metric
     config.pop("_wandb", None)
-    return RunRecord(name, _series(rows, axes), config), axes
+    on_steps = {m: a for m, a in axes.items() if series_role(a) == "step"}
+    return RunRecord(name, _series(rows, on_steps), config, on_steps), axes
 
 
 def _items(items) -> dict[str, object]:
@@ -87,16 +88,15 @@ def _items(items) -> dict[str, object]:
 
 
 def _series(rows: list[dict], axes: dict[str, str]) -> dict[str, tuple]:
-    """Every numeric history key as (steps, values, wall times); ``_step`` is the step unless
-    the key is logged against an x-axis named like a step."""
+    """Every numeric history key as (steps, values, wall times); the step is ``_step``, or
+    the key's own axis in ``axes``."""
     series: dict[str, tuple[list, list, list]] = {}
     for row in rows:
         for key, value in row.items():
             if key in ("_step", "_timestamp") or isinstance(value, bool) or not isinstance(
                     value, (int, float)):
                 continue
-            axis = axes.get(key)
-            step = row.get(axis) if axis and series_role(axis) == "step" else row.get("_step")
+            step = row.get(axes.get(key, "_step"))
             if step is None:
                 continue
             steps, values, walls = series.setdefault(key, ([], [], []))
