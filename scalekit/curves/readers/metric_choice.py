@@ -100,8 +100,9 @@ class MetricChoice:
             return [Diagnostic(
                 "metric_choice", "warning",
                 f"The {self.metric} is {self.taken!r}, taken by its name although "
-                f"{held_out[0]!r} is also logged; if {self.taken!r} is the training loss "
-                f"(Keras and Hugging Face call it so), ask for {held_out[0]!r} as the metric.",
+                f"{held_out[0]!r} is also logged; if {self.taken!r} is measured on the "
+                f"training data (as Keras and Hugging Face name it), ask for "
+                f"{held_out[0]!r} as the metric.",
                 value=self.taken)]
         if self.others:
             message = (f"The {self.metric} is {self.taken!r}"
