@@ -1,0 +1,118 @@
+"""ForecastPruner in a real Optuna study with the early-leader trap (see conftest)."""
+
+from __future__ import annotations
+
+import numpy as np
+import optuna
+import pytest
+from optuna.pruners._successive_halving import _is_trial_promotable_to_next_rung
+from optuna.study import StudyDirection
+from optuna.trial import TrialState
+
+from scalekit.allocate import Curve, ForecastPolicy, LossPolicy, Sweep, allocate, make_forecaster
+from scalekit.errors import InputError
+from scalekit.integrations.optuna import ForecastPruner
+from scalekit.integrations.rungs import ForecastRanking
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def run_study(sweep, pruner):
+    """Optimise the crossing sweep under ``pruner``; returns the study and the steps trained."""
+    study = optuna.create_study(pruner=pruner, sampler=optuna.samplers.RandomSampler(seed=0))
+    for size, variant in sweep.trials:
+        study.enqueue_trial({"size": size, "variant": variant})
+    used = [0]
+
+    def objective(trial):
+        size = trial.suggest_int("size", 0, sweep.sizes - 1)
+        variant = trial.suggest_int("variant", 0, sweep.variants - 1)
+        for step, loss in enumerate(sweep.curve(size, variant), start=1):
+            used[0] += 1
+            trial.report(float(loss), step)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return float(loss)
+
+    study.optimize(objective, n_trials=len(sweep.trials))
+    return study, used[0]
+
+
+def state_of(study, size, variant):
+    return next(t.state for t in study.trials if t.params == {"size": size, "variant": variant})
+
+
+@pytest.fixture(scope="module")
+def studies(crossing):
+    return {name: run_study(crossing, pruner) for name, pruner in (
+        ("none", optuna.pruners.NopPruner()),
+        ("optuna_sh", optuna.pruners.SuccessiveHalvingPruner(min_resource=9, reduction_factor=3)),
+        ("forecast", ForecastPruner(min_resource=9, max_resource=243, reduction_factor=3)))}
+
+
+def test_optuna_successive_halving_prunes_the_eventual_best(studies, crossing):
+    study, used = studies["optuna_sh"]
+    assert state_of(study, *crossing.best) == TrialState.PRUNED
+    assert study.best_value > crossing.curve(*crossing.best)[-1] + 0.02
+
+
+def test_forecast_pruner_keeps_the_best_and_saves_steps(studies, crossing):
+    study, used = studies["forecast"]
+    _, exhaustive = studies["none"]
+    assert exhaustive == len(crossing.trials) * crossing.steps
+    assert state_of(study, *crossing.best) == TrialState.COMPLETE
+    assert (study.best_trial.params["size"], study.best_trial.params["variant"]) == crossing.best
+    assert used <= 0.7 * exhaustive
+    pruned = [t for t in study.trials if t.state == TrialState.PRUNED]
+    assert len(pruned) >= len(crossing.trials) // 2
+
+
+def test_scalekit_successive_halving_on_the_same_study(crossing):
+    """The synchronous bracket of scalekit.allocate on the same curves: ranked by the current
+    loss it keeps an early leader to the end; ranked by forecasts it keeps the largest size."""
+    t = np.arange(1, crossing.steps + 1, dtype=float)
+    names = {kv: f"size{kv[0]}_v{kv[1]}" for kv in crossing.trials}
+    sweep = Sweep("step", {names[kv]: Curve(t, t, crossing.curve(*kv)) for kv in crossing.trials},
+                  {n: float(crossing.steps) for n in names.values()},
+                  {n: 1.0 for n in names.values()})
+    finished = {}
+    for policy in (LossPolicy(), ForecastPolicy(make_forecaster("ensemble"), 0.2)):
+        allocation, _ = allocate(sweep, policy, sweep.total_compute(), eta=3, min_resource=9)
+        done = [r for r, reached in allocation.reached.items() if reached >= crossing.steps]
+        finished[policy.name] = (min(done, key=lambda r: allocation.observed[r].loss[-1]),
+                                 allocation.spent)
+    assert finished["loss"][0].startswith("size0")
+    assert finished["forecast"][0].startswith(f"size{crossing.best[0]}")
+    assert finished["forecast"][1] <= 0.7 * sweep.total_compute()
+
+
+def test_promotion_rule_is_optunas(crossing):
+    ranking = ForecastRanking(min_resource=1, max_resource=10, reduction_factor=3)
+    rng = np.random.default_rng(1)
+    for n in range(1, 12):
+        competing = list(rng.normal(size=n))
+        for score in competing:
+            assert ranking.keeps(score, competing) == _is_trial_promotable_to_next_rung(
+                score, list(competing), 3, StudyDirection.MINIMIZE)
+
+
+def test_maximised_accuracy_is_forecast_as_its_error():
+    t = np.arange(1, 28, dtype=float)
+    accuracy = 0.9 - 0.5 * t ** -0.5
+    ranking = ForecastRanking(min_resource=9, max_resource=243, quantile=0.5, maximize=True)
+    assert ranking.score("a", {"a": (t, accuracy)}) == pytest.approx(0.1 + 0.5 / 243 ** 0.5,
+                                                                    abs=0.01)
+    with pytest.raises(InputError, match="score below 1"):
+        ranking.score("a", {"a": (t, accuracy + 0.5)})
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(min_resource=0), "The value of `min_resource` is 0, but must be > 0."),
+    (dict(min_resource=300, max_resource=243), "must be < max_resource"),
+    (dict(reduction_factor=1), "The value of `reduction_factor` is 1, but must be >= 2."),
+    (dict(quantile=1.0), "The value of `quantile` is 1.0, but must be < 1."),
+    (dict(surrogate="lstm"), "The value of `surrogate` is 'lstm', but must be one of"),
+])
+def test_bad_settings_name_the_setting(settings, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        ForecastPruner(**{"max_resource": 243, **settings})
