@@ -65,7 +65,8 @@ def fit(
             title = None if value is None else f"{group} = {value}"
             print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title))
         if plot is not None:
-            _plot(result, prepared, _plot_path(plot, value), target_compute)
+            _plot(result, prepared, _plot_path(plot, value), target_compute, plan,
+                  None if value is None else f"{group} = {value}")
     if json_out is not None:
         body = bodies[0] if group is None else {"groups": bodies}
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
@@ -103,15 +104,16 @@ def _plot_path(path: Path, value) -> Path:
     return path if value is None else path.with_name(f"{path.stem}-{value}{path.suffix}")
 
 
-def _plot(result, prepared, path: Path, target_compute: float | None) -> None:
+def _plot(result, prepared, path: Path, target_compute: float | None, plan, title) -> None:
     from scalekit.report.fit_plots import plot_curve, plot_surface
 
     if set(result.law.inputs) == {"params", "tokens"}:
-        plot_surface(result, prepared.X, prepared.y, path)
+        plot_surface(result, prepared.X, prepared.y, path, plan=plan, title=title)
     elif len(result.law.inputs) == 1:
         (name,) = result.law.inputs
         extend = target_compute if name == "compute" else None
-        plot_curve(result, prepared.X[name], prepared.y, path, x_label=name, extend_to=extend)
+        plot_curve(result, prepared.X[name], prepared.y, path, x_label=name, extend_to=extend,
+                   plan=plan if name == "compute" else None, title=title)
     else:
         from scalekit.errors import InputError
 

@@ -78,10 +78,12 @@ def forecast(
         if not quiet:
             print_renderable(_table(f"forecast at {axis} = {target:g} ({method})", shown))
         if plot is not None:
-            from scalekit.report.forecast_plots import plot_forecasts
+            from scalekit.report.forecast_plots import drawn_runs, plot_forecasts
 
             observed = frame[["run", axis, y]].dropna()
-            notes += plot_forecasts(observed, table, plot, x=axis, y=y)
+            shown, left_out = drawn_runs(table, run)
+            notes += left_out
+            plot_forecasts(observed, table, plot, x=axis, y=y, runs=shown)
     if plot is not None and evaluate:
         notes.append("--plot draws forecasts; with --evaluate no plot is written")
     if not quiet:

@@ -1,8 +1,11 @@
 """Plots of allocations: each policy's loss-compute frontier against the exhaustive one,
 and the Successive Halving rung diagram of which runs were promoted.
 
-matplotlib is imported inside the functions (Agg backend), so importing this
-module costs nothing.
+They read what the allocation results carry: a sweep's ``curves`` (objects
+with ``compute`` and ``loss`` arrays), ``params`` and ``total_compute()``; an
+allocation's ``observed`` curves, ``spent`` FLOPs and ``advances`` (``run``,
+``rung``, ``stop``); a bracket's ``rungs`` (``index``). Each takes ``ax=``
+(see :mod:`scalekit.report.figures`).
 """
 
 from __future__ import annotations
@@ -12,78 +15,105 @@ from pathlib import Path
 
 import numpy as np
 
+from scalekit.report.figures import axes, finish
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+#: One (line style, marker) per policy, so that policies differ without colour.
+STYLES = (("-", "o"), ("--", "s"), ("-.", "^"), (":", "D"), ((0, (5, 1, 1, 1)), "v"))
 
 
-def plot_frontiers(ax, sweep, allocations: Mapping[str, object]) -> None:
-    """Step lines of the frontier of every allocation's points, and of all points (exhaustive)."""
-    from scalekit.allocate.metrics import frontier_points
+def _staircase(curves) -> tuple[np.ndarray, np.ndarray]:
+    """Lowest loss reached at or below each compute, over all points of ``curves``."""
+    compute = np.concatenate([np.asarray(c.compute, float) for c in curves] or [np.empty(0)])
+    loss = np.concatenate([np.asarray(c.loss, float) for c in curves] or [np.empty(0)])
+    order = np.argsort(compute, kind="stable")
+    return compute[order], np.minimum.accumulate(loss[order]) if len(loss) else loss
 
-    for run, curve in sweep.curves.items():
+
+def plot_frontiers(sweep, allocations: Mapping[str, object], *, ax=None,
+                   title: str | None = None):
+    """Step lines of the best loss found at each compute by every allocation, and by all
+    points (exhaustive); each policy has its own line style and markers. Returns the Axes."""
+    ax, _ = axes(ax, figsize=(6, 4.2))
+    for curve in sweep.curves.values():
         ax.plot(curve.compute, curve.loss, color="0.85", lw=0.8, zorder=0)
-    compute, loss = frontier_points(sweep.curves)
+    compute, loss = _staircase(sweep.curves.values())
     ax.step(compute, loss, where="post", color="black", lw=2.0, label="exhaustive")
-    for name, allocation in allocations.items():
-        if name == "exhaustive":
+    total = sweep.total_compute()
+    shown = [name for name in allocations if name != "exhaustive"]
+    for i, name in enumerate(shown):
+        allocation = allocations[name]
+        compute, loss = _staircase(allocation.observed.values())
+        if not len(compute):
             continue
-        compute, loss = frontier_points(allocation.observed)
-        if len(compute):
-            spent = allocation.spent / sweep.total_compute()
-            ax.step(compute, loss, where="post", lw=1.3, label=f"{name} ({spent:.1%} of FLOPs)")
+        style, marker = STYLES[i % len(STYLES)]
+        ends = np.flatnonzero(np.diff(loss, append=-np.inf) < 0)   # where the best loss drops
+        ax.step(compute, loss, where="post", lw=1.4, ls=style, color=f"C{i}", marker=marker,
+                markevery=list(ends[:: max(1, len(ends) // 12)]), ms=5, mfc="none",
+                label=f"{name} ({allocation.spent / total:.1%} of FLOPs)")
     ax.set_xscale("log")
     ax.set_xlabel("compute (FLOPs)")
-    ax.set_ylabel("loss")
-    ax.set_title("loss-compute frontier")
+    ax.set_ylabel("best loss so far")
+    ax.set_title(title or "loss-compute frontier")
     ax.legend(fontsize=8)
+    return ax
 
 
-def plot_rungs(ax, sweep, allocation, bracket, *, title: str = "") -> None:
-    """Resource reached by every run at every rung; lines end where a run was dropped."""
-    import matplotlib.cm as cm
-
-    params = np.array([sweep.params.get(r, np.nan) for r in allocation.reached], float)
-    finite = np.isfinite(params)
-    lo, hi = (np.log(params[finite]).min(), np.log(params[finite]).max()) if finite.any() else (0, 1)
-    by_rung = {}
+def plot_rungs(sweep, allocation, bracket, *, ax=None, title: str | None = None):
+    """Which runs each rung trained, by size: one line per run (parameters N against
+    rung), ending at the last rung the run reached; the runs that reached the top rung
+    are drawn in colour. Without sizes, runs are placed by name. Returns the Axes."""
+    ax, _ = axes(ax, figsize=(5.5, 4.2))
+    by_rung: dict[str, dict[int, float]] = {}
     for advance in allocation.advances:
         by_rung.setdefault(advance.run, {})[advance.rung] = advance.stop
-    for i, (run, rungs) in enumerate(by_rung.items()):
-        shade = (np.log(sweep.params[run]) - lo) / max(hi - lo, 1e-12) if np.isfinite(
-            sweep.params.get(run, np.nan)) else 0.5
-        steps = sorted(rungs)
-        ax.plot(steps, [rungs[k] for k in steps], "-o", ms=3, lw=1,
-                color=cm.viridis(shade), alpha=0.8)
-    ax.set_yscale("log")
-    ax.set_xticks([r.index for r in bracket.rungs])
-    ax.set_xlabel("rung")
-    ax.set_ylabel(f"{sweep.resource_name} reached")
-    ax.set_title(title or "promotions (colour: log N, yellow = largest)")
+    runs = sorted(by_rung)
+    sizes = np.array([sweep.params.get(r, np.nan) for r in runs], float)
+    sized = bool(len(sizes)) and bool(np.all(np.isfinite(sizes) & (sizes > 0)))
+    position = dict(zip(runs, sizes if sized else np.arange(len(runs), dtype=float)))
+    top = bracket.rungs[-1].index
+    jitter = {}
+    for value in set(position.values()):   # runs of one size side by side, not on top
+        same = [r for r in runs if position[r] == value]
+        jitter.update({r: 0.08 * (j - (len(same) - 1) / 2) for j, r in enumerate(same)})
+    finalists = [r for r in runs if top in by_rung[r]]
+    for run in runs:
+        steps = np.array(sorted(by_rung[run]), float)
+        final = run in finalists
+        ax.plot(steps + jitter[run], np.full(len(steps), position[run]), "-o", ms=3.5,
+                lw=1.6 if final else 0.8, color="C3" if final else "0.6",
+                zorder=3 if final else 2)
+    ax.plot([], [], "-o", color="C3", ms=3.5, label=f"reached the top rung ({len(finalists)})")
+    ax.plot([], [], "-o", color="0.6", ms=3.5, label="dropped")
+    if sized:
+        ax.set_yscale("log")
+    ax.set_ylabel("parameters N" if sized else "run (by name)")
+    ax.set_xticks([r.index for r in bracket.rungs],
+                  [f"{r.index}\n{r.resource:.2g}" for r in bracket.rungs])
+    ax.set_xlabel(f"rung ({sweep.resource_name} reached)")
+    ax.set_title(title or "promotions")
+    ax.legend(fontsize=8, loc="best")
+    return ax
 
 
-def plot_allocations(sweep, allocations: Mapping[str, tuple], path: str | Path, *,
-                     rung_policy: str | None = None) -> None:
-    """Save the frontier panel and the rung diagram of ``rung_policy`` to ``path``.
+def plot_allocations(sweep, allocations: Mapping[str, tuple], path: str | Path | None = None, *,
+                     ax=None, rung_policy: str | None = None, title: str | None = None):
+    """The frontier panel and the rung diagram of ``rung_policy``; returns the Figure.
 
     ``allocations`` maps a policy name to ``(allocation, bracket)`` (bracket is
-    None for ``uniform`` and ``exhaustive``).
+    None for ``uniform`` and ``exhaustive``). ``ax``: two Axes to draw into.
+    ``title`` (such as a group or budget) is put above both panels.
     """
-    plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    plot_frontiers(left, sweep, {name: pair[0] for name, pair in allocations.items()})
+    (left, right), made = axes(ax, figsize=(11.5, 4.4), panels=2)
+    plot_frontiers(sweep, {name: pair[0] for name, pair in allocations.items()}, ax=left)
     halving = [name for name, pair in allocations.items() if pair[1] is not None]
     name = rung_policy if rung_policy in halving else (halving[-1] if halving else None)
     if name is not None:
         allocation, bracket = allocations[name]
-        plot_rungs(right, sweep, allocation, bracket, title=f"rungs of policy {name!r}")
+        plot_rungs(sweep, allocation, bracket, ax=right, title=f"rungs of policy {name!r}")
     else:
         right.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    figure = left.figure
+    if title:
+        figure.suptitle(title)
+    finish(figure, path, made)
+    return figure

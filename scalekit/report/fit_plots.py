@@ -1,7 +1,9 @@
 """Plots of a fitted law: log-log data and curve, or iso-loss contours over (N, D).
 
-matplotlib is imported inside the functions (Agg backend), so importing this
-module costs nothing.
+Both take ``ax=`` and return the Axes (see :mod:`scalekit.report.figures`);
+``plan`` is the mapping of :func:`scalekit.fit.plan_for_compute` (``compute``,
+``loss``, ``loss_pi`` and, for an (N, D) law, ``params`` and ``tokens``), drawn
+as the requested point.
 """
 
 from __future__ import annotations
@@ -11,14 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def _figure():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+from scalekit.report.figures import axes, finish
 
 
 def _band(result, X, kind):
@@ -31,20 +26,30 @@ def _band(result, X, kind):
     return (lo, hi) if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) else None
 
 
-def plot_curve(result, x: np.ndarray, y: np.ndarray, path: str | Path, *,
-               x_label: str = "x", y_label: str = "loss", extend_to: float | None = None) -> None:
-    """Data and fitted one-input law on log-log axes, with interval bands.
+def _title(result, title: str | None, what: str) -> str:
+    return f"{result.law.name}: {what}" + (f" ({title})" if title else "")
 
-    The part of the curve beyond the data (up to ``extend_to``, or 10× the
-    largest x) is dashed.
+
+def plot_curve(result, x: np.ndarray, y: np.ndarray, path: str | Path | None = None, *,
+               ax=None, x_label: str = "x", y_label: str = "loss",
+               extend_to: float | None = None, plan: Mapping | None = None,
+               title: str | None = None):
+    """Data and fitted one-input law on log-log axes, with interval bands; returns the Axes.
+
+    The part of the curve beyond the data (up to ``extend_to``, the plan's
+    compute, or 10× the largest x) is dashed. ``plan`` (a compute plan of a
+    law of compute) is drawn as a point with its prediction interval;
+    ``title`` (such as a group name) is added to the title.
     """
-    plt = _figure()
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ax, made = axes(ax, figsize=(6.4, 4.4))
     name = result.law.inputs[0]
     x_max = x.max()
-    top = max(extend_to or x_max * 10, x_max)
+    planned = None if plan is None else float(plan["compute"])
+    top = max(extend_to or 0.0, planned or 0.0) or x_max * 10
+    top = max(top, x_max)
     inside = np.geomspace(x.min(), x_max, 200)
     beyond = np.geomspace(x_max, top, 100)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
     ax.scatter(x, y, s=14, color="0.25", label="data", zorder=3)
     grid = np.concatenate([inside, beyond[1:]])
     level = f"{result.ci_level:.0%}"
@@ -54,43 +59,94 @@ def plot_curve(result, x: np.ndarray, y: np.ndarray, path: str | Path, *,
         if band is not None:
             ax.fill_between(grid, *band, color="C0", alpha=alpha, lw=0, label=label)
     ax.plot(inside, result.predict({name: inside}), color="C0", label="fit")
-    ax.plot(beyond, result.predict({name: beyond}), color="C0", ls="--", label="extrapolation")
+    if top > x_max:
+        ax.plot(beyond, result.predict({name: beyond}), color="C0", ls="--", label="extrapolation")
+    if planned is not None:
+        _plan_point(ax, planned, plan, f"plan: C = {planned:.3g}")
     ax.set(xscale="log", yscale="log", xlabel=x_label, ylabel=y_label,
-           title=f"{result.law.name}: {result.law.formula}")
+           title=_title(result, title, result.law.formula))
     ax.legend(fontsize="small")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    finish(ax.figure, path, made)
+    return ax
 
 
-def plot_surface(result, X: Mapping[str, np.ndarray], y: np.ndarray, path: str | Path, *,
-                 flops_per_param_token: float = 6.0) -> None:
+def _plan_point(ax, x: float, plan: Mapping, label: str) -> None:
+    """The planned loss at ``x`` with its prediction interval (if finite)."""
+    loss = float(plan["loss"])
+    interval = plan.get("loss_pi")
+    err = None
+    if interval is not None and all(v is not None and np.isfinite(v) for v in interval):
+        err = [[max(loss - interval[0], 0.0)], [max(interval[1] - loss, 0.0)]]
+    ax.errorbar([x], [loss], yerr=err, fmt="*", ms=12, color="C3", mec="black", capsize=4,
+                zorder=5, label=f"{label}, loss {loss:.4g}")
+
+
+def efficient_frontier(result, compute: np.ndarray, n_range: tuple[float, float], *,
+                       flops_per_param_token: float = 6.0) -> tuple[np.ndarray, np.ndarray]:
+    """Loss-minimising ``(N, D)`` for each compute ``C = k·N·D``, searched over ``n_range``.
+
+    The search grid reaches 1000× beyond ``n_range`` on both sides; a compute
+    whose minimum lies at the edge of that grid (the law has no interior
+    optimum there) is left out instead of being drawn at the edge, which would
+    show as a vertical line.
+    """
+    n_fine = np.geomspace(n_range[0] / 1e3, n_range[1] * 1e3, 3000)
+    tokens = compute[:, None] / flops_per_param_token / n_fine
+    losses = result.predict({"params": np.tile(n_fine, len(compute)),
+                             "tokens": tokens.ravel()}).reshape(len(compute), -1)
+    losses = np.where(np.isfinite(losses), losses, np.inf)
+    index = np.argmin(losses, axis=1)
+    interior = (index > 0) & (index < len(n_fine) - 1) & np.isfinite(losses.min(axis=1))
+    best = n_fine[index[interior]]
+    return best, compute[interior] / flops_per_param_token / best
+
+
+def plot_surface(result, X: Mapping[str, np.ndarray], y: np.ndarray,
+                 path: str | Path | None = None, *, ax=None, flops_per_param_token: float = 6.0,
+                 plan: Mapping | None = None, title: str | None = None):
     """Iso-loss contours of an L(N, D) law with the data and the efficient frontier.
 
+    The contours, the data points and the colour bar share one colour scale.
     The frontier is the loss-minimising N for each compute C = k·N·D
-    (k = ``flops_per_param_token``), found on a fine grid of N.
+    (k = ``flops_per_param_token``; see :func:`efficient_frontier`). ``plan``
+    (from :func:`scalekit.fit.plan_for_compute`) is drawn at its (N*, D*), and
+    the axes are widened to show it. Returns the Axes.
     """
-    plt = _figure()
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    ax, made = axes(ax, figsize=(6.4, 4.8))
     n, d = np.asarray(X["params"], float), np.asarray(X["tokens"], float)
-    n_grid = np.geomspace(n.min() / 3, n.max() * 3, 160)
-    d_grid = np.geomspace(d.min() / 3, d.max() * 3, 160)
+    y = np.asarray(y, float)
+    n_lo, n_hi, d_lo, d_hi = n.min() / 3, n.max() * 3, d.min() / 3, d.max() * 3
+    if plan is not None:
+        n_lo, n_hi = min(n_lo, plan["params"] / 3), max(n_hi, plan["params"] * 3)
+        d_lo, d_hi = min(d_lo, plan["tokens"] / 3), max(d_hi, plan["tokens"] * 3)
+    n_grid, d_grid = np.geomspace(n_lo, n_hi, 160), np.geomspace(d_lo, d_hi, 160)
     nn, dd = np.meshgrid(n_grid, d_grid)
     surface = result.predict({"params": nn.ravel(), "tokens": dd.ravel()}).reshape(nn.shape)
-    fig, ax = plt.subplots(figsize=(6.4, 4.8), constrained_layout=True)
-    levels = np.quantile(surface[np.isfinite(surface)], np.linspace(0.02, 0.98, 14))
-    contours = ax.contour(nn, dd, surface, levels=np.unique(levels), cmap="viridis", linewidths=0.8)
+    finite = surface[np.isfinite(surface)]
+    levels = np.unique(np.quantile(np.concatenate([finite, y]), np.linspace(0.02, 0.98, 14)))
+    norm = Normalize(levels[0], levels[-1])
+    contours = ax.contour(nn, dd, surface, levels=levels, cmap="viridis", norm=norm,
+                          linewidths=0.8)
     ax.clabel(contours, fontsize=6, fmt="%.3g")
-    points = ax.scatter(n, d, c=y, s=12, cmap="viridis", edgecolors="k", linewidths=0.2)
-    fig.colorbar(points, ax=ax, label="loss")
-    compute = np.geomspace((n * d).min(), (n * d).max() * 10, 60) * flops_per_param_token
-    n_fine = np.geomspace(n_grid[0], n_grid[-1] * 10, 2000)
-    losses = result.predict({"params": np.tile(n_fine, len(compute)),
-                             "tokens": (compute[:, None] / flops_per_param_token / n_fine).ravel()})
-    best = n_fine[np.nanargmin(losses.reshape(len(compute), -1), axis=1)]
-    ax.plot(best, compute / flops_per_param_token / best, color="C3", lw=2,
+    ax.scatter(n, d, c=y, s=12, cmap="viridis", norm=norm, edgecolors="k", linewidths=0.2)
+    bar = ax.figure.colorbar(ScalarMappable(norm, "viridis"), ax=ax, label="loss")
+    bar.add_lines(contours)
+    c_lo = flops_per_param_token * n_lo * d_lo
+    c_hi = flops_per_param_token * n_hi * d_hi
+    best_n, best_d = efficient_frontier(result, np.geomspace(c_lo, c_hi, 200), (n_lo, n_hi),
+                                        flops_per_param_token=flops_per_param_token)
+    ax.plot(best_n, best_d, color="C3", lw=2,
             label=f"efficient frontier (C = {flops_per_param_token:g}·N·D)")
+    if plan is not None:
+        ax.plot([plan["params"]], [plan["tokens"]], "*", ms=14, color="C3", mec="black",
+                zorder=5, label=(f"plan: C = {plan['compute']:.3g}, N* = {plan['params']:.3g}, "
+                                 f"D* = {plan['tokens']:.3g}"))
     ax.set(xscale="log", yscale="log", xlabel="parameters N", ylabel="tokens D",
-           xlim=(n_grid[0], n_grid[-1]), ylim=(d_grid[0], d_grid[-1]),
-           title=f"{result.law.name}: iso-loss contours")
-    ax.legend(fontsize="small", loc="upper right")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+           xlim=(n_lo, n_hi), ylim=(d_lo, d_hi),
+           title=_title(result, title, "iso-loss contours"))
+    ax.legend(fontsize="small", loc="best")
+    finish(ax.figure, path, made)
+    return ax

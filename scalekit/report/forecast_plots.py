@@ -1,22 +1,48 @@
 """Plot of learning-curve forecasts: observed prefix, median, quantile bands, truth.
 
-matplotlib is imported inside the function (Agg backend), so importing this
-module costs nothing.
+Takes ``ax=`` and returns the Axes (see :mod:`scalekit.report.figures`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from scalekit.report.figures import axes, finish, pyplot
+
 BANDS = ((0.025, 0.975, 0.15), (0.1, 0.9, 0.25), (0.25, 0.75, 0.4))
 
 
-def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame, path: str | Path, *,
-                   x: str = "step", y: str = "loss", truth: pd.DataFrame | None = None,
-                   max_runs: int = 8, title: str | None = None) -> list[str]:
+def drawn_runs(forecasts: pd.DataFrame, runs: Sequence[str] | None = None, *,
+               max_runs: int = 8) -> tuple[list[str], list[str]]:
+    """The runs a forecast plot shows, and a note on those it leaves out.
+
+    ``runs`` given: exactly those (all of them, in that order). Otherwise all
+    runs if there are at most ``max_runs``; else ``max_runs`` runs spread
+    evenly over the ranking of their final median forecast, from the lowest
+    to the highest, so that the plot shows the whole range of outcomes.
+    """
+    if runs:
+        return [str(r) for r in runs], []
+    final = forecasts.sort_values("x").groupby("run")["q0.5"].last().sort_values(kind="stable")
+    names = [str(r) for r in final.index]
+    if len(names) <= max_runs:
+        return names, []
+    picked = np.unique(np.round(np.linspace(0, len(names) - 1, max_runs)).astype(int))
+    note = (f"{len(names) - len(picked)} of {len(names)} runs not drawn; the plot shows "
+            f"{len(picked)} spread from the lowest to the highest final forecast "
+            "(choose with --run)")
+    return [names[i] for i in picked], [note]
+
+
+def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame,
+                   path: str | Path | None = None, *, ax=None, x: str = "step",
+                   y: str = "loss", truth: pd.DataFrame | None = None,
+                   runs: Sequence[str] | None = None, max_runs: int = 8,
+                   title: str | None = None):
     """Draw each run's observed points, forecast median and 50/80/95% bands (log-log).
 
     Parameters
@@ -28,30 +54,27 @@ def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame, path: str | 
         and quantile columns ``q0.025`` … ``q0.975``.
     truth : DataFrame, optional
         Held-out points (``run``, ``x``, ``y``), drawn as open circles.
-    max_runs : int
-        At most this many runs are drawn (the first by name); the rest are listed
-        in the returned notes.
+    runs, max_runs
+        Which runs are drawn: see :func:`drawn_runs`.
+    title : str, optional
+        Replaces the default title (which says what the bands are).
 
     Returns
     -------
-    list of str
-        Notes (runs left out).
+    matplotlib Axes
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = sorted(forecasts["run"].unique())
-    notes = [f"{len(runs) - max_runs} runs not drawn"] if len(runs) > max_runs else []
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, run in enumerate(runs[:max_runs]):
+    ax, made = axes(ax, figsize=(7, 4.5))
+    shown, _ = drawn_runs(forecasts, runs, max_runs=max_runs)
+    colours = pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
+    markers = "o^sDvP*X"
+    for i, run in enumerate(shown):
         colour = colours[i % len(colours)]
-        seen = observed[observed["run"] == run]
-        ax.plot(seen[x], seen[y], ".", color=colour, ms=4, label=str(run))
-        ahead = forecasts[forecasts["run"] == run].sort_values("x")
-        start = seen.sort_values(x).iloc[[-1]]
+        seen = observed[observed["run"].astype(str) == run].sort_values(x)
+        ahead = forecasts[forecasts["run"].astype(str) == run].sort_values("x")
+        if seen.empty or ahead.empty:
+            continue
+        ax.plot(seen[x], seen[y], markers[i % len(markers)], color=colour, ms=3, label=run)
+        start = seen.iloc[[-1]]
         xs = np.concatenate([start[x].to_numpy(float), ahead["x"].to_numpy(float)])
         for lo, hi, alpha in BANDS:
             low = np.concatenate([start[y].to_numpy(float), ahead[f"q{lo:g}"].to_numpy(float)])
@@ -60,16 +83,14 @@ def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame, path: str | 
         median = np.concatenate([start[y].to_numpy(float), ahead["q0.5"].to_numpy(float)])
         ax.plot(xs, median, "-", color=colour, lw=1.2)
         if truth is not None:
-            held = truth[truth["run"] == run]
-            ax.plot(held[x], held[y], "o", mfc="none", color=colour, ms=3)
+            held = truth[truth["run"].astype(str) == run]
+            ax.plot(held[x], held[y], markers[i % len(markers)], mfc="none", color=colour, ms=4)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.set_title(title or "forecast: median and 50/80/95% bands"
-                 + ("; open circles: held-out truth" if truth is not None else ""))
+                 + ("; open markers: held-out truth" if truth is not None else ""))
     ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return notes
+    finish(ax.figure, path, made)
+    return ax

@@ -1,6 +1,10 @@
 """IsoFLOP figures: parabolas per budget with their vertices, and N*(C), D*(C).
 
-Matplotlib with the Agg backend, imported when a figure is drawn.
+The fitted estimators are read through what they carry: Approach 2
+(``IsoFLOPProfiles``) by its ``points_``, ``budgets_`` and ``profile``; an
+envelope by its ``frontier_``; every approach by ``params_law_`` and
+``tokens_law_`` (``predict``, ``interval``, ``exponent``). Takes ``ax=`` and
+returns the Figure (see :mod:`scalekit.report.figures`).
 """
 
 from __future__ import annotations
@@ -10,41 +14,48 @@ from pathlib import Path
 
 import numpy as np
 
+from scalekit.report.figures import axes, finish, pyplot
 
-def plot_isoflop(fitted: Mapping[str, object], path: str | Path, *,
-                 target_compute: float | None = None) -> Path:
-    """Draw the IsoFLOP report figure to ``path`` (PNG, SVG or PDF by suffix).
+
+def _is_profiles(model) -> bool:
+    """Approach 2: per-budget profiles with their parabola vertices."""
+    return all(hasattr(model, name) for name in ("points_", "budgets_", "profile"))
+
+
+def plot_isoflop(fitted: Mapping[str, object], path: str | Path | None = None, *, ax=None,
+                 target_compute: float | None = None, title: str | None = None):
+    """Draw the IsoFLOP report figure; returns the Figure.
 
     Parameters
     ----------
     fitted : mapping
         Approach name → fitted estimator (``IsoFLOPProfiles``, ``Envelope``,
-        ``ParametricOptimum``); the parabola panel needs ``IsoFLOPProfiles``.
+        ``ParametricOptimum``); the parabola panel needs Approach 2's profiles.
+    path : path, optional
+        Also write the figure here (PNG, SVG or PDF by suffix).
+    ax : sequence of Axes, optional
+        Three Axes (two without Approach 2) to draw into.
     target_compute : float, optional
         Budget the fits are extrapolated to (marked on the N*, D* panels).
+    title : str, optional
+        Put above the panels (such as a data set or group name).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from scalekit.isoflop.approach2 import IsoFLOPProfiles
-
-    profiles = next((m for m in fitted.values() if isinstance(m, IsoFLOPProfiles)), None)
+    profiles = next((m for m in fitted.values() if _is_profiles(m)), None)
     panels = 3 if profiles is not None else 2
-    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.4), constrained_layout=True)
+    ax, made = axes(ax, figsize=(5.2 * panels, 4.4), panels=panels)
     if profiles is not None:
-        _parabolas(axes[0], profiles)
-    for ax, name in zip(axes[-2:], ("params", "tokens")):
-        _optimum_panel(ax, fitted, name, target_compute)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+        _parabolas(ax[0], profiles)
+    for panel, name in zip(ax[-2:], ("params", "tokens")):
+        _optimum_panel(panel, fitted, name, target_compute)
+    figure = ax[0].figure
+    if title:
+        figure.suptitle(title)
+    finish(figure, path, made)
+    return figure
 
 
 def _parabolas(ax, profiles) -> None:
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     points, table, var = profiles.points_, profiles.budgets_, profiles.profile
     colours = plt.cm.viridis(np.linspace(0, 0.9, len(table)))
     # budgets_ rows follow the sorted budget labels of points_
@@ -76,11 +87,9 @@ def _bars(value, lo, hi) -> np.ndarray:
 
 
 def _optimum_panel(ax, fitted, name, target_compute) -> None:
-    from scalekit.isoflop.approach2 import IsoFLOPProfiles
-
     lows, highs = [], []
     for label, model in fitted.items():
-        if isinstance(model, IsoFLOPProfiles):
+        if _is_profiles(model):
             table = model.budgets_
             c = table["budget"].to_numpy()
             ax.errorbar(c, table[f"{name}_opt"],

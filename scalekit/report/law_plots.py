@@ -1,4 +1,5 @@
-"""Plots for the depth law and the inference-k curves (matplotlib imported lazily).
+"""Plots for the depth law and the inference-k curves; each takes ``ax=`` (see
+:mod:`scalekit.report.figures`).
 
 One-input laws such as ``class_count`` use :func:`scalekit.report.fit_plots.plot_curve`.
 """
@@ -11,28 +12,28 @@ from pathlib import Path
 import numpy as np
 
 from scalekit.laws.depth import TERMS
-from scalekit.report.fit_plots import _figure
+from scalekit.report.figures import axes, finish
 
 
-def plot_depth_fit(result, X: Mapping[str, np.ndarray], y: np.ndarray, path: str | Path, *,
-                   plan: Mapping | None = None) -> None:
+def plot_depth_fit(result, X: Mapping[str, np.ndarray], y: np.ndarray,
+                   path: str | Path | None = None, *, ax=None, plan: Mapping | None = None,
+                   title: str | None = None):
     """Depth law fit: observed against predicted loss, and the depth term on its own.
 
     The right panel shows ``y`` minus the fitted width, data and floor terms
     against depth, with the fitted ``c_l l^-alpha_l``; the optimum depth of
-    ``plan`` (if given) is marked.
+    ``plan`` (if given) is marked. ``ax``: two Axes to draw into. Returns the Figure.
     """
-    plt = _figure()
+    (left, right), made = axes(ax, figsize=(10, 4.2), panels=2)
     values = result.values
     predicted = result.predict(X)
     others = values["L0"] + sum(values[c] * X[column] ** -values[a]
                                 for c, a, column in TERMS if column != "depth")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), constrained_layout=True)
     left.scatter(predicted, y, s=12, color="0.25")
     span = np.array([min(predicted.min(), y.min()), max(predicted.max(), y.max())])
     left.plot(span, span, color="C0")
     left.set(xscale="log", yscale="log", xlabel="predicted loss", ylabel="observed loss",
-             title=f"{result.law.name} ({len(y)} points)")
+             title=f"{result.law.name} ({len(y)} points)" + (f", {title}" if title else ""))
     depth = X["depth"]
     right.scatter(depth, y - others, s=12, color="0.25", label="loss − other terms")
     grid = np.geomspace(depth.min(), depth.max(), 100)
@@ -42,16 +43,19 @@ def plot_depth_fit(result, X: Mapping[str, np.ndarray], y: np.ndarray, path: str
         right.axvline(plan["depth"], color="C1", ls="--", label=f"optimum depth {plan['depth']:.0f}")
     right.set(xscale="log", xlabel="depth l (layers)", ylabel="depth term")
     right.legend(fontsize="small")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    figure = left.figure
+    finish(figure, path, made)
+    return figure
 
 
-def plot_inference_k(ks, errors, path: str | Path, *, stderr=None, theory=None, result=None,
-                     plan: Mapping | None = None, label: str = "measured") -> None:
-    """Error against the number of samples k: measurements, theory curve, fitted law."""
-    plt = _figure()
+def plot_inference_k(ks, errors, path: str | Path | None = None, *, ax=None, stderr=None,
+                     theory=None, result=None, plan: Mapping | None = None,
+                     label: str = "measured", title: str | None = None):
+    """Error against the number of samples k: measurements, theory curve, fitted law.
+
+    Returns the Axes."""
     ks, errors = np.asarray(ks, float), np.asarray(errors, float)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+    ax, made = axes(ax, figsize=(6.4, 4.4))
     ax.errorbar(ks, errors, yerr=stderr, fmt="o", ms=4, color="0.25", label=label)
     if theory is not None:
         ax.plot(ks, theory, color="C2", label="theory (quadrature)")
@@ -63,7 +67,7 @@ def plot_inference_k(ks, errors, path: str | Path, *, stderr=None, theory=None, 
             ax.axvline(k_opt, color="C0", ls=":", label=f"fitted optimum k = {k_opt:.1f}")
     if plan is not None:
         ax.axvline(plan["k"], color="C1", ls="--", label=f"k with sample cost: {plan['k']}")
-    ax.set(xscale="log", yscale="log", xlabel="samples k", ylabel="error")
+    ax.set(xscale="log", yscale="log", xlabel="samples k", ylabel="error", title=title or "")
     ax.legend(fontsize="small")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    finish(ax.figure, path, made)
+    return ax

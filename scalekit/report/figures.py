@@ -1,0 +1,50 @@
+"""What every plot function shares: matplotlib on demand, new or given axes, saving.
+
+Each plot function takes ``ax=`` (draw into the caller's Axes; a multi-panel
+plot takes a sequence of them) and returns the Axes (or the Figure, for a
+multi-panel plot). With ``path`` the figure is also written there (PNG, SVG
+or PDF by suffix); a figure the function made itself is then closed, so that
+scripts and the CLI keep no figures open. matplotlib is imported when a plot
+is drawn, with the Agg backend unless pyplot is loaded or ``MPLBACKEND`` names
+one (as Jupyter does).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def pyplot():
+    """``matplotlib.pyplot``, imported on first use (see the module docstring for the backend)."""
+    import os
+    import sys
+
+    if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+        import matplotlib
+
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def axes(ax, *, figsize: tuple[float, float], panels: int = 1):
+    """``(axes, made)``: the given ``ax`` (one Axes, or ``panels`` of them), or a new figure's."""
+    if ax is not None:
+        if panels > 1 and len(ax) != panels:
+            from scalekit.checks import fail
+
+            raise fail("ax", f"{len(ax)} Axes", f"{panels} Axes (one per panel)")
+        return ax, False
+    plt = pyplot()
+    fig, made = plt.subplots(1, panels, figsize=figsize, constrained_layout=True)
+    return made, True
+
+
+def finish(figure, path: str | Path | None, made: bool) -> None:
+    """Write ``figure`` to ``path`` (if given); close it if this module made it."""
+    if path is None:
+        return
+    figure.savefig(path, dpi=120)
+    if made:
+        pyplot().close(figure)
