@@ -1,0 +1,104 @@
+"""A Ray Tune scheduler that stops trials by the forecast of their final metric.
+
+>>> from ray import tune
+>>> from scalekit.integrations.ray_tune import ForecastScheduler
+>>> scheduler = ForecastScheduler(max_t=243, grace_period=9, reduction_factor=3)
+>>> tuner = tune.Tuner(train, tune_config=tune.TuneConfig(  # doctest: +SKIP
+...     metric="loss", mode="min", scheduler=scheduler, num_samples=12))
+"""
+
+from __future__ import annotations
+
+from ray.tune.result import DEFAULT_METRIC
+from ray.tune.schedulers import FIFOScheduler, TrialScheduler
+
+from scalekit.checks import check_choice
+from scalekit.integrations.rungs import ForecastRanking
+
+
+class ForecastScheduler(FIFOScheduler):
+    """Asynchronous Successive Halving on forecasts (ASHA's settings, scalekit's ranking).
+
+    Each result of a trial is kept; when the trial's ``time_attr`` reaches a
+    rung (``grace_period * reduction_factor**k``, below ``max_t``), its curve
+    so far is extrapolated to ``max_t`` by a scalekit surrogate and the trial
+    is stopped unless the ``quantile`` of that forecast is among the best
+    ``max(1, n // reduction_factor)`` of the ``n`` trials that reached the rung
+    (see :mod:`scalekit.integrations.rungs`). Trials stop at ``max_t``.
+
+    Parameters
+    ----------
+    time_attr : str
+        The increasing result attribute that measures progress.
+    metric : str, optional
+        The result attribute to rank; may instead come from ``tune.TuneConfig``.
+    mode : {"min", "max"}, optional
+        ``min``: a positive loss; ``max``: a score below 1 (forecast as ``1 - score``).
+    max_t : int
+        ``time_attr`` at the end of a complete trial: the forecast horizon.
+    grace_period : int
+        ``time_attr`` of the first rung.
+    reduction_factor : int
+        About one trial in ``reduction_factor`` passes each rung.
+    surrogate : {"ensemble", "gp", "joint"}
+        The learning-curve surrogate (:func:`scalekit.allocate.forecasters.make_forecaster`).
+    quantile : float
+        Forecast quantile ranked on; 0.2 is optimistic.
+    """
+
+    def __init__(self, time_attr: str = "training_iteration", metric: str | None = None,
+                 mode: str | None = None, max_t: int = 100, grace_period: int = 1,
+                 reduction_factor: int = 3, *, surrogate: str = "ensemble",
+                 quantile: float = 0.2):
+        super().__init__()
+        if mode is not None:
+            check_choice("mode", mode, ("min", "max"))
+        self._time_attr, self._metric, self._mode = time_attr, metric, mode
+        self._settings = dict(min_resource=grace_period, max_resource=max_t,
+                              reduction_factor=reduction_factor, surrogate=surrogate,
+                              quantile=quantile)
+        self._ranking = ForecastRanking(**self._settings, maximize=mode == "max")
+        self._curves: dict[str, tuple[list[float], list[float]]] = {}
+        self._scores: list[dict[str, float]] = [{} for _ in self._ranking.rungs]
+        self._stopped = 0
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec) -> bool:
+        if (self._metric and metric) or (self._mode and mode):
+            return False
+        if mode:
+            check_choice("mode", mode, ("min", "max"))
+            self._mode = mode
+            self._ranking = ForecastRanking(**self._settings, maximize=mode == "max")
+        self._metric = metric or self._metric or (DEFAULT_METRIC if self._mode else None)
+        return True
+
+    def on_trial_add(self, tune_controller, trial) -> None:
+        if not self._metric or not self._mode:
+            raise ValueError(f"{type(self).__name__} needs `metric` and `mode`: pass them to it "
+                             "or to `tune.TuneConfig()`.")
+        self._curves[trial.trial_id] = ([], [])
+
+    def on_trial_result(self, tune_controller, trial, result: dict) -> str:
+        if self._time_attr not in result or self._metric not in result:
+            return TrialScheduler.CONTINUE
+        time, value = float(result[self._time_attr]), float(result[self._metric])
+        times, values = self._curves.setdefault(trial.trial_id, ([], []))
+        times.append(time)
+        values.append(value)
+        if time >= self._settings["max_resource"]:
+            return TrialScheduler.STOP
+        done = sum(trial.trial_id in scores for scores in self._scores)
+        due = self._ranking.due(time, done)
+        if not due:
+            return TrialScheduler.CONTINUE
+        score = self._ranking.score(trial.trial_id, self._curves)
+        for rung in due:
+            self._scores[rung][trial.trial_id] = score
+            if not self._ranking.keeps(score, list(self._scores[rung].values())):
+                self._stopped += 1
+                return TrialScheduler.STOP
+        return TrialScheduler.CONTINUE
+
+    def debug_string(self) -> str:
+        reached = ", ".join(f"{r:g}: {len(s)}" for r, s in zip(self._ranking.rungs, self._scores))
+        return f"Using ForecastScheduler: {self._stopped} stopped; trials per rung {{{reached}}}"
