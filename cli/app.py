@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "scalekit_cli.fit",
     "scalekit_cli.store",
     "scalekit_cli.isoflop",
+    "scalekit_cli.plan",
     "scalekit_cli.train",
     "scalekit_cli.law",
     "scalekit_cli.forecast",

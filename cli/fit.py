@@ -12,58 +12,116 @@ from .common import (bootstrap_option, ci_level_option, file_argument, json_opti
                      seed_option, store_option)
 
 FORMAT = "fit"
+RESAMPLE = ("runs", "points")
+
+
+# The data and fitting options, declared once: `scalekit fit` and `scalekit plan` take them all.
+def law_option():
+    return typer.Option(None, "--law", help="Law name (chinchilla, kaplan, frontier, "
+                        "saturating_power, power, bnsl…) or an expression such as "
+                        "'E + A*N**-a'. Chosen from the columns if omitted.")
+
+
+def y_option():
+    return typer.Option("loss", "--y", help="Metric column to fit.")
+
+
+def all_points_option():
+    return typer.Option(False, "--all-points",
+                        help="Fit every logged point, not only each run's last.")
+
+
+def drop_top_option():
+    return typer.Option(0, "--drop-top", help="Drop the K highest values of y first.")
+
+
+def objective_option():
+    return typer.Option("huber", "--loss", help="Objective on log residuals: huber or squared.")
+
+
+def delta_option():
+    return typer.Option(1e-3, "--delta", help="Huber δ on log residuals.")
+
+
+def n_jobs_option():
+    return typer.Option(None, "--n-jobs", help="Processes for the bootstrap (default: all cores).")
+
+
+def resample_option():
+    return typer.Option(None, "--resample", help="What a bootstrap resample draws: runs (whole "
+                        "runs; the default when runs have several points) or points.")
+
+
+def target_compute_option(*names: str):
+    return typer.Option(None, "--target-compute", *names, help="Plan for this compute (FLOPs).")
+
+
+def fit_settings(*, law, y, all_points, drop_top, loss, delta, bootstrap, ci_level, resample
+                 ) -> dict:
+    """The settings of the shared options, checked, as the JSON report records them."""
+    from scalekit.checks import check_choice
+
+    if resample is not None:
+        check_choice("resample", resample, RESAMPLE)
+    return {"law": law, "y": y, "all_points": all_points, "drop_top": drop_top, "loss": loss,
+            "delta": delta, "bootstrap": bootstrap, "ci_level": ci_level, "resample": resample}
+
+
+def fit_rows(rows, settings: dict, *, x=None, seed: int, n_jobs):
+    """:func:`scalekit.fit.fit_frame` of ``rows`` with the shared settings."""
+    from scalekit.fit.frame import fit_frame
+
+    return fit_frame(rows, law=settings["law"], x=x, y=settings["y"],
+                     all_points=settings["all_points"], drop_top=settings["drop_top"],
+                     loss=settings["loss"], delta=settings["delta"],
+                     bootstrap=settings["bootstrap"], ci_level=settings["ci_level"], seed=seed,
+                     n_jobs=n_jobs, resample=settings["resample"])
 
 
 def fit(
     file: Optional[Path] = file_argument(),
     store: Optional[Path] = store_option(default=None),
-    law: Optional[str] = typer.Option(None, "--law", help="Law name (chinchilla, kaplan, frontier, "
-                                      "saturating_power, power, bnsl…) or an expression such as "
-                                      "'E + A*N**-a'. Chosen from the columns if omitted."),
+    law: Optional[str] = law_option(),
     x: Optional[str] = typer.Option(None, "--x", help="Column for the law's x input."),
-    y: str = typer.Option("loss", "--y", help="Metric column to fit."),
+    y: str = y_option(),
     group: Optional[str] = typer.Option(None, "--group", help="Fit one law per value of this column."),
     mapping: list[str] = map_option(),
-    all_points: bool = typer.Option(False, "--all-points",
-                                    help="Fit every logged point, not only each run's last."),
-    drop_top: int = typer.Option(0, "--drop-top", help="Drop the K highest values of y first."),
-    loss: str = typer.Option("huber", "--loss", help="Objective on log residuals: huber or squared."),
-    delta: float = typer.Option(1e-3, "--delta", help="Huber δ on log residuals."),
+    all_points: bool = all_points_option(),
+    drop_top: int = drop_top_option(),
+    loss: str = objective_option(),
+    delta: float = delta_option(),
     bootstrap: int = bootstrap_option(1000),
     ci_level: float = ci_level_option(),
+    resample: Optional[str] = resample_option(),
     seed: int = seed_option(),
-    n_jobs: Optional[int] = typer.Option(None, "--n-jobs", help="Processes for the bootstrap "
-                                         "(default: all cores)."),
-    target_compute: Optional[float] = typer.Option(None, "--target-compute",
-                                                   help="Plan for this compute (FLOPs)."),
+    n_jobs: Optional[int] = n_jobs_option(),
+    target_compute: Optional[float] = target_compute_option(),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG plot here."),
     quiet: bool = quiet_option(),
 ) -> None:
     """Fit a scaling law, with standard errors, bootstrap intervals and a compute plan."""
-    from scalekit.fit.frame import fit_frame
     from scalekit.fit.compute_optimal import plan_for_compute
     from scalekit import serialise
     from scalekit.report.fit_report import fit_renderables
 
+    shared = fit_settings(law=law, y=y, all_points=all_points, drop_top=drop_top, loss=loss,
+                          delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample)
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y, keep=(x, group))
-    settings = {"law": law, "x": x, "y": y, "group": group, "all_points": all_points,
-                "drop_top": drop_top, "loss": loss, "delta": delta, "bootstrap": bootstrap,
-                "ci_level": ci_level, "target_compute": target_compute,
+    settings = {**shared, "x": x, "group": group, "target_compute": target_compute,
                 "flops_convention": "C = 6·N·D where compute is derived"}
     groups = [(None, frame)] if group is None else _groups(frame, group)
     bodies = []
     for value, rows in groups:
-        result, prepared = fit_frame(rows, law=law, x=x, y=y, all_points=all_points,
-                                     drop_top=drop_top, loss=loss, delta=delta,
-                                     bootstrap=bootstrap, ci_level=ci_level, seed=seed,
-                                     n_jobs=n_jobs)
+        result, prepared = fit_rows(rows, shared, x=x, seed=seed, n_jobs=n_jobs)
         notes = prepared.notes + list(frame.attrs.get("notes", []))
         plan = None if target_compute is None else plan_for_compute(result, target_compute)
-        bodies.append(_body(result, notes, plan, group, value))
+        diagnostics = all_diagnostics(result, plan)
+        bodies.append(fit_body(result, notes, plan, diagnostics, group, value))
         if not quiet:
             title = None if value is None else f"{group} = {value}"
-            print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title))
+            print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title,
+                                             diagnostics=diagnostics))
         if plot is not None:
             _plot(result, prepared, _plot_path(plot, value), target_compute, plan,
                   None if value is None else f"{group} = {value}")
@@ -71,6 +129,11 @@ def fit(
         body = bodies[0] if group is None else {"groups": bodies}
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
                                seed=seed, settings=settings)
+
+
+def all_diagnostics(result, plan) -> list:
+    """The fit's diagnostics, then the plan's."""
+    return list(result.diagnostics) + (list(plan["diagnostics"]) if plan else [])
 
 
 def _groups(frame, column):
@@ -81,20 +144,14 @@ def _groups(frame, column):
     return list(frame.groupby(column, sort=True))
 
 
-def _body(result, notes, plan, group, value) -> dict:
-    body = {
-        "law": {"name": result.law.name, "formula": result.law.formula,
-                "inputs": list(result.law.inputs)},
-        "params": {name: {"value": result.values[name], "stderr": result.stderr.get(name),
-                          "ci": list(result.ci[name]) if result.ci.get(name) is not None else None}
-                   for name in result.values},
-        "ci_level": result.ci_level,
-        "stats": dict(result.stats),
-        "derived": dict(result.derived),
-        "plan": plan,
-        "notes": list(notes),
-        "warnings": list(result.warnings),
-    }
+def fit_body(result, notes, plan, diagnostics, group=None, value=None) -> dict:
+    """The JSON body of one fit: the result as :meth:`FitResult.to_dict` writes it (so
+    ``scalekit plan --from`` can rebuild it), the plan, ``diagnostics`` (the fit's and
+    the plan's, as objects), ``notes`` (how the points were chosen) and ``warnings``
+    (the messages of the warning and error diagnostics)."""
+    body = {key: v for key, v in result.to_dict().items() if key != "format"}
+    body.update(plan=plan, diagnostics=[d.to_dict() for d in diagnostics], notes=list(notes),
+                warnings=[d.message for d in diagnostics if d.severity != "info"])
     if group is not None:
         body["group"] = {"column": group, "value": value}
     return body

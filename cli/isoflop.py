@@ -1,4 +1,4 @@
-"""``scalekit isoflop`` (compute-optimal N*, D* three ways) and ``scalekit plan``."""
+"""``scalekit isoflop``: compute-optimal N*, D* three ways."""
 
 from __future__ import annotations
 
@@ -76,41 +76,6 @@ def isoflop(
                      target_compute=target_compute)
 
 
-def plan(
-    file: Optional[Path] = file_argument("Points or curves file"),
-    store: Optional[Path] = store_option(default=None),
-    compute: Optional[float] = typer.Option(None, "--compute", help="Budget in FLOPs: N*, D*, "
-                                            "tokens per parameter, loss with prediction interval."),
-    loss: Optional[float] = typer.Option(None, "--loss", help="Target loss: the least compute "
-                                         "reaching it."),
-    compare: Optional[str] = typer.Option(None, "--compare", help="N,D of a planned run: the "
-                                          "compute it spends beyond the optimum."),
-    bootstrap: int = bootstrap_option(200),
-    ci_level: float = ci_level_option(),
-    seed: int = seed_option(),
-    convention: str = _convention_options()[0],
-    flops_per_param_token: float = _convention_options()[1],
-    mapping: list[str] = map_option("params=non_embedding_params"),
-    json_out: Optional[Path] = json_option(),
-    quiet: bool = quiet_option(),
-) -> None:
-    """Plan from the fitted Chinchilla law: by compute, by target loss, or against a chosen N, D."""
-    from scalekit.errors import InputError
-    from scalekit.isoflop.analysis import run_plan
-
-    if compute is None and loss is None and compare is None:
-        raise InputError("give at least one of --compute C, --loss L, --compare N,D")
-    pair = _floats("compare", compare)
-    if pair is not None and len(pair) != 2:
-        raise InputError(f"--compare takes N,D (two numbers), got {compare!r}")
-    frame, input_sha = open_frame(file, store, parse_mapping(mapping))
-    settings = {"compute": compute, "loss": loss, "compare": pair, "bootstrap": bootstrap,
-                "ci_level": ci_level, "convention": convention,
-                "flops_per_param_token": flops_per_param_token}
-    report = run_plan(frame, settings, seed=seed, source=str(file or store))
-    _finish(report, "plan", input_sha, seed, settings, json_out, quiet)
-
-
 def _finish(report, kind, input_sha, seed, settings, json_out, quiet) -> None:
     from scalekit import serialise
 
@@ -137,6 +102,5 @@ def _floats(name: str, text: Optional[str]) -> Optional[list[float]]:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``isoflop`` and ``plan`` commands to ``app``."""
+    """Add the ``isoflop`` command to ``app``."""
     app.command("isoflop")(isoflop)
-    app.command("plan")(plan)

@@ -24,6 +24,7 @@ CODES = {
     "metric_choice": "which of several metrics was taken as the loss",
     "few_points": "too few points for the result to be trusted",
     "outliers_dropped": "points were left out of the fit",
+    "not_converged": "the optimiser, or some bootstrap resamples, found no optimum",
 }
 
 

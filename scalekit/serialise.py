@@ -39,6 +39,8 @@ def to_jsonable(obj: Any) -> Any:
         return str(obj)
     if obj is None or isinstance(obj, str):
         return obj
+    if callable(getattr(obj, "to_dict", None)):     # results and diagnostics
+        return to_jsonable(obj.to_dict())
     raise TypeError(f"cannot write {type(obj).__name__} to JSON")
 
 

@@ -1,6 +1,10 @@
-"""Bootstrap over points: every resample is a multi-start fit of its own.
+"""Bootstrap over points or over runs: every resample is a multi-start fit of its own.
 
-A resample draws ``n`` of the ``n`` points with replacement; it enters the
+A resample draws ``n`` of the ``n`` points with replacement, or, when the points
+come from runs with several points each (checkpoints of one run share its
+noise), ``k`` of the ``k`` runs with replacement, every point of a drawn run
+entering as often as its run was drawn (the cluster bootstrap, Davison &
+Hinkley 1997, §3.8). Either way it enters the
 objective as integer point weights (the counts), so the data never move. All
 resamples of a chunk are stacked into one batch for
 :func:`~scalekit.fit.multistart.minimize_batch`, and chunks run in parallel
@@ -32,6 +36,18 @@ _JOB: dict = {}
 def resample_counts(rng: np.random.Generator, n_points: int, n_resamples: int) -> np.ndarray:
     """Point multiplicities of ``n_resamples`` bootstrap resamples, shape (B, n)."""
     return rng.multinomial(n_points, np.full(n_points, 1.0 / n_points), size=n_resamples)
+
+
+def resample_run_counts(rng: np.random.Generator, runs, n_resamples: int) -> np.ndarray:
+    """Point multiplicities (B, n) of resamples that draw whole runs with replacement.
+
+    ``runs`` labels the run of each point; a point's count is the number of
+    times its run was drawn.
+    """
+    _, index = np.unique(np.asarray(runs), return_inverse=True)
+    n_runs = int(index.max()) + 1 if index.size else 0
+    drawn = resample_counts(rng, n_runs, n_resamples)             # (B, runs)
+    return drawn[:, index]
 
 
 def bootstrap_fits(law: Law, X, log_y: np.ndarray, counts: np.ndarray, starts: np.ndarray, *,

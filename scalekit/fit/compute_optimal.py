@@ -2,8 +2,10 @@
 
 For a law of parameters N and tokens D the optimum under C = k·N·D is found by
 a bounded one-dimensional search over log N (any law of N and D); its
-interval comes from repeating the search for every bootstrap parameter set.
-For a law of compute alone, the plan is the predicted loss at C.
+interval comes from repeating the search for every bootstrap parameter set
+(the delta method without a bootstrap). For a law of compute alone, the plan
+is the predicted loss at C. A budget beyond the compute of the fitted runs, or
+an N* beyond their sizes, is said with its factor (``extrapolation``).
 """
 
 from __future__ import annotations
@@ -11,9 +13,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from scalekit.checks import check_number
+from scalekit.checks import check_number, fail
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule, tokens_for_compute
+from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
+from scalekit.fit.uncertainty import function_intervals
+
+#: An extrapolation by more than this factor is a warning; a smaller one is noted.
+EXTRAPOLATION_WARN = 10.0
 
 
 def optimal_params(law, theta: np.ndarray, compute: float, *,
@@ -39,7 +46,7 @@ def optimal_params(law, theta: np.ndarray, compute: float, *,
     return float(np.exp(found.x))
 
 
-def plan_for_compute(result, compute: float, *,
+def plan_for_compute(result, compute, *,
                      flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> dict:
     """Compute-optimal N*, D* and predicted loss (with intervals) at ``compute`` FLOPs.
 
@@ -47,50 +54,101 @@ def plan_for_compute(result, compute: float, *,
     ----------
     result : FitResult
         A fitted law of (``params``, ``tokens``) or of ``compute``.
-    compute : float
-        The budget in FLOPs.
+    compute : float or 1-d array
+        The budget(s) in FLOPs.
     flops_per_param_token : float
         k in C = k·N·D (6 for dense transformers, Kaplan et al. 2020).
 
     Returns
     -------
     dict
-        ``compute``, ``convention``, ``loss`` and ``loss_pi`` (prediction interval
-        at ``result.ci_level``); for N–D laws also ``params``, ``tokens``,
-        ``tokens_per_param`` and their ``*_ci`` from the bootstrap when it ran.
+        ``compute``, ``convention``, ``loss`` with ``loss_ci`` (the mean law) and
+        ``loss_pi`` (a new run), at ``result.ci_level``; for N–D laws also
+        ``params``, ``tokens``, ``tokens_per_param`` and their ``*_ci`` from the fit's
+        bootstrap draws (the delta method without a bootstrap); and
+        ``diagnostics``, a list of :class:`~scalekit.diagnostics.Diagnostic`
+        (``extrapolation`` when the budget or N* lies beyond the fitted data). For
+        an array of budgets every value is an array (intervals of shape (K, 2)) and
+        ``diagnostics`` holds those of every budget.
     """
+    if np.ndim(compute) == 0:
+        return _plan_one(result, compute, flops_per_param_token)
+    budgets = np.asarray(compute, dtype=float)
+    if budgets.ndim != 1 or not budgets.size:
+        raise fail("compute", f"an array of shape {budgets.shape}", "a number or a 1-d array")
+    plans = [_plan_one(result, float(c), flops_per_param_token) for c in budgets]
+    out = {key: (plans[0][key] if isinstance(plans[0][key], str) else
+                 np.array([p[key] for p in plans], dtype=float))
+           for key in plans[0] if key != "diagnostics"}
+    out["diagnostics"] = [d for p in plans for d in p["diagnostics"]]
+    return out
+
+
+def _plan_one(result, compute: float, k: float) -> dict:
     check_number("target_compute", compute, low=0, low_open=True)
     law = result.law
-    level = result.ci_level
     if set(law.inputs) == {"compute"}:
         X = {"compute": np.array([compute])}
-        return {"compute": compute, "convention": "compute as given",
-                "loss": float(result.predict(X)[0]), "loss_pi": _pi(result, X)}
+        plan = {"compute": compute, "convention": "compute as given", **_loss(result, X)}
+        plan["diagnostics"] = _extrapolation(result, compute, None, k)
+        return plan
     if set(law.inputs) != {"params", "tokens"}:
         raise InputError(f"--target-compute needs a law of params and tokens or of compute; "
                          f"{law.name!r} reads {', '.join(law.inputs)}")
-    theta = np.array([result.values[name] for name in law.param_names])
-    n_star = optimal_params(law, theta, compute, flops_per_param_token=flops_per_param_token)
-    d_star = tokens_for_compute(compute, n_star, flops_per_param_token=flops_per_param_token)
+    n_star = optimal_params(law, result.theta, compute, flops_per_param_token=k)
+    d_star = tokens_for_compute(compute, n_star, flops_per_param_token=k)
     X = {"params": np.array([n_star]), "tokens": np.array([d_star])}
-    plan = {"compute": compute, "convention": flops_rule(flops_per_param_token),
+    plan = {"compute": compute, "convention": flops_rule(k),
             "params": n_star, "tokens": d_star, "tokens_per_param": d_star / n_star,
-            "loss": float(result.predict(X)[0]), "loss_pi": _pi(result, X)}
-    if result.bootstrap_values is not None and len(result.bootstrap_values):
-        n_boot = np.array([optimal_params(law, t, compute,
-                                          flops_per_param_token=flops_per_param_token)
-                           for t in result.bootstrap_values])
-        d_boot = compute / (flops_per_param_token * n_boot)
-        tails = [50 * (1 - level), 50 * (1 + level)]
-        plan["params_ci"] = np.percentile(n_boot, tails).tolist()
-        plan["tokens_ci"] = np.percentile(d_boot, tails).tolist()
-        plan["tokens_per_param_ci"] = np.percentile(d_boot / n_boot, tails).tolist()
+            **_loss(result, X)}
+
+    def allocation(theta):
+        n = optimal_params(law, theta, compute, flops_per_param_token=k)
+        d = tokens_for_compute(compute, n, flops_per_param_token=k)
+        return np.array([n, d, d / n])
+
+    ends = function_intervals(allocation, law, law.to_fitting(result.theta), result.covariance,
+                              result.bootstrap_values, result.ci_level, result.stats.get("dof"))
+    for key, pair in zip(("params", "tokens", "tokens_per_param"), ends):
+        if np.isfinite(pair).all():
+            plan[f"{key}_ci"] = [float(pair[0]), float(pair[1])]
+    plan["diagnostics"] = _extrapolation(result, compute, n_star, k)
     return plan
 
 
-def _pi(result, X) -> list[float] | None:
-    try:
-        lo, hi = result.interval(X, kind="prediction")
-    except (ValueError, RuntimeError):
-        return None
-    return [float(np.ravel(lo)[0]), float(np.ravel(hi)[0])]
+def _loss(result, X) -> dict:
+    out = {"loss": float(result.predict(X)[0])}
+    for kind, key in (("confidence", "loss_ci"), ("prediction", "loss_pi")):
+        try:
+            lo, hi = result.interval(X, kind=kind)
+        except (ValueError, RuntimeError):
+            out[key] = None
+            continue
+        out[key] = [float(np.ravel(lo)[0]), float(np.ravel(hi)[0])]
+    return out
+
+
+def _extrapolation(result, compute: float, n_star: float | None, k: float) -> list[Diagnostic]:
+    """``extrapolation`` when the budget (or N*) lies beyond the range of the fitted data."""
+    stats = result.stats
+    ranges = {}
+    if "nd_range" in stats:
+        ranges["compute"] = (k * stats["nd_range"][0], k * stats["nd_range"][1], compute)
+    elif "compute" in stats.get("input_range", {}):
+        ranges["compute"] = (*stats["input_range"]["compute"], compute)
+    if n_star is not None and "params" in stats.get("input_range", {}):
+        ranges["N*"] = (*stats["input_range"]["params"], n_star)
+    found = []
+    for what, (low, high, value) in ranges.items():
+        factor = value / high if value > high else low / value if value < low else 1.0
+        if factor <= 1.0:
+            continue
+        unit, noun = (" FLOPs", "compute") if what == "compute" else (" parameters", "size")
+        side = (f"{factor:.3g}x the largest {noun}" if value > high
+                else f"1/{factor:.3g} of the smallest {noun}")
+        found.append(Diagnostic(
+            "extrapolation", "warning" if factor > EXTRAPOLATION_WARN else "info",
+            f"the plan's {what} {value:.3g}{unit} is {side} of the fitted runs "
+            f"({low:.3g}-{high:.3g}{unit}), an extrapolation: its intervals assume the law "
+            "holds out there; check it against a run nearer the target", value=float(factor)))
+    return found

@@ -6,16 +6,21 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from scalekit.checks import check_number, fail
+from scalekit.checks import check_choice, check_number, fail
+from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
-from scalekit.fit.bootstrap import bootstrap_fits, default_jobs, resample_counts
+from scalekit.fit.bootstrap import (bootstrap_fits, default_jobs, resample_counts,
+                                    resample_run_counts)
+from scalekit.fit.constrain import constrained_law
+from scalekit.fit.diagnose import fit_diagnostics
+from scalekit.fit.inputs import law_inputs
 from scalekit.fit.multistart import distinct_optima, minimize_batch
 from scalekit.fit.objective import check_loss, log_residuals
 from scalekit.fit.polish import polish
 from scalekit.fit.result import FitResult
 from scalekit.fit.select import information_criteria
-from scalekit.fit.uncertainty import (covariance, natural_stderr, percentile_intervals,
-                                      wald_intervals)
+from scalekit.fit.uncertainty import (covariance, function_intervals, natural_stderr,
+                                      percentile_intervals, wald_intervals)
 from scalekit.laws.base import Law
 
 #: Starts whose objective is within this relative tolerance of the best count as "at best"
@@ -33,11 +38,15 @@ BOOTSTRAP_OPTIMA = 8
 BOOTSTRAP_OPTIMA_RTOL = 0.1
 #: ... plus this many drawn at random from the law's start grid.
 BOOTSTRAP_RANDOM_STARTS = 8
+#: What a bootstrap resample draws: whole runs (their points together) or single points.
+RESAMPLE = ("runs", "points")
 
 
 def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float = 1e-3,
             starts=None, bootstrap: int = 0, ci_level: float = 0.95, seed: int = 0,
-            n_jobs: int | None = None) -> FitResult:
+            n_jobs: int | None = None, fixed: Mapping[str, float] | None = None,
+            bounds: Mapping[str, tuple[float, float]] | None = None, runs=None,
+            resample: str | None = None) -> FitResult:
     """Fit ``law`` to points ``(X, y)`` by a robust loss on log residuals.
 
     Every start of the law's grid (or ``starts``) is optimised at once by
@@ -49,7 +58,8 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     law : Law or str
         A law or a registered name (see :func:`scalekit.laws.available_laws`).
     X : mapping of str to 1-d array, or DataFrame
-        The law's inputs.
+        The law's inputs, by name or usual symbol (``N``, ``D``, ``C`` for
+        ``params``, ``tokens``, ``compute``).
     y : 1-d array
         Positive observations (loss), same length as the inputs.
     loss : {"huber", "squared"}
@@ -57,16 +67,26 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     delta : float
         Huber threshold (Hoffmann et al. 2022 use 1e-3).
     starts : array (S, P), optional
-        Starts in the fitting space; the law's grid by default.
+        Starts in the fitting space (free parameters only); the law's grid by default.
     bootstrap : int
-        Resamples of the points, each a multi-start fit (:mod:`scalekit.fit.bootstrap`);
-        0 gives normal intervals from the standard errors instead.
+        Resamples, each a multi-start fit (:mod:`scalekit.fit.bootstrap`); 0 gives
+        Student-t intervals (``n - p`` degrees of freedom) from the standard errors instead.
     ci_level : float
         Level of every interval.
     seed : int
         Seeds the one :class:`numpy.random.Generator` behind every random choice.
     n_jobs : int, optional
         Processes for the bootstrap; all available CPUs by default.
+    fixed : mapping of parameter name to value, optional
+        Parameters held at these values (e.g. ``{"E": 1.69}``); reported with
+        standard error 0.
+    bounds : mapping of parameter name to (lower, upper), optional
+        Search ranges in natural units replacing the law's (e.g. ``{"alpha": (0, 1)}``).
+    runs : 1-d array, optional
+        The run of each point, for the bootstrap over runs.
+    resample : {"runs", "points"}, optional
+        What a bootstrap resample draws; ``"runs"`` by default when ``runs`` is
+        given and some run has several points, else ``"points"``.
 
     Returns
     -------
@@ -76,6 +96,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
         from scalekit.laws import get_law
 
         law = get_law(law)
+    law = constrained_law(law, fixed=fixed, bounds=bounds)
     check_loss(loss, delta)
     bootstrap = check_number("bootstrap", bootstrap, low=0, integer=True)
     check_number("ci_level", ci_level, low=0, high=1, low_open=True, high_open=True)
@@ -83,6 +104,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     if n_jobs is not None:
         check_number("n_jobs", n_jobs, low=1, integer=True)
     X, y = _check_points(law, X, y)
+    resample, runs = _check_resample(resample, runs, len(y))
     log_y = np.log(y)
     grid = (law.start_grid(X, y) if starts is None
             else np.atleast_2d(np.asarray(starts, dtype=float)))
@@ -105,56 +127,102 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     cov = covariance(law, X, log_y, best.z, loss=loss, delta=delta)
     theta = law.to_natural(best.z)
     r = log_residuals(law, X, log_y, best.z)
-    warnings = []
+    diagnostics = []
     batch_converged = bool(batch.converged[at_best].any())
     converged = best.success or batch_converged
     message = (f"converged (L-BFGS-B polish: {best.message.lower()})" if best.success else
                "converged (batched Levenberg-Marquardt; the L-BFGS-B polish found no further "
                "decrease)" if batch_converged else f"not converged: {best.message}")
     if not converged:
-        warnings.append(f"the optimiser did not converge: {best.message}")
-    if not np.isfinite(np.diagonal(cov)).all():
-        warnings.append("standard errors are undefined: the curvature matrix of the "
-                        "objective is singular at the optimum")
-    lower, upper = law.fitting_bounds()
-    for name, zk, lo, hi in zip(law.param_names, best.z, lower, upper):
-        if np.isclose(zk, lo) or np.isclose(zk, hi):
-            warnings.append(f"parameter {name} sits at its bound")
-
+        diagnostics.append(Diagnostic("not_converged", "warning",
+                                      f"the optimiser did not converge ({best.message}); give "
+                                      "other starts or a simpler law"))
+    dof = n - P
     stats = {"n_points": n, "n_params": P, "objective": best.objective, "loss": loss,
              "delta": delta, "n_starts": len(grid), "n_at_best": int(at_best.sum()),
              "at_best_rtol": AT_BEST_RTOL, "converged": converged, "message": message,
              **information_criteria(r, P),
-             "residual_scale": float(np.sqrt((r ** 2).sum() / max(n - P, 1))),
-             "bootstrap": bootstrap}
+             "residual_scale": float(np.sqrt((r ** 2).sum() / max(dof, 1))),
+             "dof": dof, "bootstrap": bootstrap,
+             "input_range": {name: [float(X[name].min()), float(X[name].max())]
+                             for name in law.inputs}}
+    if {"params", "tokens"} <= set(law.inputs):
+        nd = X["params"] * X["tokens"]
+        stats["nd_range"] = [float(nd.min()), float(nd.max())]
+    if law.extra.get("fixed"):
+        stats["fixed"] = sorted(law.extra["fixed"])
 
     draws = None
     if bootstrap:
         draws, failed = _bootstrap(law, X, log_y, batch, best.z, grid, loss=loss, delta=delta,
-                                   n_resamples=bootstrap, seed=seed, n_jobs=default_jobs(n_jobs))
+                                   n_resamples=bootstrap, seed=seed, n_jobs=default_jobs(n_jobs),
+                                   runs=runs if resample == "runs" else None)
         if failed:
-            warnings.append(f"{failed} of {bootstrap} bootstrap resamples gave no finite fit "
-                            "and were left out")
+            diagnostics.append(Diagnostic(
+                "not_converged", "warning", f"{failed} of {bootstrap} bootstrap resamples gave "
+                "no finite fit and were left out, so the intervals may be too narrow; check the "
+                "not_identified notes", value=failed))
         intervals = percentile_intervals(draws, ci_level)
         stats["ci_method"] = "bootstrap percentile"
+        stats["resample"] = resample
+        if resample == "runs":
+            stats["n_runs"] = int(len(np.unique(runs)))
     else:
-        intervals = wald_intervals(law, best.z, cov, ci_level)
-        stats["ci_method"] = "normal (fitting space)"
+        intervals = wald_intervals(law, best.z, cov, ci_level, dof)
+        stats["ci_method"] = f"Student t ({dof} dof, fitting space)"
 
+    stderr = natural_stderr(law, best.z, cov)
+    diagnostics += fit_diagnostics(law, X, best.z, stderr, intervals, draws, ci_level, n)
+    fixed_values = dict(law.extra.get("fixed", {}))
     values = {name: float(v) for name, v in zip(law.param_names, theta)}
+    derived, derived_ci = _derived(law, values, best.z, cov, draws, ci_level, dof)
     return FitResult(
-        law=law, values=values,
-        stderr={name: float(v) for name, v in
-                zip(law.param_names, natural_stderr(law, best.z, cov))},
-        ci={name: (float(lo), float(hi)) for name, (lo, hi) in zip(law.param_names, intervals)},
-        ci_level=ci_level, stats=stats,
-        derived=dict(law.derive(values)) if law.derive is not None else {},
-        warnings=warnings, bootstrap_values=draws, covariance=cov)
+        law=law, values={**fixed_values, **values},
+        stderr={**{name: 0.0 for name in fixed_values},
+                **{name: float(v) for name, v in zip(law.param_names, stderr)}},
+        ci={**{name: (v, v) for name, v in fixed_values.items()},
+            **{name: (float(lo), float(hi)) for name, (lo, hi) in zip(law.param_names, intervals)}},
+        ci_level=ci_level, stats=stats, derived=derived, derived_ci=derived_ci,
+        diagnostics=diagnostics, bootstrap_values=draws, covariance=cov)
 
 
-def _bootstrap(law, X, log_y, batch, best_z, grid, *, loss, delta, n_resamples, seed, n_jobs):
+def _derived(law, values, z, cov, draws, level, dof):
+    """The law's derived quantities and their intervals (same draws as the parameters)."""
+    if law.derive is None:
+        return {}, {}
+    derived = dict(law.derive(values))
+    names = [k for k, v in derived.items() if isinstance(v, (int, float, np.floating))]
+    if not names:
+        return derived, {}
+
+    def function(theta):
+        out = law.derive(dict(zip(law.param_names, theta)))
+        return np.array([out[k] for k in names], dtype=float)
+
+    with np.errstate(all="ignore"):
+        ends = function_intervals(function, law, z, cov, draws, level, dof)
+    return derived, {k: (float(lo), float(hi)) for k, (lo, hi) in zip(names, ends)}
+
+
+def _check_resample(resample, runs, n):
+    if resample is not None:
+        check_choice("resample", resample, RESAMPLE)
+    if runs is None:
+        if resample == "runs":
+            raise InputError("resample='runs' needs the run of each point (runs=...)")
+        return "points", None
+    runs = np.asarray(runs)
+    if runs.shape != (n,):
+        raise fail("runs", f"an array of shape {runs.shape}", f"a 1-d array of {n} run labels")
+    several = len(np.unique(runs)) < n
+    return (resample or ("runs" if several else "points")), runs
+
+
+def _bootstrap(law, X, log_y, batch, best_z, grid, *, loss, delta, n_resamples, seed, n_jobs,
+               runs=None):
     rng = np.random.default_rng(seed)
-    counts = resample_counts(rng, len(log_y), n_resamples)
+    counts = (resample_counts(rng, len(log_y), n_resamples) if runs is None
+              else resample_run_counts(rng, runs, n_resamples))
     others = distinct_optima(batch.z, batch.objective, BOOTSTRAP_OPTIMA + 1)[1:]
     others = others[batch.objective[others] <= batch.objective.min() * (1 + BOOTSTRAP_OPTIMA_RTOL)]
     optima = np.vstack([best_z, batch.z[others]])
@@ -172,17 +240,13 @@ def _check_points(law: Law, X, y) -> tuple[dict[str, np.ndarray], np.ndarray]:
     y = np.asarray(y, dtype=float)
     if y.ndim != 1:
         raise fail("y", f"an array of shape {y.shape}", "a 1-d array")
-    inputs = {}
-    for name in law.inputs:
-        if name not in X:
-            raise InputError(f"law {law.name!r} needs input {name!r}, which X does not have")
-        column = np.asarray(X[name], dtype=float)
+    inputs = law_inputs(law, X)
+    for name, column in inputs.items():
         if column.shape != y.shape:
             raise InputError(f"input {name!r} has shape {column.shape}, but y has {y.shape}")
         bad = np.flatnonzero(~np.isfinite(column))
         if bad.size:
             raise InputError(f"input {name!r} is not finite at point {bad[0]}")
-        inputs[name] = column
     bad = np.flatnonzero(~(np.isfinite(y) & (y > 0)))
     if bad.size:
         raise InputError(f"y must be positive and finite (its log is fitted), but point "
@@ -190,4 +254,9 @@ def _check_points(law: Law, X, y) -> tuple[dict[str, np.ndarray], np.ndarray]:
     if len(y) <= len(law.params):
         raise InputError(f"law {law.name!r} has {len(law.params)} parameters, so it needs more "
                          f"than {len(law.params)} points, but got {len(y)}")
+    distinct = len(np.unique(np.column_stack(list(inputs.values())), axis=0))
+    if distinct <= len(law.params):
+        raise InputError(f"law {law.name!r} has {len(law.params)} free parameters, so it needs "
+                         f"more than {len(law.params)} distinct points (values of "
+                         f"{', '.join(law.inputs)}), but the {len(y)} points hold {distinct}")
     return inputs, y

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_number, fail
+from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.laws import Law, get_law
 
@@ -38,7 +39,11 @@ class FitInput:
     frame : DataFrame
         The rows used, in the order of ``y``.
     notes : list of str
-        How the points were chosen (law picked, rows dropped, last point per run).
+        How the points were chosen (law picked, last point per run).
+    diagnostics : list of Diagnostic
+        ``outliers_dropped`` when points were dropped.
+    runs : ndarray or None
+        The run of each point (for the bootstrap over runs), when the data name runs.
     """
 
     law: Law
@@ -46,6 +51,8 @@ class FitInput:
     y: np.ndarray
     frame: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    runs: np.ndarray | None = None
 
 
 def resolve_law(spec: str) -> Law:
@@ -104,6 +111,7 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
         raise fail("x", x, "a column of the data (" + ", ".join(map(str, frame.columns)) + ")")
     law = resolve_law(law) if isinstance(law, str) else law or choose_law(frame, x=x)
     notes = [f"law: {law.name}"]
+    diagnostics = []
     rows = frame
     if not all_points and "run" in frame and "step" in frame and frame["run"].duplicated().any():
         rows = frame.sort_values(["run", "step"]).groupby("run", sort=False).tail(1)
@@ -111,8 +119,12 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
     if drop_top:
         if drop_top >= len(rows):
             raise fail("drop_top", drop_top, f"< the number of points ({len(rows)})")
-        rows = rows.drop(rows[y].nlargest(drop_top).index)
-        notes.append(f"dropped the {drop_top} highest values of {y}")
+        dropped = rows[y].nlargest(drop_top)
+        rows = rows.drop(dropped.index)
+        diagnostics.append(Diagnostic(
+            "outliers_dropped", "info",
+            f"the {drop_top} highest values of {y} (from {dropped.min():.4g}) were left out "
+            "of the fit; the result holds for the remaining points only", value=drop_top))
     rows = rows.reset_index(drop=True)
     X = {}
     for name in law.inputs:
@@ -121,7 +133,9 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
             raise InputError(f"law {law.name!r} needs input {name!r}, but the data have no "
                              f"column {column!r}" + ("; name it with --x" if name == "x" else ""))
         X[name] = rows[column].to_numpy(dtype=float)
-    return FitInput(law=law, X=X, y=rows[y].to_numpy(dtype=float), frame=rows, notes=notes)
+    runs = rows["run"].to_numpy() if "run" in rows else None
+    return FitInput(law=law, X=X, y=rows[y].to_numpy(dtype=float), frame=rows, notes=notes,
+                    diagnostics=diagnostics, runs=runs)
 
 
 def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
@@ -129,7 +143,10 @@ def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | Non
     """Choose law and points with :func:`prepare_fit`, then :func:`~scalekit.fit.fit_law`.
 
     ``fit_options`` go to :func:`~scalekit.fit.fit_law` (``loss``, ``delta``,
-    ``bootstrap``, ``ci_level``, ``seed``, ``n_jobs``).
+    ``bootstrap``, ``ci_level``, ``seed``, ``n_jobs``, ``fixed``, ``bounds``,
+    ``resample``); the runs of the points go with them, so the bootstrap resamples
+    whole runs when runs have several points. The result's diagnostics start with
+    the choice of points (``outliers_dropped``).
 
     Returns
     -------
@@ -140,4 +157,6 @@ def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | Non
     from scalekit.fit import fit_law
 
     prepared = prepare_fit(frame, law=law, x=x, y=y, all_points=all_points, drop_top=drop_top)
-    return fit_law(prepared.law, prepared.X, prepared.y, **fit_options), prepared
+    result = fit_law(prepared.law, prepared.X, prepared.y, runs=prepared.runs, **fit_options)
+    result.diagnostics[:0] = prepared.diagnostics
+    return result, prepared

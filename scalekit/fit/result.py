@@ -7,15 +7,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from scalekit.checks import check_choice, check_number
+from scalekit.diagnostics import Diagnostic
+from scalekit.fit.inputs import law_inputs
 from scalekit.fit.objective import log_jacobian
+from scalekit.fit.uncertainty import quantile
 from scalekit.formatting import collapse_notes, format_interval, format_number
 from scalekit.laws.base import Law
 from scalekit.results import ResultProtocol
 
-FORMAT = "scalekit.fitresult/1"
+FORMAT = "scalekit.fitresult/2"
 
 
 @dataclass(repr=False)
@@ -25,20 +27,29 @@ class FitResult(ResultProtocol):
     Attributes
     ----------
     law : Law
+        The law fitted (with ``fit_law``'s ``fixed`` parameters left out of its
+        ``params``).
     values, stderr : dict of str to float
-        Fitted parameters and their standard errors (natural units).
+        Fitted parameters and their standard errors (natural units); fixed
+        parameters appear with standard error 0.
     ci : dict of str to (float, float)
         Intervals at ``ci_level``: bootstrap percentiles when the fit was
-        bootstrapped, else normal intervals built in the fitting space (cut to the
-        parameter's bounds).
+        bootstrapped, else Student-t intervals (``n - p`` degrees of freedom) built
+        in the fitting space (cut to the parameter's bounds).
     ci_level : float
     stats : dict
         ``n_points``, ``n_params``, ``objective``, ``loss``, ``delta``, ``n_starts``,
         ``n_at_best``, ``at_best_rtol``, ``converged``, ``message``, ``aic``, ``bic``,
-        ``residual_scale``, ``bootstrap``, ``ci_method``.
+        ``residual_scale``, ``dof``, ``bootstrap``, ``input_range`` (min, max of each
+        input), ``ci_method``; with a bootstrap ``resample`` (``runs`` or
+        ``points``) and ``n_runs``; ``fixed`` (names) when parameters were fixed.
     derived : dict
         The law's derived quantities (for Chinchilla ``a``, ``b``, ``G``).
-    warnings : list of str
+    derived_ci : dict of str to (float, float)
+        Their intervals at ``ci_level``, from the same bootstrap draws as ``ci``
+        (delta method without a bootstrap).
+    diagnostics : list of Diagnostic
+        What the data cannot support (``docs/diagnostics.md``).
     bootstrap_values : ndarray (B, P) or None
         Parameters (natural units) of every bootstrap resample.
     covariance : ndarray (P, P) or None
@@ -52,9 +63,15 @@ class FitResult(ResultProtocol):
     ci_level: float
     stats: dict[str, Any]
     derived: dict[str, float] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    derived_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
     bootstrap_values: np.ndarray | None = None
     covariance: np.ndarray | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        """Messages of the ``warning`` and ``error`` diagnostics."""
+        return [d.message for d in self.diagnostics if d.severity != "info"]
 
     @property
     def theta(self) -> np.ndarray:
@@ -62,8 +79,8 @@ class FitResult(ResultProtocol):
         return np.array([self.values[name] for name in self.law.param_names], dtype=float)
 
     def predict(self, X) -> np.ndarray:
-        """The fitted law at ``X`` (mapping of input name to array, or a DataFrame)."""
-        return self.law.predict(X, self.theta)
+        """The fitted law at ``X`` (mapping of input name or symbol to array, or a DataFrame)."""
+        return self.law.predict(law_inputs(self.law, X), self.theta)
 
     def interval(self, X, *, kind: str = "confidence", level: float | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -73,9 +90,10 @@ class FitResult(ResultProtocol):
         fit was bootstrapped, else a normal band in the log space from the
         covariance (delta method). The prediction interval adds the residual noise
         in the log space: each half-width ``h`` of the band becomes
-        ``sqrt(h^2 + (z s)^2)``, with ``s = stats["residual_scale"]`` (root mean
-        square of the log residuals, ``n - p`` degrees of freedom) and ``z`` the
-        normal quantile of ``level``.
+        ``sqrt(h^2 + (t s)^2)``, with ``s = stats["residual_scale"]`` (root mean
+        square of the log residuals, ``n - p`` degrees of freedom) and ``t`` the
+        Student-t quantile of ``level`` with ``n - p`` degrees of freedom (the
+        delta-method band uses the same quantile).
 
         Returns
         -------
@@ -84,6 +102,7 @@ class FitResult(ResultProtocol):
         check_choice("kind", kind, ("confidence", "prediction"))
         level = self.ci_level if level is None else level
         check_number("level", level, low=0, high=1, low_open=True, high_open=True)
+        dof = self.stats.get("dof", self.stats["n_points"] - self.stats["n_params"])
         center = np.log(self.predict(X))
         if self.bootstrap_values is not None and len(self.bootstrap_values):
             draws = np.log(self.law.predict(X, self.bootstrap_values))     # (B, n)
@@ -92,12 +111,12 @@ class FitResult(ResultProtocol):
             below, above = np.maximum(center - lo, 0.0), np.maximum(hi - center, 0.0)
         else:
             z = self.law.to_fitting(self.theta)
-            J = log_jacobian(self.law, _inputs(X, self.law), z)
+            J = log_jacobian(self.law, law_inputs(self.law, X), z)
             cov = self.covariance if self.covariance is not None else np.full((len(z),) * 2, np.nan)
-            half = norm.ppf(0.5 + level / 2) * np.sqrt(np.einsum("np,pq,nq->n", J, cov, J))
+            half = quantile(level, dof) * np.sqrt(np.einsum("np,pq,nq->n", J, cov, J))
             below = above = half
         if kind == "prediction":
-            noise = norm.ppf(0.5 + level / 2) * self.stats["residual_scale"]
+            noise = quantile(level, dof) * self.stats["residual_scale"]
             below, above = np.hypot(below, noise), np.hypot(above, noise)
         return np.exp(center - below), np.exp(center + above)
 
@@ -113,14 +132,20 @@ class FitResult(ResultProtocol):
             law["param_specs"] = {p.name: {"lower": p.lower, "upper": p.upper,
                                            "grid": list(p.grid), "log": p.log}
                                   for p in self.law.params}
+        for key in ("fixed", "bounds"):
+            if self.law.extra.get(key):
+                law[key] = {k: (list(v) if isinstance(v, tuple) else v)
+                            for k, v in self.law.extra[key].items()}
         return to_jsonable({
             "format": FORMAT,
             "law": law,
             "params": {name: {"value": self.values[name], "stderr": self.stderr[name],
-                              "ci": list(self.ci[name])} for name in self.law.param_names},
+                              "ci": list(self.ci[name])} for name in self.values},
             "ci_level": self.ci_level,
             "stats": self.stats,
             "derived": self.derived,
+            "derived_ci": {k: list(v) for k, v in self.derived_ci.items()},
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
             "warnings": list(self.warnings),
             "covariance": self.covariance,
             "bootstrap_values": self.bootstrap_values,
@@ -135,7 +160,7 @@ class FitResult(ResultProtocol):
         def number(value):
             return np.nan if value is None else float(value)
 
-        names = law.param_names
+        names = list(params)
         boot = data.get("bootstrap_values")
         cov = data.get("covariance")
         return cls(
@@ -147,7 +172,9 @@ class FitResult(ResultProtocol):
             stats=dict(data["stats"]),
             derived={k: (number(v) if v is None or isinstance(v, (int, float)) else v)
                      for k, v in data.get("derived", {}).items()},
-            warnings=list(data.get("warnings", [])),
+            derived_ci={k: tuple(number(e) for e in v)
+                        for k, v in data.get("derived_ci", {}).items()},
+            diagnostics=[Diagnostic.from_dict(d) for d in data.get("diagnostics", [])],
             bootstrap_values=None if boot is None else np.array(boot, dtype=float),
             covariance=None if cov is None else np.array(
                 [[number(v) for v in row] for row in cov], dtype=float),
@@ -162,8 +189,11 @@ class FitResult(ResultProtocol):
                          f"{level} CI {format_interval(self.ci.get(name))}")
                   for name, value in self.values.items()]
         return [("Fit statistics", list(self.stats.items())), ("Parameters", params),
-                ("Derived quantities", list(self.derived.items())),
-                ("Notes and warnings", [f"warning: {w}" for w in collapse_notes(self.warnings)])]
+                ("Derived quantities",
+                 [(name, f"{format_number(value)}  {level} CI "
+                         f"{format_interval(self.derived_ci.get(name))}")
+                  for name, value in self.derived.items()]),
+                ("Notes and warnings", collapse_notes([d.line() for d in self.diagnostics]))]
 
     def _repr_fields(self) -> dict:
         return {"law": self.law.name, "objective": self.stats.get("objective"),
@@ -187,7 +217,17 @@ class FitResult(ResultProtocol):
 
 
 def law_from_json(spec: dict) -> Law:
-    """The law a result's ``law`` entry names: an expression, ``bnsl<k>`` or a registered name."""
+    """The law a result's ``law`` entry names: an expression, ``bnsl<k>`` or a registered name.
+
+    Parameters fixed or bounded in the fit (``fixed``, ``bounds``) are applied again.
+    """
+    from scalekit.fit.constrain import constrained_law
+
+    return constrained_law(_base_law(spec), fixed=spec.get("fixed"),
+                           bounds={k: tuple(v) for k, v in spec.get("bounds", {}).items()})
+
+
+def _base_law(spec: dict) -> Law:
     from scalekit.laws import get_law
 
     if "expression" in spec:
@@ -205,7 +245,3 @@ def law_from_json(spec: dict) -> Law:
 
         return bnsl(int(match.group(1)))
     return get_law(spec["name"])
-
-
-def _inputs(X, law: Law) -> dict[str, np.ndarray]:
-    return {name: np.asarray(X[name], dtype=float) for name in law.inputs}

@@ -16,12 +16,19 @@ Phi((-delta - r_i) / h)``, which tends to the plain indicator when ``delta >> h`
 On the Chinchilla points these standard errors match the bootstrap spread.
 Standard errors of a log-parameter follow by the delta method
 (``se(value) = value * se(log value)``).
+
+Normal-theory intervals use Student-t quantiles with ``n - p`` degrees of
+freedom, since the residual scale behind the covariance is estimated from the
+same points. Intervals of a function of the parameters (derived quantities,
+plans) come from the same bootstrap draws as the parameters' intervals, or, without
+a bootstrap, from the delta method in the fitting space
+(:func:`function_intervals`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import norm
+from scipy.stats import norm, t as student_t
 
 from scalekit.fit.objective import log_jacobian, log_residuals, psi, psi_prime
 from scalekit.laws.base import Law
@@ -60,12 +67,21 @@ def natural_stderr(law: Law, z: np.ndarray, cov: np.ndarray) -> np.ndarray:
     return np.where(law.log_mask, np.exp(z) * se, se)
 
 
-def wald_intervals(law: Law, z: np.ndarray, cov: np.ndarray, level: float) -> np.ndarray:
-    """Normal intervals built in the fitting space and mapped to natural units, (P, 2).
+def quantile(level: float, dof: float | None = None) -> float:
+    """Two-sided quantile of ``level``: Student-t with ``dof`` degrees of freedom, else normal."""
+    if dof is None or not np.isfinite(dof):
+        return float(norm.ppf(0.5 + level / 2))
+    return float(student_t.ppf(0.5 + level / 2, max(dof, 1)))
 
-    Each is cut to its parameter's bounds (``alpha >= 0`` gives no negative end).
+
+def wald_intervals(law: Law, z: np.ndarray, cov: np.ndarray, level: float,
+                   dof: float | None = None) -> np.ndarray:
+    """Intervals built in the fitting space and mapped to natural units, (P, 2).
+
+    Half-widths are ``t_{dof} * se`` (normal quantiles when ``dof`` is None); each
+    interval is cut to its parameter's bounds (``alpha >= 0`` gives no negative end).
     """
-    half = norm.ppf(0.5 + level / 2) * np.sqrt(np.clip(np.diagonal(cov), 0.0, None))
+    half = quantile(level, dof) * np.sqrt(np.clip(np.diagonal(cov), 0.0, None))
     half = np.where(np.isfinite(np.diagonal(cov)), half, np.nan)
     lower, upper = law.fitting_bounds()
     ends = np.stack([z - half, z + half], axis=-1)                       # (P, 2)
@@ -76,3 +92,41 @@ def percentile_intervals(draws: np.ndarray, level: float) -> np.ndarray:
     """Percentile intervals of bootstrap ``draws`` (B, P) -> (P, 2)."""
     tail = 50.0 * (1.0 - level)
     return np.percentile(draws, [tail, 100.0 - tail], axis=0).T
+
+
+def function_intervals(function, law: Law, z: np.ndarray, cov: np.ndarray | None,
+                       draws: np.ndarray | None, level: float,
+                       dof: float | None = None) -> np.ndarray:
+    """Intervals of ``function(theta) -> (K,)`` of the natural parameters, shape (K, 2).
+
+    Bootstrap percentiles of ``function`` over ``draws`` (B, P) when given, else
+    the delta method with ``se = sqrt(g^T Cov g)``, ``g`` the central-difference
+    gradient in the fitting space: ``value * exp(± t_{dof} se / value)`` for a
+    positive value (built in the log, so it stays positive), ``value ± t_{dof} se``
+    otherwise. NaN where neither is defined.
+    """
+    center = np.atleast_1d(np.asarray(function(law.to_natural(z)), dtype=float))
+    if draws is not None and len(draws):
+        values = np.array([np.atleast_1d(function(theta)) for theta in draws], dtype=float)
+        tail = 50.0 * (1.0 - level)
+        with np.errstate(invalid="ignore"):
+            return np.nanpercentile(values, [tail, 100.0 - tail], axis=0).T
+    if cov is None or not np.isfinite(cov).all():
+        return np.full((center.size, 2), np.nan)
+    P = len(z)
+    gradient = np.empty((center.size, P))
+    for k in range(P):
+        step = 1e-6 * max(1.0, abs(z[k]))
+        up, down = z.copy(), z.copy()
+        up[k] += step
+        down[k] -= step
+        gradient[:, k] = (np.atleast_1d(function(law.to_natural(up)))
+                          - np.atleast_1d(function(law.to_natural(down)))) / (2 * step)
+    half = quantile(level, dof) * np.sqrt(np.clip(np.einsum("kp,pq,kq->k", gradient, cov,
+                                                            gradient), 0.0, None))
+    positive = center > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        factor = np.exp(half / np.where(positive, center, 1.0))
+        return np.where(positive[:, None],
+                        np.stack([center / factor, center * factor], axis=-1),
+                        np.stack([center - half, center + half], axis=-1))

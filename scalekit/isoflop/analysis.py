@@ -1,4 +1,4 @@
-"""Run the IsoFLOP analyses and plans the CLI asks for: a JSON body and tables as data."""
+"""Run the IsoFLOP analyses the CLI asks for: a JSON body and tables as data."""
 
 from __future__ import annotations
 
@@ -106,62 +106,6 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
     return IsoFLOPReport("IsoFLOP analysis: compute-optimal N*(C) = k_N·C^a, D*(C) = k_D·C^b",
                          body, _tables(fitted, table, explained, target, settings["ci_level"]),
                          fitted, _lines(notes, diagnostics, warnings, verdict_line))
-
-
-def run_plan(frame, settings: dict, *, seed: int, source: str | None) -> IsoFLOPReport:
-    """Fit the Chinchilla law and answer the plan questions in ``settings``."""
-    from scalekit.fit.compute_optimal import plan_for_compute
-    from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
-
-    k = settings["flops_per_param_token"]
-    model = ParametricOptimum(n_boot=settings["bootstrap"], ci_level=settings["ci_level"],
-                              convention=settings["convention"], flops_per_param_token=k,
-                              seed=seed).fit(final_points(frame), source=source)
-    result = model.result_
-    notes = list(frame.attrs.get("notes", [])) + model.notes_
-    body = {"convention": convention_text(settings["convention"], k), "notes": notes,
-            "law": {name: result.values[name] for name in result.law.param_names},
-            "a": model.params_law_.exponent, "b": model.tokens_law_.exponent, "G": model.G_}
-    rows = []
-    if settings.get("compute") is not None:
-        body["by_compute"] = plan_for_compute(result, settings["compute"],
-                                              flops_per_param_token=k)
-        p = body["by_compute"]
-        rows.append(["compute", _g(p["compute"]), _g(p["params"]), _g(p["tokens"]),
-                     f"{p['tokens_per_param']:.1f}", _with_ci(p["loss"], p.get("loss_pi"), 4)])
-    if settings.get("loss") is not None:
-        body["by_loss"] = plan_for_loss(result, settings["loss"], flops_per_param_token=k)
-        p = body["by_loss"]
-        rows.append(["loss", _with_ci(p["compute"], p.get("compute_ci")), _g(p["params"]),
-                     _g(p["tokens"]), f"{p['tokens_per_param']:.1f}", f"{p['target_loss']:.4g}"])
-    if settings.get("compare") is not None:
-        n, d = settings["compare"]
-        body["compare"] = compare_allocation(result, n, d, flops_per_param_token=k)
-        p = body["compare"]
-        rows.append(["optimum for compared run", _g(p["optimal_compute"]), _g(p["optimal_params"]),
-                     _g(p["optimal_tokens"]), f"{p['optimal_tokens'] / p['optimal_params']:.1f}",
-                     f"{p['loss']:.4g}"])
-        body["compare_summary"] = (
-            f"N={_g(n)}, D={_g(d)} spends C={_g(p['compute'])} FLOPs; the optimum reaches the "
-            f"same loss with {_g(p['optimal_compute'])}: {_g(p['extra'])} FLOPs "
-            f"({p['extra_percent']:.1f}% of the optimum, {p['saving_percent']:.1f}% of the "
-            "planned compute) could be saved")
-    level = f"{100 * settings['ci_level']:g}%"
-    tables = [{"title": f"Plan from the Chinchilla law (intervals: {level}; loss: "
-                                "prediction interval)",
-                       "columns": ["by", "compute (FLOPs)", "N*", "D*", "D*/N*", "loss"],
-                       "rows": rows}]
-    body["warnings"] = list(model.warnings_)
-    diagnostics = list(model.diagnostics_)
-    if settings.get("compute") is not None:
-        diagnostics += model.extrapolation(settings["compute"])
-    body["diagnostics"] = [d.to_dict() for d in diagnostics]
-    body["verdict"] = ("verdict: " + ("no warnings" if all(d.severity == "info" for d in diagnostics)
-                                      else "do not use the plan as it stands"))
-    lines = _lines(notes, diagnostics, body["warnings"], body["verdict"])
-    if "compare_summary" in body:
-        lines.insert(0, body["compare_summary"])
-    return IsoFLOPReport("Compute plan", body, tables, {"3": model}, lines)
 
 
 def _tables(fitted, table, explained, target, level) -> list[dict]:

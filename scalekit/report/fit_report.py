@@ -2,8 +2,8 @@
 
 Sections, always in this order: law and formula; fit statistics; parameters
 with standard error and interval; derived quantities; the plan for a target
-compute (when asked); notes and warnings. The CLI prints them; nothing here
-prints.
+compute (when asked); notes and warnings (the notes, then one line per
+diagnostic). The CLI prints them; nothing here prints.
 """
 
 from __future__ import annotations
@@ -33,8 +33,12 @@ def _pairs_table(rows: Mapping[str, Any]) -> Table:
 
 
 def fit_renderables(result, *, notes: Sequence[str] = (), plan: Mapping[str, Any] | None = None,
-                    title: str | None = None) -> Group:
-    """The fit report of ``result`` (a :class:`~scalekit.fit.FitResult`) as one rich group."""
+                    title: str | None = None, diagnostics: Sequence[Any] | None = None) -> Group:
+    """The fit report of ``result`` (a :class:`~scalekit.fit.FitResult`) as one rich group.
+
+    ``diagnostics`` (objects with ``severity`` and ``line()``) replace the result's own,
+    for a caller that adds more (the plan's).
+    """
     level = f"{result.ci_level:.0%}"
     parts: list[Any] = []
     if title:
@@ -54,14 +58,23 @@ def fit_renderables(result, *, notes: Sequence[str] = (), plan: Mapping[str, Any
     parts += [_section("Parameters"), params, Text("")]
 
     if result.derived:
-        parts += [_section("Derived quantities"), _pairs_table(result.derived), Text("")]
+        derived = Table(box=None, pad_edge=False)
+        derived.add_column("quantity", style="cyan")
+        derived.add_column("value", justify="right")
+        derived.add_column(f"{level} CI", justify="right")
+        for name, value in result.derived.items():
+            derived.add_row(name, _num(value), _interval(result.derived_ci.get(name)))
+        parts += [_section("Derived quantities"), derived, Text("")]
 
     if plan is not None:
         parts += [_section(f"Plan at compute {_num(plan['compute'])} FLOPs"),
-                  _pairs_table({k: v for k, v in plan.items() if k != "compute"}), Text("")]
+                  _pairs_table({k: v for k, v in plan.items() if k not in ("compute", "diagnostics")}),
+                  Text("")]
 
-    if notes or result.warnings:
+    diagnostics = result.diagnostics if diagnostics is None else diagnostics
+    if notes or diagnostics:
         parts.append(_section("Notes and warnings"))
         parts += [Text(f"note: {n}") for n in notes]
-        parts += [Text(f"warning: {w}", style="yellow") for w in result.warnings]
+        styles = {"info": "", "warning": "yellow", "error": "bold red"}
+        parts += [Text(d.line(), style=styles.get(d.severity, "")) for d in diagnostics]
     return Group(*parts)

@@ -159,12 +159,13 @@ def test_a_parameter_held_at_its_bound_does_not_stall_the_starts():
 def test_normal_intervals_stay_within_the_parameter_bounds():
     # Few noisy points and a small exponent: the normal interval of alpha (bounded
     # below by 0) reaches below 0 unless it is cut to the bound; inside the bounds it
-    # is the plain z +- 1.96 se.
+    # is the plain z +- t se, t the Student quantile of 8 - 3 = 5 degrees of freedom.
     rng = np.random.default_rng(2)
     x = np.geomspace(10.0, 1e4, 8)
     y = (1.0 + 3.0 * x ** -0.05) * np.exp(rng.normal(0.0, 0.01, 8))
     fit = fit_law("saturating_power", {"x": x}, y)
-    half = 1.959963984540054 * fit.stderr["alpha"]
+    assert fit.stats["dof"] == 5
+    half = 2.570581835636314 * fit.stderr["alpha"]            # t(0.975, 5), from tables
     assert fit.values["alpha"] - half < 0.0                     # the uncut interval
     assert fit.ci["alpha"][0] == 0.0
     assert fit.ci["alpha"][1] == pytest.approx(fit.values["alpha"] + half, rel=1e-9)

@@ -1,4 +1,4 @@
-"""`scalekit isoflop` and `scalekit plan` end to end: exit codes and JSON conventions."""
+"""`scalekit isoflop` end to end: exit codes and JSON conventions."""
 
 from __future__ import annotations
 
@@ -98,31 +98,6 @@ def test_bad_input_exits_2(tmp_path, capsys, case):
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err
-
-
-def test_plan_by_compute_loss_and_compare(tmp_path, capsys):
-    path = _write(tmp_path, sweep(seed=0, noise=0.0))
-    out = tmp_path / "plan.json"
-    code = main(["plan", path, "--compute", "1e22", "--loss", "2.2", "--compare", "7e10,1.4e12",
-                 "--bootstrap", "0", "--json", str(out)])
-    assert code == 0, capsys.readouterr().err
-    report = json.loads(out.read_text())
-    assert report["format"] == "scalekit.plan/1"
-    law = report["law"]
-    G = (law["alpha"] * law["A"] / (law["beta"] * law["B"])) ** (1 / (law["alpha"] + law["beta"]))
-    a = law["beta"] / (law["alpha"] + law["beta"])
-    assert report["by_compute"]["params"] == pytest.approx(G * (1e22 / 6) ** a, rel=1e-4)
-    assert report["by_compute"]["tokens_per_param"] == pytest.approx(
-        (1e22 / 6) / (G * (1e22 / 6) ** a) ** 2, rel=1e-3)
-    assert report["by_loss"]["target_loss"] == 2.2
-    assert report["compare"]["extra"] > 0 and "6·N·D" in report["convention"]
-    printed = capsys.readouterr().out
-    assert "could be saved" in printed
-
-
-def test_plan_needs_a_question(tmp_path, capsys):
-    assert main(["plan", _write(tmp_path, sweep()), "--quiet"]) == 2
-    assert main(["plan", _write(tmp_path, sweep()), "--compare", "7e10"]) == 2
 
 
 def test_thirty_copies_of_one_point_are_refused(tmp_path, capsys):

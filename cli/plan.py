@@ -1,0 +1,197 @@
+"""``scalekit plan``: compute-optimal plans from a fitted law of N and D.
+
+The law is fitted exactly as ``scalekit fit`` fits it (the same data options,
+declared once in :mod:`scalekit_cli.fit`), or read from a fit's JSON report
+(``--from fit.json``), so ``plan --compute C`` and ``fit --target-compute C``
+give the same plan on the same input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
+
+from .common import (bootstrap_option, ci_level_option, file_argument, json_option,
+                     map_option, open_frame, parse_mapping, print_renderable, quiet_option,
+                     seed_option, store_option)
+from .fit import (all_points_option, delta_option, drop_top_option, fit_rows, fit_settings,
+                  law_option, n_jobs_option, objective_option, resample_option,
+                  target_compute_option, y_option)
+
+FORMAT = "plan"
+
+
+def plan(
+    file: Optional[Path] = file_argument("Points or curves file"),
+    store: Optional[Path] = store_option(default=None),
+    from_fit: Optional[Path] = typer.Option(None, "--from", help="A fit's JSON report "
+                                            "(scalekit fit --json): plan from its law, no refit."),
+    compute: Optional[float] = target_compute_option("--compute"),
+    target_loss: Optional[float] = typer.Option(None, "--target-loss", help="Target loss: the "
+                                                "least compute reaching it."),
+    compare: Optional[str] = typer.Option(None, "--compare", help="N,D of a planned run: the "
+                                          "compute it spends beyond the optimum."),
+    flops_per_param_token: float = typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token",
+                                                help="k in C = k·N·D."),
+    law: Optional[str] = law_option(),
+    y: str = y_option(),
+    mapping: list[str] = map_option("params=non_embedding_params"),
+    all_points: bool = all_points_option(),
+    drop_top: int = drop_top_option(),
+    loss: str = objective_option(),
+    delta: float = delta_option(),
+    bootstrap: int = bootstrap_option(1000),
+    ci_level: float = ci_level_option(),
+    resample: Optional[str] = resample_option(),
+    seed: int = seed_option(),
+    n_jobs: Optional[int] = n_jobs_option(),
+    json_out: Optional[Path] = json_option(),
+    quiet: bool = quiet_option(),
+) -> None:
+    """Plan from a fitted law: by compute, by target loss, or against a chosen N, D."""
+    from scalekit import serialise
+    from scalekit.errors import InputError
+
+    if compute is None and target_loss is None and compare is None:
+        raise InputError("give at least one of --compute C, --target-loss L, --compare N,D")
+    pair = _pair(compare)
+    shared = fit_settings(law=law, y=y, all_points=all_points, drop_top=drop_top, loss=loss,
+                          delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample)
+    if from_fit is not None:
+        if file is not None or store is not None:
+            raise InputError("give either a curves FILE / --store DB or --from FIT.json, "
+                             "not both")
+        result, notes, input_sha = _read_fit(from_fit)
+    else:
+        frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y)
+        result, prepared = fit_rows(frame, shared, seed=seed, n_jobs=n_jobs)
+        notes = prepared.notes + list(frame.attrs.get("notes", []))
+    settings = {**shared, "from": None if from_fit is None else str(from_fit),
+                "compute": compute, "target_loss": target_loss, "compare": pair,
+                "flops_per_param_token": flops_per_param_token}
+    body = plan_body(result, notes, compute=compute, target_loss=target_loss, compare=pair,
+                     k=flops_per_param_token)
+    if not quiet:
+        print_renderable(_renderables(body, result.ci_level))
+    if json_out is not None:
+        serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha, seed=seed,
+                               settings=settings)
+
+
+def plan_body(result, notes, *, compute, target_loss, compare, k: float) -> dict:
+    """The plan report: the law, and the answer to each question asked, with diagnostics."""
+    from scalekit.fit.compute_optimal import plan_for_compute
+    from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
+
+    body = {"convention": flops_rule(k), "notes": list(notes),
+            "law": {"name": result.law.name, **result.values},
+            **{key: result.derived[key] for key in ("a", "b", "G") if key in result.derived},
+            "derived_ci": {key: list(v) for key, v in result.derived_ci.items()}}
+    diagnostics = list(result.diagnostics)
+    if compute is not None:
+        body["by_compute"] = plan_for_compute(result, compute, flops_per_param_token=k)
+        diagnostics += body["by_compute"]["diagnostics"]
+    if target_loss is not None:
+        body["by_loss"] = plan_for_loss(result, target_loss, flops_per_param_token=k)
+    if compare is not None:
+        n, d = compare
+        body["compare"] = p = compare_allocation(result, n, d, flops_per_param_token=k)
+        body["compare_summary"] = (
+            f"N={n:.3g}, D={d:.3g} spends C={p['compute']:.3g} FLOPs; the optimum reaches the "
+            f"same loss with {p['optimal_compute']:.3g}: {p['extra']:.3g} FLOPs "
+            f"({p['extra_percent']:.1f}% of the optimum, {p['saving_percent']:.1f}% of the "
+            "planned compute) could be saved")
+    body["diagnostics"] = [d.to_dict() for d in diagnostics]
+    body["warnings"] = [d.message for d in diagnostics if d.severity != "info"]
+    serious = sorted({d.code for d in diagnostics if d.severity != "info"})
+    body["verdict"] = ("verdict: no warnings" if not serious else
+                       f"verdict: {len(body['warnings'])} warnings ({', '.join(serious)}): do "
+                       "not use the plan as it stands")
+    return body
+
+
+def _read_fit(path: Path):
+    """The FitResult, notes and input hash of a ``scalekit fit --json`` report."""
+    import json
+
+    from scalekit.diagnostics import Diagnostic
+    from scalekit.errors import InputError
+    from scalekit.fit import FitResult
+
+    from .common import input_sha256
+
+    if not path.is_file():
+        raise InputError("no such file", source=str(path))
+    try:
+        report = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not a JSON file: {exc}", source=str(path)) from None
+    if not isinstance(report, dict) or not str(report.get("format", "")).startswith(
+            "scalekit.fit/"):
+        raise InputError("not a scalekit fit report (its format is not scalekit.fit/…); write "
+                         "one with scalekit fit --json", source=str(path))
+    if "groups" in report:
+        raise InputError("a fit per group (--group) holds several laws; plan from a fit of "
+                         "one group", source=str(path))
+    try:
+        result = FitResult.from_dict(report)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"the fit report is incomplete ({exc})", source=str(path)) from None
+    planned = [Diagnostic.from_dict(d) for d in (report.get("plan") or {}).get("diagnostics", [])]
+    result.diagnostics = [d for d in result.diagnostics if d not in planned]
+    return result, list(report.get("notes", [])), input_sha256(path)
+
+
+def _pair(text: Optional[str]) -> Optional[tuple[float, float]]:
+    from scalekit.errors import InputError
+
+    if text is None:
+        return None
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if len(values) != 2:
+        raise InputError(f"--compare takes N,D (two numbers), got {text!r}")
+    return values[0], values[1]
+
+
+def _renderables(body: dict, level: float):
+    from scalekit.report.tables import render_tables, table_data
+
+    rows = []
+    if "by_compute" in body:
+        p = body["by_compute"]
+        rows.append(["compute", _g(p["compute"]), _ci(p.get("params"), p.get("params_ci")),
+                     _ci(p.get("tokens"), p.get("tokens_ci")),
+                     _ci(p.get("tokens_per_param"), p.get("tokens_per_param_ci")),
+                     _ci(p["loss"], p.get("loss_pi"), 4)])
+    if "by_loss" in body:
+        p = body["by_loss"]
+        rows.append(["loss", _ci(p["compute"], p.get("compute_ci")), _g(p["params"]),
+                     _g(p["tokens"]), _g(p["tokens_per_param"]), _g(p["target_loss"], 4)])
+    if "compare" in body:
+        p = body["compare"]
+        rows.append(["optimum for compared run", _g(p["optimal_compute"]),
+                     _g(p["optimal_params"]), _g(p["optimal_tokens"]),
+                     _g(p["optimal_tokens"] / p["optimal_params"]), _g(p["loss"], 4)])
+    table = table_data(f"Plan from the {body['law']['name']} law (intervals: {100 * level:g}%; "
+                       "loss: prediction interval)",
+                       ["by", "compute (FLOPs)", "N*", "D*", "D*/N*", "loss"], rows)
+    lines = [body["compare_summary"]] if "compare_summary" in body else []
+    if body["notes"] or body["diagnostics"]:
+        lines.append("Notes and warnings")
+        lines += [f"note: {n}" for n in body["notes"]]
+        lines += [f"{d['severity']}: {d['message']}" for d in body["diagnostics"]]
+    lines.append(body["verdict"])
+    return render_tables([table], "table", title="Compute plan",
+                         header=[f"FLOPs: {body['convention']}"], lines=lines)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``plan`` command to ``app``."""
+    app.command("plan")(plan)
