@@ -192,6 +192,18 @@ def _renderables(body: dict, level: float):
                          header=[f"FLOPs: {body['convention']}"], lines=lines)
 
 
+def _g(value, digits: int = 3) -> str:
+    from scalekit.formatting import format_number
+
+    return format_number(value, digits)
+
+
+def _ci(value, ci, digits: int = 3) -> str:
+    if ci is None or any(v is None for v in ci):
+        return _g(value, digits)
+    return f"{_g(value, digits)} [{_g(ci[0], digits)}, {_g(ci[1], digits)}]"
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``plan`` command to ``app``."""
     app.command("plan")(plan)
