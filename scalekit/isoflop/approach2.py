@@ -143,9 +143,10 @@ class IsoFLOPProfiles(AllocationEstimator):
         flags = _flag_budgets(coef, x_star, x_all, groups_all, lo, hi)
         excluded = np.array([any(f in EXCLUDED for f in row) for row in flags])
         x_star = np.where(excluded, np.nan, x_star)
-        if (~excluded).sum() < 2:
-            raise InputError("fewer than two budgets have an IsoFLOP parabola that opens upward; "
-                             "no power law can be fitted", source=source)
+        if (~excluded).sum() < 3:
+            raise InputError(f"{int((~excluded).sum())} budgets have an IsoFLOP parabola that "
+                             "opens upward, but a power law through the vertices needs three",
+                             source=source)
         rng = np.random.default_rng(self.seed)
         replicates, weights, noise = None, None, _noise_scale(x, y, groups, coef, windows)
         if self.n_boot and noise is not None:
@@ -287,9 +288,9 @@ def _usable_budgets(points: pd.DataFrame, profile: str, source: str | None):
         "split from a neighbouring budget", budget=float(budget), value=int(n))
         for budget, n in few.items()]
     kept = counts.index[counts >= 3]
-    if len(kept) < 2:
+    if len(kept) < 3:
         found = ", ".join(f"{b:.2g} ({n} {profile} values)" for b, n in counts.items()) or "none"
-        raise InputError(f"IsoFLOP profiles need at least two compute budgets with three or more "
+        raise InputError(f"IsoFLOP profiles need at least three compute budgets with three or more "
                          f"distinct {profile} values each; found {found} (give the study's "
                          "nominal budgets, `budgets` / --budgets, or round to fewer significant "
                          "figures, `figures` / --figures)", source=source, column="compute")

@@ -16,7 +16,7 @@ from scalekit.checks import check_number
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.errors import InputError
 from scalekit.isoflop.estimator import AllocationEstimator
-from scalekit.isoflop.powerfit import PowerLawFit
+from scalekit.isoflop.powerfit import derived_power_law
 
 
 def allocation_lines(values: np.ndarray,
@@ -100,7 +100,8 @@ class ParametricOptimum(AllocationEstimator):
         lines = allocation_lines(theta, k)
         reps = allocation_lines(boot, k) if boot is not None and len(boot) else (None, None)
         self.params_law_, self.tokens_law_ = (
-            _law_from_lines(line, rep, self.ci_level, points.shape[0])
+            derived_power_law(line, rep, ci_level=self.ci_level, n_points=points.shape[0],
+                              source="chinchilla law (approach 3)")
             for line, rep in zip(lines, reps))
         alpha, beta = theta[3], theta[4]
         self.G_ = float((alpha * theta[1] / (beta * theta[2])) ** (1 / (alpha + beta)))
@@ -124,20 +125,3 @@ def _check_design(points, n_params: int, source) -> None:
                          f"over more than {n_params} distinct (params, tokens) pairs; the data "
                          f"have {len(pairs)} distinct pair{'s' if len(pairs) != 1 else ''}",
                          source=source)
-
-
-def _law_from_lines(line, replicates, ci_level, n_points) -> PowerLawFit:
-    tails = [50 * (1 - ci_level), 50 * (1 + ci_level)]
-    if replicates is not None:
-        replicates = replicates[np.isfinite(replicates).all(axis=1)]
-    if replicates is not None and len(replicates):
-        (c_lo, c_hi), (e_lo, e_hi) = np.percentile(replicates, tails, axis=0).T
-        method = "bootstrap percentile"
-    else:
-        c_lo = c_hi = e_lo = e_hi = np.nan
-        method, replicates = "none (no bootstrap)", None
-    return PowerLawFit(exponent=float(line[1]), coef=float(np.exp(line[0])),
-                       exponent_ci=(float(e_lo), float(e_hi)),
-                       coef_ci=(float(np.exp(c_lo)), float(np.exp(c_hi))), ci_level=ci_level,
-                       ci_method=method, n_points=n_points, log_residual_sd=float("nan"),
-                       replicates=replicates)

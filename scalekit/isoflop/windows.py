@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from scalekit.checks import check_choice, check_number
 from scalekit.isoflop.parabolas import Groups
@@ -162,7 +162,7 @@ def _misfit_p(x, y, pure: float, pure_dof: int) -> float:
     rss, dof = polynomial_rss(x, y, 2)
     if dof == 0 or not pure_dof or not pure > 0:
         return float("nan")
-    return float(stats.f.sf(rss / dof / pure, dof, pure_dof))
+    return float(special.fdtrc(dof, pure_dof, rss / dof / pure))  # F survival function
 
 
 def _centred(n: int, best: int, k: int) -> tuple[int, int]:

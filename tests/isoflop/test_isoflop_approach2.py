@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -121,25 +123,25 @@ def tuned_refinedweb(published_data):
 
 
 def test_porian_tuned_refinedweb_exponent(published_data):
-    import json
-
     published = json.loads((published_data / "porian2024_fit_results.json").read_text())
     config = next(r for r in published if r["dataset"] == "rw" and r["hparams"] == "tuned"
                   and r["param_count"] == "standard")
     assert config["basic"]["n_exponent"] == pytest.approx(0.497, abs=5e-4)
     model = IsoFLOPProfiles(n_boot=200).fit(tuned_refinedweb(published_data))
     assert len(model.budgets_) == len(config["optimal_pairs"])
-    assert model.params_law_.exponent == pytest.approx(0.497, abs=0.03)
-    # parabolas through the five sizes around each minimum come closer still
-    windowed = IsoFLOPProfiles(n_boot=200, window=5).fit(tuned_refinedweb(published_data))
-    assert windowed.params_law_.exponent == pytest.approx(0.497, abs=0.01)
-    lo, hi = windowed.params_law_.exponent_ci
+    assert model.params_law_.exponent == pytest.approx(0.497, abs=0.01)
+    lo, hi = model.params_law_.exponent_ci
     assert lo < 0.504 and hi > 0.492  # overlaps the paper's interval [0.492, 0.504]
+    # five sizes around each minimum come close too; every size is further off
+    windowed = IsoFLOPProfiles(n_boot=0, window=5).fit(tuned_refinedweb(published_data))
+    assert windowed.params_law_.exponent == pytest.approx(0.497, abs=0.01)
+    plain = IsoFLOPProfiles(n_boot=0, window="all").fit(tuned_refinedweb(published_data))
+    assert abs(plain.params_law_.exponent - 0.497) > abs(model.params_law_.exponent - 0.497)
 
 
 def test_one_budget_is_rejected():
     data = sweep(budgets=np.array([1e19]))
-    with pytest.raises(InputError, match="at least two compute budgets"):
+    with pytest.raises(InputError, match="at least three compute budgets"):
         IsoFLOPProfiles().fit(data)
 
 
@@ -154,10 +156,10 @@ def test_budget_with_two_points_is_skipped_and_said_so():
     assert model.params_law_.exponent == pytest.approx(A_TRUE, abs=0.02)
 
 
-def test_one_budget_with_enough_sizes_is_rejected():
-    data = sweep(budgets=np.array([1e19, 1e20]))
+def test_two_budgets_with_enough_sizes_are_rejected():
+    data = sweep(budgets=np.array([1e19, 1e20, 1e21]))
     data = data.drop(data.index[data["compute"] == 1e19][2:])
-    with pytest.raises(InputError, match="at least two compute budgets with three or more"):
+    with pytest.raises(InputError, match="at least three compute budgets with three or more"):
         IsoFLOPProfiles().fit(data)
 
 
@@ -191,6 +193,23 @@ def test_line_interval_without_bootstrap_is_the_least_squares_t_interval():
     lo, hi = fit.interval(target)
     np.testing.assert_allclose(np.log(lo), x0 @ beta - half, rtol=1e-9)
     np.testing.assert_allclose(np.log(hi), x0 @ beta + half, rtol=1e-9)
-    # Two budgets leave no residual degree of freedom: no interval rather than a point.
-    lo, hi = fit_power_law(compute[:2], values[:2]).interval(1e24)
-    assert np.isnan(lo).all() and np.isnan(hi).all()
+    # Two budgets leave no residual degree of freedom: the engine refuses the line.
+    with pytest.raises(InputError, match="needs more than 2 points"):
+        fit_power_law(compute[:2], values[:2])
+
+
+def test_the_power_fits_are_engine_results_and_round_trip():
+    from scalekit.fit import FitResult
+    from scalekit.isoflop.powerfit import PowerLawFit
+
+    model = IsoFLOPProfiles(n_boot=50, seed=1).fit(sweep(seed=1))
+    for law in (model.params_law_, model.tokens_law_):
+        assert isinstance(law.fit, FitResult) and law.fit.law.name == "power"
+        assert law.fit.stats["loss"] == "squared" and law.fit.stats["converged"]
+        assert law.exponent == -law.fit.values["alpha"]
+        back = PowerLawFit.from_dict(json.loads(json.dumps(law.to_dict())))
+        assert back.exponent == law.exponent and back.exponent_ci == law.exponent_ci
+        np.testing.assert_allclose(back.interval(1e23), law.interval(1e23))
+    # the bootstrap lines satisfy a + b = 1 replicate by replicate (C = 6·N·D, shared weights)
+    np.testing.assert_allclose(model.params_law_.replicates[:, 1]
+                               + model.tokens_law_.replicates[:, 1], 1.0, atol=1e-9)
