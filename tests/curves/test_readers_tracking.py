@@ -237,7 +237,7 @@ def test_optuna_study_trials_are_curves_with_their_params(tmp_path, capsys):
     frame = read_curves(storage, study="widths")
     assert frame.attrs["format"] == "optuna" and frame["run"].nunique() == 4
     for number, (width, curve) in logged.items():
-        rows = frame[frame["run"] == f"trial-{number}"]
+        rows = frame[frame["run"] == f"widths/trial-{number}"]
         assert rows["step"].tolist() == STEPS and rows["loss"].tolist() == curve
         assert set(rows["width"]) == {width} and set(rows["state"]) == {"complete"}
     db = tmp_path / "s.db"

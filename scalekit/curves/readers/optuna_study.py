@@ -1,7 +1,7 @@
 """Optuna studies: each trial's intermediate values are its curve.
 
 A study in an Optuna storage (``sqlite:///optuna.db``, or any URL Optuna takes).
-Each trial with intermediate values is a run named ``trial-<number>``: the
+Each trial with intermediate values is a run named ``<study>/trial-<number>``: the
 values reported with ``trial.report(value, step)`` are its curve, its params and
 user attributes its attributes, and its state and final value configuration.
 The curve's metric is the study's objective (its name where the study set one
@@ -43,7 +43,7 @@ def read_optuna_records(storage: str, *, study: str | None = None,
         attrs = {**trial.user_attrs, **trial.params, "state": trial.state.name.lower()}
         if trial.value is not None:
             attrs["final_value"] = trial.value
-        records.append(RunRecord(f"trial-{trial.number}", {objective: (
+        records.append(RunRecord(f"{study}/trial-{trial.number}", {objective: (
             steps, [trial.intermediate_values[s] for s in steps], None)}, attrs))
     if not records:
         raise InputError(f"no trial of study {study!r} reported intermediate values",
