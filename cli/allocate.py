@@ -13,7 +13,8 @@ from typing import Optional
 
 import typer
 
-from .common import on_interrupt, open_frame, parse_mapping, print_renderable, store_option
+from .common import (on_interrupt, open_frame, parse_mapping, print_renderable, quiet_option,
+                     store_option)
 
 MODES = ("replay", "plan", "run")
 
@@ -58,7 +59,7 @@ def allocate(
                                    "--curves: error, or keep the first or last one."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG figure here."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Spend a compute budget on a sweep: Successive Halving guided by surrogate forecasts."""
     from scalekit.allocate.budget import parse_budget

@@ -49,9 +49,14 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+def _root(ctx: typer.Context,
+          version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Fit scaling laws to learning curves, with honest uncertainty, and plan compute."""
+    from .common import ProgressBar
+
+    # every command's long work shows one progress bar (scalekit.progress), closed with it
+    ctx.with_resource(ProgressBar())
 
 
 for _name in COMMAND_MODULES:

@@ -91,8 +91,17 @@ def json_option() -> Any:
 
 
 def quiet_option() -> Any:
-    """The ``--quiet`` / ``-q`` option."""
-    return typer.Option(False, "--quiet", "-q", help="Print nothing but errors.")
+    """The ``--quiet`` / ``-q`` option (it also silences the progress bar)."""
+    return typer.Option(False, "--quiet", "-q", help="Print nothing but errors.",
+                        callback=_note_quiet)
+
+
+_QUIET = {"now": False}
+
+
+def _note_quiet(value: bool) -> bool:
+    _QUIET["now"] = bool(value)
+    return value
 
 
 def parse_mapping(items: list[str]) -> dict[str, str] | None:
@@ -173,3 +182,51 @@ def print_renderable(renderable: Any) -> None:
     from rich.console import Console
 
     Console(file=sys.stdout, soft_wrap=False).print(renderable)
+
+
+class ProgressBar:
+    """The library's progress (:mod:`scalekit.progress`) as a rich bar on standard error.
+
+    The bar starts with the first report, so a command that reports nothing
+    draws nothing; one line per task (``bootstrap``, ``training``, …), removed
+    when the command ends. Nothing is drawn when standard error is not a
+    terminal or the command was given ``--quiet`` (:func:`quiet_option`).
+    """
+
+    def __init__(self) -> None:
+        self._bar = None
+        self._tasks: dict[str, Any] = {}
+        self._scope = None
+
+    def __enter__(self) -> "ProgressBar":
+        from scalekit.progress import reporting
+
+        _QUIET["now"] = False
+        if sys.stderr.isatty():
+            self._scope = reporting(self._report)
+            self._scope.__enter__()
+        return self
+
+    def _report(self, task: str, done: int, total: int | None) -> None:
+        if _QUIET["now"]:
+            return
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn)
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=Console(stderr=True), transient=True)
+            self._bar.start()
+        if task not in self._tasks:
+            self._tasks[task] = self._bar.add_task(task, total=total)
+        elif done == 0:  # the same task again (e.g. a bootstrap per group)
+            self._bar.reset(self._tasks[task], total=total)
+        self._bar.update(self._tasks[task], completed=done, total=total)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._scope is not None:
+            self._scope.__exit__(*exc)
+        if self._bar is not None:
+            self._bar.stop()

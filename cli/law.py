@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from .common import open_frame, parse_mapping, print_renderable, store_option
+from .common import open_frame, parse_mapping, print_renderable, quiet_option, store_option
 
 law_app = typer.Typer(help="Fit the depth, class-count or inference-k law and plan with it.",
                       no_args_is_help=True)
@@ -28,7 +28,7 @@ _LOSS = typer.Option("huber", "--loss", help="Objective on log residuals: huber 
 _SEED = typer.Option(0, "--seed", help="Seed of every random choice.")
 _JSON = typer.Option(None, "--json", help="Write the JSON report here.")
 _PLOT = typer.Option(None, "--plot", help="Write a PNG/SVG plot here.")
-_QUIET = typer.Option(False, "--quiet", "-q", help="Print nothing but errors.")
+_QUIET = quiet_option()
 
 
 @law_app.command("depth")

@@ -21,6 +21,7 @@ from scalekit.allocate.policies import POLICIES, Policy
 from scalekit.allocate.schedules import SuccessiveHalving, bracket_to, check_eta, floor_log
 from scalekit.allocate.sweep import Sweep
 from scalekit.checks import check_choice, check_number, fail
+from scalekit.progress import track
 
 
 def reveal(sweep: Sweep) -> Callable:
@@ -167,7 +168,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         raise fail("seeds", seeds, "at least one seed")
     rows, examples, example_sweep = [], {}, None
     exhaustive_total = []
-    for seed in seeds:
+    for seed in track(seeds, "replay seeds"):
         sweep = sweeps(seed) if callable(sweeps) else sweeps
         rng = np.random.default_rng(seed)
         pool = sweep.runs

@@ -29,6 +29,7 @@ import numpy as np
 
 from scalekit.fit.multistart import minimize_batch
 from scalekit.laws.base import Law
+from scalekit.progress import track
 
 _JOB: dict = {}
 
@@ -77,9 +78,10 @@ def bootstrap_fits(law: Law, X, log_y: np.ndarray, counts: np.ndarray, starts: n
         if n_jobs > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
             context = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
-                parts = list(pool.map(_fit_chunk, chunks))
+                parts = list(track(pool.map(_fit_chunk, chunks), "bootstrap",
+                                   total=len(chunks)))
         else:
-            parts = [_fit_chunk(chunk) for chunk in chunks]
+            parts = [_fit_chunk(chunk) for chunk in track(chunks, "bootstrap")]
     finally:
         _JOB = {}
     if not parts:

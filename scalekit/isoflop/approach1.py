@@ -18,6 +18,7 @@ from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.errors import InputError
 from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.powerfit import fit_power_law
+from scalekit.progress import track
 
 
 class Envelope(AllocationEstimator):
@@ -86,7 +87,7 @@ class Envelope(AllocationEstimator):
         if self.n_boot:
             rng = np.random.default_rng(self.seed)
             n_reps, t_reps = [], []
-            for _ in range(self.n_boot):
+            for _ in track(range(self.n_boot), "approach 1 bootstrap"):
                 chosen = np.zeros(len(runs), bool)
                 chosen[rng.integers(0, len(runs), len(runs))] = True
                 b, u = _envelope(loss, params, chosen)

@@ -24,6 +24,7 @@ from scipy.special import ndtri
 
 from scalekit.checks import check_number
 from scalekit.errors import InputError
+from scalekit.progress import track
 from scalekit.surrogates.base import check_curve
 
 QUANTILES = np.array([0.025, 0.1, 0.25, 0.5, 0.75, 0.9, 0.975])
@@ -265,7 +266,7 @@ def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
     if calibration:
         groups["calibration"] = calibration
     rows = []
-    for name, method in methods.items():
+    for name, method in track(methods.items(), "forecast methods", total=len(methods)):
         result = run_method(method, tasks, calibration)
         per_curve = result.seconds / len(tasks)
         scales = None

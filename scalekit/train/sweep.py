@@ -21,6 +21,7 @@ import pandas as pd
 
 from scalekit.errors import InputError
 from scalekit.executors import InlineExecutor, make_executor
+from scalekit.progress import track
 from scalekit.train.config import TrainConfig
 
 GRID_FIELDS = {"widths": "width", "depths": "depth", "data": "data", "steps": "steps", "lrs": "lr",
@@ -186,7 +187,7 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
     else:
         futures = {executor.submit(run_job, config, *args): [config] for config in configs}
     results = {}
-    for future in as_completed(futures):
+    for future in track(as_completed(futures), "training", total=len(futures)):
         done = future.result()
         for result in done if batched else [done]:
             results[result["name"]] = TrainedRun(**result)
