@@ -49,25 +49,40 @@ def frontier_points(observed: Mapping[str, Curve]) -> tuple[np.ndarray, np.ndarr
     return compute[keep], loss[keep]
 
 
-def fit_frontier(observed: Mapping[str, Curve], *, seed: int = 0):
+def fit_frontier(observed: Mapping[str, Curve], *, seed: int = 0, min_compute: float = 0.0):
     """Fit ``L(C) = E + A C^-alpha`` (law ``frontier``) to the frontier of ``observed``.
 
     Huber loss on log residuals (``fit_law`` defaults), started from every
     ``k``-th point of the law's start grid so that about :data:`FRONTIER_STARTS`
-    starts are optimised (replays fit hundreds of frontiers). Returns the
-    :class:`~scalekit.fit.FitResult`, or None with fewer than four frontier
-    points (three parameters need more than three points).
+    starts are optimised (replays fit hundreds of frontiers). Only frontier
+    points at ``min_compute`` FLOPs or more are fitted (the law does not describe
+    the first, warm-up points of a sweep). Returns the
+    :class:`~scalekit.fit.FitResult`, or None with fewer than four such points
+    (three parameters need more than three points).
     """
     from scalekit.fit import fit_law
     from scalekit.laws import get_law
 
     compute, loss = frontier_points(observed)
+    keep = compute >= min_compute
+    compute, loss = compute[keep], loss[keep]
     if len(compute) < 4:
         return None
     law = get_law("frontier")
     grid = law.start_grid({"compute": compute}, loss)
     starts = grid[:: max(1, -(-len(grid) // FRONTIER_STARTS))]
     return fit_law(law, {"compute": compute}, loss, starts=starts, seed=seed)
+
+
+def frontier_miss(fit, observed: Mapping[str, Curve], compute: float) -> float:
+    """Relative gap between ``fit`` at ``compute`` and the lowest loss ``observed`` reaches there
+    (its last frontier point at or below ``compute``): the reference law's own miss."""
+    points, loss = frontier_points(observed)
+    seen = loss[points <= compute * (1 + 1e-12)]
+    if fit is None or not len(seen):
+        return float("nan")
+    ours = float(np.asarray(fit.predict({"compute": [compute]}), float).ravel()[0])
+    return abs(ours - seen[-1]) / seen[-1]
 
 
 def frontier_law_error(fit, reference, computes) -> np.ndarray:

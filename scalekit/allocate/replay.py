@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -132,7 +133,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
            budgets: Sequence[float], seeds: Sequence[int] | int = 20, eta: int = 3,
            min_resource: float | None = None, n_candidates: int | None = None,
            frontier: bool = True, policy_factory: Callable[[str, int], Policy] | None = None,
-           completion: str | None = "joint") -> ReplayResult:
+           completion: str | None = "joint", frontier_min_compute: float = 0.0) -> ReplayResult:
     """Replay every policy at every budget and seed.
 
     Parameters
@@ -162,6 +163,10 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         forecast-completed frontier-law error, and every candidate (runs never
         trained forecast from their size) on its logging schedule for the
         all-completed one; None skips both measures.
+    frontier_min_compute : float
+        Every frontier law (the reference and each allocation's) is fitted to the
+        frontier points at this many FLOPs or more only; rows carry the reference's
+        own miss at the largest compute (``reference_miss_at_max``).
     """
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seeds:
@@ -180,7 +185,9 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         total = sub.total_compute()
         exhaustive_total.append(total)
         largest = max(c.compute[-1] for c in sub.curves.values())
-        reference = metrics.fit_frontier(sub.curves, seed=seed) if frontier else None
+        fit_frontier = partial(metrics.fit_frontier, seed=seed, min_compute=frontier_min_compute)
+        reference = fit_frontier(sub.curves) if frontier else None
+        reference_miss = metrics.frontier_miss(reference, sub.curves, largest)
         exhaustive_best = min(sub.final_loss(r) for r in pool)
         for budget in budgets:
             flops = budget * total if budget <= 1 else float(budget)
@@ -192,7 +199,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                                                policy_factory=factory)
                 if seed == seeds[0]:
                     examples[(budget, name)] = (allocation, bracket)
-                fit = metrics.fit_frontier(allocation.observed, seed=seed) if frontier else None
+                fit = fit_frontier(allocation.observed) if frontier else None
                 errors = metrics.frontier_law_error(fit, reference, [largest, 10 * largest])
                 completed, every = np.full(2, np.nan), np.full(2, np.nan)
                 if frontier and completion is not None:
@@ -200,12 +207,12 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                         allocation.observed, sub,
                         metrics.completed_runs(allocation.promotions, allocation.observed),
                         make_forecaster(completion, seed=seed))
-                    completed = metrics.frontier_law_error(metrics.fit_frontier(curves, seed=seed),
+                    completed = metrics.frontier_law_error(fit_frontier(curves),
                                                            reference, [largest, 10 * largest])
                     curves = metrics.forecast_completed(
                         allocation.observed, sub, pool,
                         make_forecaster(completion, seed=seed, unseen=True), logged=True)
-                    every = metrics.frontier_law_error(metrics.fit_frontier(curves, seed=seed),
+                    every = metrics.frontier_law_error(fit_frontier(curves),
                                                        reference, [largest, 10 * largest])
                 rows.append(dict(
                     policy=name, budget=budget, budget_flops=flops, seed=seed,
@@ -213,6 +220,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                     exhaustive_best_loss=exhaustive_best,
                     spent=allocation.spent, compute_fraction=allocation.spent / total,
                     frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
+                    reference_miss_at_max=reference_miss,
                     completed_frontier_error_at_max=completed[0],
                     completed_frontier_error_at_10x=completed[1],
                     all_completed_frontier_error_at_max=every[0],
@@ -220,17 +228,19 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                     rungs=len(bracket.rungs) if bracket else 0,
                     top_resource=bracket.rungs[-1].resource if bracket else np.nan))
     frame = pd.DataFrame(rows)
-    uniform = frame[frame.policy == "uniform"].set_index(["budget", "seed"])["best_loss"]
-    if len(uniform):
-        ref = uniform.reindex(pd.MultiIndex.from_frame(frame[["budget", "seed"]])).to_numpy()
-        frame["improvement_vs_uniform"] = (ref - frame["best_loss"].to_numpy()) / ref
+    for baseline, column in (("uniform", "improvement_vs_uniform"), ("loss", "improvement_vs_sh")):
+        best = frame[frame.policy == baseline].set_index(["budget", "seed"])["best_loss"]
+        if len(best):
+            ref = best.reindex(pd.MultiIndex.from_frame(frame[["budget", "seed"]])).to_numpy()
+            frame[column] = (ref - frame["best_loss"].to_numpy()) / ref
     summary = (frame.groupby(["budget", "policy"], sort=False)
                .agg(budget_flops=("budget_flops", "mean"), best_loss=("best_loss", "mean"),
-                    improvement_vs_uniform=("improvement_vs_uniform", "mean")
-                    if "improvement_vs_uniform" in frame else ("best_loss", "size"),
+                    **{column: (column, "mean") for column in
+                       ("improvement_vs_uniform", "improvement_vs_sh") if column in frame},
                     compute_fraction=("compute_fraction", "mean"),
                     frontier_error_at_max=("frontier_error_at_max", "median"),
                     frontier_error_at_10x=("frontier_error_at_10x", "median"),
+                    reference_miss_at_max=("reference_miss_at_max", "median"),
                     completed_frontier_error_at_max=("completed_frontier_error_at_max", "median"),
                     completed_frontier_error_at_10x=("completed_frontier_error_at_10x", "median"),
                     all_completed_frontier_error_at_max=("all_completed_frontier_error_at_max",
