@@ -155,3 +155,42 @@ def test_frontier_law_fit_recovers_a_known_frontier():
     assert np.all(error < 1e-4)
     truth = 1.8 + 300.0 * 1e21 ** -0.15
     assert fit.predict({"compute": np.array([1e21])})[0] == pytest.approx(truth, rel=1e-4)
+
+
+def _chinchilla_grid_sweep():
+    """Runs of 8 sizes, each trained to 20 tokens per parameter: small runs end at small computes."""
+    from scalekit.allocate.synthetic import chinchilla_loss
+
+    rows = []
+    for size in np.geomspace(1e7, 1e9, 8):
+        tokens = np.geomspace(1e6, 20 * size, 30)
+        rows += [dict(run=f"n{size:.0e}", step=i + 1, compute=6 * size * d, params=size,
+                      loss=chinchilla_loss(size, d)) for i, d in enumerate(tokens)]
+    return sweep_from_frame(pd.DataFrame(rows), resource="compute")
+
+
+@pytest.mark.parametrize("fraction", [0.02, 0.05, 0.2])
+def test_plain_halving_spends_the_whole_budget_when_its_runs_end_early(fraction):
+    from scalekit.allocate.engine import drive, successive_halving
+    from scalekit.allocate.policies import LossPolicy
+    from scalekit.allocate.replay import reveal
+
+    grid = _chinchilla_grid_sweep()
+    budget = fraction * grid.total_compute()
+    allocation, bracket = allocate(grid, "loss", budget, seed=0)
+    fixed = drive(successive_halving(grid, bracket, LossPolicy(), budget, fill_budget=False),
+                  reveal(grid))
+    assert fixed.spent < 0.97 * budget  # the worst-case plan leaves part of it unspent
+    assert allocation.spent == pytest.approx(budget, rel=1e-9)
+    assert _spent_from_reached(grid, allocation) == pytest.approx(budget, rel=1e-9)
+    assert best_final_loss(allocation.observed) <= best_final_loss(fixed.observed)
+
+
+def test_improvement_over_plain_halving_is_read_against_the_same_budget_and_seed():
+    result = replay(_chinchilla_grid_sweep(), policies=["uniform", "loss", "forecast"],
+                    budgets=[0.05, 0.2], seeds=[0, 1], frontier=False)
+    rows = result.rows.set_index(["budget", "seed", "policy"])
+    for (budget, seed, policy), row in rows.iterrows():
+        plain = rows.loc[(budget, seed, "loss"), "best_loss"]
+        assert row["improvement_vs_sh"] == pytest.approx((plain - row["best_loss"]) / plain)
+        assert row["compute_fraction"] == pytest.approx(budget, rel=1e-9)  # all spend the same
