@@ -53,7 +53,7 @@ from scalekit.allocate.synthetic import early_leader_sweep
 from scalekit.serialise import dumps
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
-POLICIES = ["uniform", "loss", "forecast", "frontier", "exhaustive"]
+POLICIES = ["uniform", "loss", "forecast", "frontier", "clairvoyant", "exhaustive"]
 
 
 def misfitting_sweep(path: Path = DATA / "misfitting_all_checkpoints.csv", *,
@@ -78,30 +78,56 @@ def misfitting_sweep(path: Path = DATA / "misfitting_all_checkpoints.csv", *,
     return sweep_from_frame(frame, resource="compute", source=str(path))
 
 
+#: Depths of the nanoGPT grid, in the file's column order (Schram et al.'s MoreInfo.txt).
+NANOGPT_LAYERS = (8, 10, 12, 24, 32, 48)
+#: Its 11 evaluation steps: ``int(e**i)`` for i = 0 … 9, then the last common step.
+NANOGPT_STEPS = tuple(int(np.exp(i)) for i in range(10)) + (17471,)
+#: Frontier laws on the nanoGPT grid are fitted from the smallest model's step 148 on (the
+#: steps before it are the warm-up plateau near ln(50304) = 10.8 and its first drop).
+NANOGPT_MIN_COMPUTE = 6.0 * 12 * 8 * 512 ** 2 * 148
+
+
+def nanogpt_sweep(path: Path = DATA / "nanogpt_layer_over_embd.csv", *, resource: str = "compute"):
+    """The 30 nanoGPT runs of Schram et al.'s companion data (5 widths × 6 depths, 11 steps).
+
+    Each row of the file is one width (``n_embd``) followed by 6 × 11 validation
+    losses. The resource is the step; a run's FLOPs per step are ``6 N`` per token
+    with ``N = 12 · n_layer · n_embd²`` (non-embedding parameters, Kaplan et al. 2020)
+    and the same tokens per step for every run, which cancels in shares of the sweep.
+    """
+    raw = pd.read_csv(path, header=None).to_numpy(float)
+    rows = []
+    for line in raw:
+        width, losses = int(line[0]), line[1:].reshape(len(NANOGPT_LAYERS), len(NANOGPT_STEPS))
+        for depth, curve in zip(NANOGPT_LAYERS, losses):
+            params = 12.0 * depth * width ** 2
+            rows += [dict(run=f"d{depth}-w{width}", step=step, compute=6.0 * params * step,
+                          loss=loss, params=params) for step, loss in zip(NANOGPT_STEPS, curve)]
+    return sweep_from_frame(pd.DataFrame(rows), resource=resource, source=str(path))
+
+
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
-    plain = rows[rows.policy == "loss"].set_index(["budget", "seed"])["best_loss"]
+    """Per (budget, policy): means over seeds, 95% t-intervals of the gains, shares of seeds."""
+    def half_width(values):
+        return (stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
+                if len(values) > 1 else np.nan)
+
     out = []
     for (budget, policy), group in rows.groupby(["budget", "policy"], sort=False):
-        gain = group["improvement_vs_uniform"].to_numpy()
-        half = stats.t.ppf(0.975, len(gain) - 1) * gain.std(ddof=1) / np.sqrt(len(gain))
-        versus = plain.reindex(list(zip(group.budget, group.seed))).to_numpy()
+        versus_sh = group["improvement_vs_sh"].to_numpy()
+        errors = group.frontier_error_at_max
         out.append(dict(
             budget=budget, policy=policy, seeds=len(group),
             best_loss=group.best_loss.mean(),
-            improvement_vs_uniform=gain.mean(), improvement_ci95=half,
-            beats_plain_sh=float(np.mean(group.best_loss.to_numpy() < versus - 1e-12)),
-            ties_plain_sh=float(np.mean(np.abs(group.best_loss.to_numpy() - versus) <= 1e-12)),
-            compute_fraction=group.compute_fraction.mean(),
-            frontier_error_at_max=group.frontier_error_at_max.median(),
-            frontier_error_at_10x=group.frontier_error_at_10x.median(),
-            frontier_within_1pct=float(np.mean(group.frontier_error_at_max <= 0.01)),
-            completed_frontier_error_at_max=group.completed_frontier_error_at_max.median(),
-            completed_frontier_error_at_10x=group.completed_frontier_error_at_10x.median(),
-            completed_within_1pct=float(np.mean(group.completed_frontier_error_at_max <= 0.01)),
-            all_completed_frontier_error_at_max=group.all_completed_frontier_error_at_max.median(),
-            all_completed_frontier_error_at_10x=group.all_completed_frontier_error_at_10x.median(),
-            all_completed_within_1pct=float(np.mean(
-                group.all_completed_frontier_error_at_max <= 0.01))))
+            vs_sh=versus_sh.mean(), vs_sh_ci95=half_width(versus_sh),
+            beats_sh=float(np.mean(versus_sh > 1e-12)),
+            vs_uniform=group["improvement_vs_uniform"].mean(),
+            compute=group.compute_fraction.mean(),
+            frontier_err=errors.median(), within_1pct=float(np.mean(errors <= 0.01)),
+            within_3pct=float(np.mean(errors <= 0.03)),
+            reference_miss=group.reference_miss_at_max.median(),
+            completed_err=group.completed_frontier_error_at_max.median(),
+            all_completed_err=group.all_completed_frontier_error_at_max.median()))
     return pd.DataFrame(out)
 
 
@@ -162,14 +188,23 @@ def joint_law_bound() -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def run(name: str, seeds: list[int], budgets: list[float]) -> dict:
+#: Data sets: seed -> sweep, candidates drawn per seed (None: all) and the compute from which
+#: the frontier laws are fitted (the first, warm-up checkpoints are not described by the law).
+DATASETS = {
+    "real": (lambda seed: misfitting_sweep(), 27, 1e18),
+    "every": (lambda seed: misfitting_sweep(every_run=True), None, 1e18),
+    "nanogpt": (lambda seed: nanogpt_sweep(), 24, NANOGPT_MIN_COMPUTE),
+    "synthetic": (lambda seed: early_leader_sweep(seed=seed), None, 0.0),
+}
+
+
+def run(name: str, seeds: list[int], budgets: list[float], completion: bool) -> dict:
+    make, candidates, min_compute = DATASETS[name]
     start = time.perf_counter()
-    if name == "real":
-        result = replay(misfitting_sweep(), policies=POLICIES, budgets=budgets,
-                        seeds=seeds, n_candidates=27)
-    else:
-        result = replay(lambda seed: early_leader_sweep(seed=seed), policies=POLICIES,
-                        budgets=budgets, seeds=seeds)
+    result = replay(make if name == "synthetic" else make(0), policies=POLICIES,
+                    budgets=budgets, seeds=seeds, n_candidates=candidates,
+                    frontier_min_compute=min_compute,
+                    completion="joint" if completion else None)
     seconds = time.perf_counter() - start
     show(name, result.rows, seconds, result.exhaustive_compute)
     return {"data": name, "seeds": seeds, "seconds": seconds,
@@ -179,8 +214,8 @@ def run(name: str, seeds: list[int], budgets: list[float]) -> dict:
 
 def show(name: str, rows: pd.DataFrame, seconds: float, exhaustive: float) -> None:
     summary = summarise(rows)
-    convention = ("the file's C column (FLOPs as logged)" if name == "real"
-                  else "6·N·D")
+    convention = {"real": "the file's C column (FLOPs as logged)", "every": "the file's C column",
+                  "nanogpt": "6·N per token, N = 12·n_layer·n_embd²"}.get(name, "6·N·D")
     with pd.option_context("display.width", 220, "display.max_columns", 30,
                            "display.float_format", "{:.4g}".format):
         print(f"\n== {name}: {rows.seed.nunique()} seeds, {seconds:.0f} s; mean exhaustive "
@@ -192,8 +227,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--data", choices=["real", "synthetic", "both"], default="both")
-    parser.add_argument("--budgets", type=float, nargs="+", default=[0.02, 0.05, 0.1],
+    parser.add_argument("--data", choices=[*DATASETS, "all"], nargs="+", default=["all"])
+    parser.add_argument("--no-completion", action="store_true",
+                        help="skip the forecast-completed frontier errors (faster)")
+    parser.add_argument("--budgets", type=float, nargs="+", default=[0.02, 0.05, 0.1, 0.2],
                         help="shares of the exhaustive sweep")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--merge", type=Path, nargs="+")
@@ -215,9 +252,9 @@ def main() -> None:
             show(name, rows, sum(part["seconds"] for part in mine),
                  float(np.mean([part["exhaustive_flops"] for part in mine])))
         return
-    names = ["real", "synthetic"] if args.data == "both" else [args.data]
+    names = list(DATASETS) if "all" in args.data else args.data
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    results = [run(name, seeds, args.budgets) for name in names]
+    results = [run(name, seeds, args.budgets, not args.no_completion) for name in names]
     if args.json:
         args.json.write_text(dumps(results) + "\n")
 

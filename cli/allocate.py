@@ -159,20 +159,22 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
     from scalekit.allocate.replay import replay
     from scalekit.allocate.schedules import format_rung_table
 
+    # uniform and budget-matched plain SH (loss) are the two baselines every policy is read against
     wanted = ["uniform", "loss", "forecast", "frontier"] if policy is None else (
-        ["uniform", policy] if policy != "uniform" else ["uniform"])
+        list(dict.fromkeys(["uniform", "loss", policy])))
     result = replay(sweep, policies=wanted + ["exhaustive"], budgets=budgets,
                     seeds=list(range(seed, seed + seeds)), eta=eta, min_resource=min_resource,
                     n_candidates=candidates, policy_factory=_policy_factory(surrogate),
                     completion=surrogate)
     table = Table(title=f"replay over {seeds} seeds; exhaustive sweep "
                         f"{result.exhaustive_compute:.3g} FLOPs")
-    for column in ("budget", "policy", "best loss", "vs uniform", "compute used",
+    for column in ("budget", "policy", "best loss", "vs uniform", "vs plain SH", "compute used",
                    "law error @max", "law error @10x", "completed @max", "all completed @max"):
         table.add_column(column, justify="right")
     for row in result.summary.itertuples():
         table.add_row(_share(row.budget), row.policy, f"{row.best_loss:.4f}",
-                      f"{row.improvement_vs_uniform:+.2%}", f"{row.compute_fraction:.2%}",
+                      f"{row.improvement_vs_uniform:+.2%}", f"{row.improvement_vs_sh:+.2%}",
+                      f"{row.compute_fraction:.2%}",
                       _pct(row.frontier_error_at_max), _pct(row.frontier_error_at_10x),
                       _pct(row.completed_frontier_error_at_max),
                       _pct(row.all_completed_frontier_error_at_max))

@@ -53,7 +53,7 @@ def _last_loss(curve: Curve) -> float:
     return float(curve.loss[-1]) if len(curve) else np.inf
 
 
-def _best(scores: dict[str, float], keep: int, rng: np.random.Generator,
+def rank(scores: dict[str, float], keep: int, rng: np.random.Generator,
           observed: dict[str, Curve]) -> list[str]:
     """The ``keep`` runs of lowest score; NaN scores last, ordered by their current
     loss; remaining ties broken at random by ``rng``."""
@@ -73,7 +73,7 @@ class LossPolicy:
 
     def select(self, observed, keep, context):
         scores = {r: _last_loss(c) for r, c in observed.items()}
-        return _best(scores, keep, context.rng, observed)
+        return rank(scores, keep, context.rng, observed)
 
 
 @dataclass
@@ -96,7 +96,7 @@ class ForecastPolicy:
     def select(self, observed, keep, context):
         x = {r: np.array([context.target_compute(r)]) for r in observed}
         q = self.forecaster.forecast(observed, context.sweep.params, x, [self.quantile])
-        return _best({r: q[r][0, 0] for r in observed}, keep, context.rng, observed)
+        return rank({r: q[r][0, 0] for r in observed}, keep, context.rng, observed)
 
 
 @dataclass
@@ -137,7 +137,7 @@ class FrontierPolicy:
                 margin = np.where(np.isfinite(others) & np.isfinite(low[i]),
                                   (others - low[i]) / others, -np.inf)
             scores[run] = -float(np.max(margin))
-        return _best(scores, keep, context.rng, observed)
+        return rank(scores, keep, context.rng, observed)
 
 
 def get_policy(name: str, *, surrogate: str = "joint", quantile: float = 0.5,

@@ -18,7 +18,7 @@ import pandas as pd
 from scalekit.allocate import metrics
 from scalekit.allocate.engine import Allocation, drive, successive_halving
 from scalekit.allocate.forecasters import make_forecaster
-from scalekit.allocate.policies import POLICIES, Policy
+from scalekit.allocate.policies import POLICIES, Policy, rank
 from scalekit.allocate.schedules import SuccessiveHalving, bracket_to, check_eta, floor_log
 from scalekit.allocate.sweep import Sweep
 from scalekit.checks import check_choice, check_number, fail
@@ -92,6 +92,24 @@ def _water_level(totals: np.ndarray, budget: float) -> float:
     return float(ordered[-1])
 
 
+@dataclass
+class ClairvoyantPolicy:
+    """The bound no policy can beat at ranking: promote the runs whose loss at the target
+    resource is lowest, read from the complete curves of ``sweep`` (replays only)."""
+
+    sweep: Sweep
+    name: str = "clairvoyant"
+
+    def select(self, observed, keep, context):
+        ahead = {r: self.sweep.curves[r].until(context.target) for r in observed}
+        scores = {r: float(c.loss[-1]) if len(c) else np.inf for r, c in ahead.items()}
+        return rank(scores, keep, context.rng, observed)
+
+
+#: Allocations only a replay can make: no promotion, or promotion that knows the future.
+REPLAY_POLICIES = POLICIES + ("clairvoyant",)
+
+
 def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequence[str] | None = None,
              eta: int = 3, min_resource: float | None = None, seed: int = 0,
              policy_factory: Callable[[str], Policy] | None = None) -> tuple[Allocation, SuccessiveHalving | None]:
@@ -100,11 +118,13 @@ def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequenc
     runs = list(runs if runs is not None else sweep.runs)
     name = policy if isinstance(policy, str) else policy.name
     if isinstance(policy, str):
-        check_choice("policy", policy, POLICIES)
+        check_choice("policy", policy, REPLAY_POLICIES)
     if name == "uniform":
         return uniform_allocation(sweep, runs, budget), None
     if name == "exhaustive":
         return uniform_allocation(sweep, runs, sweep.subset(runs).total_compute()), None
+    if name == "clairvoyant":
+        policy = ClairvoyantPolicy(sweep)
     if isinstance(policy, str):
         from scalekit.allocate.policies import get_policy
         policy = (policy_factory or (lambda n: get_policy(n, seed=seed)))(policy)
@@ -141,8 +161,8 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
     sweeps : Sweep or callable
         The complete curves, or ``seed -> Sweep`` (a fresh synthetic sweep per seed).
     policies : sequence of str or Policy
-        Names from :data:`~scalekit.allocate.policies.POLICIES` (``uniform`` and
-        ``exhaustive`` included) or policy objects.
+        Names from :data:`REPLAY_POLICIES` (``uniform``, ``exhaustive`` and
+        ``clairvoyant`` included) or policy objects.
     budgets : sequence of float
         FLOPs, or, when a value is <= 1, a fraction of the exhaustive sweep.
     seeds : int or sequence of int
