@@ -19,7 +19,8 @@ VAL = [3.3, 2.9, 2.7]
     ("val/loss", "validation", ("loss",)), ("eval_loss", "validation", ("loss",)),
     ("loss/test", "test", ("loss",)), ("train_loss", "train", ("loss",)),
     ("Validation Loss", "validation", ("loss",)), ("loss", None, ("loss",)),
-    ("val/acc", "validation", ("acc",)), ("other_loss", None, ("other", "loss"))])
+    ("val/acc", "validation", ("acc",)), ("other_loss", None, ("other", "loss")),
+    ("hparam/val_loss", "validation", ("loss",))])
 def test_split_words_are_set_aside(name, split, stem):
     assert split_of(name) == (split, stem)
 

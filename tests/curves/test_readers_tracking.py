@@ -245,3 +245,19 @@ def test_optuna_study_trials_are_curves_with_their_params(tmp_path, capsys):
     assert "imported 20 points of 4 runs" in capsys.readouterr().out
     assert main(["store", "import", storage, "--store", str(db)]) == 2  # two studies: which?
     assert "--study" in capsys.readouterr().err
+
+
+def test_tensorboard_sweep_of_final_values_logged_only_with_add_hparams(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    for name, size in SIZES.items():
+        with SummaryWriter(str(tmp_path / name)) as writer:
+            writer.add_hparams({"n_params": size}, {"hparam/val_loss": _val(size, 40),
+                                                     "hparam/train_loss": _train(size, 40)})
+    frame = read_curves(tmp_path)
+    assert sorted(frame["run"]) == ["large", "small"]
+    for name, size in SIZES.items():
+        row = frame[frame["run"] == name].iloc[0]
+        assert row["params"] == size
+        assert row["loss"] == pytest.approx(_val(size, 40), rel=1e-6)
+    assert frame.attrs["metric_choice"]["taken"] == "hparam/val_loss"

@@ -6,8 +6,9 @@ A file or log often holds one metric several times: ``train/loss`` and
 1. a name given explicitly (a column mapping) is taken;
 2. else a name equal to the metric asked for (``loss``, or ``metric.loss``);
 3. else, among the names of the metric's family (the same words once the split
-   words are set aside: ``val/loss``, ``eval_loss``, ``loss/test``,
-   ``train_loss`` are all ``loss``), a validation metric (``val``, ``valid``,
+   words, and the ``hparam`` namespace of TensorBoard's ``add_hparams``, are set
+   aside: ``val/loss``, ``eval_loss``, ``loss/test``, ``train_loss``,
+   ``hparam/val_loss`` are all ``loss``), a validation metric (``val``, ``valid``,
    ``validation``, ``eval``, ``evaluation``, ``dev``, ``heldout``) before a
    test metric, before an unmarked one, before a training metric (``train``,
    ``training``); the first in the source's order among equals.
@@ -34,6 +35,8 @@ SPLIT_WORDS = {"validation": ("val", "valid", "validation", "eval", "evaluation"
                "train": ("train", "training")}
 #: Splits in order of preference (``None``: the name says no split).
 PREFERENCE = ("validation", "test", None, "train")
+#: Words that only say where a metric was logged (``hparam/val_loss`` of ``add_hparams``).
+NAMESPACE_WORDS = ("hparam", "hparams")
 _SPLIT_OF = {word: split for split, words in SPLIT_WORDS.items() for word in words}
 _WORDS = re.compile(r"[\s/_.\-]+")
 
@@ -48,6 +51,8 @@ def split_of(name: str) -> tuple[str | None, tuple[str, ...]]:
     """
     split, stem = None, []
     for word in (w for w in _WORDS.split(str(name).strip().lower()) if w):
+        if word in NAMESPACE_WORDS:
+            continue
         if split is None and word in _SPLIT_OF:
             split = _SPLIT_OF[word]
         else:

@@ -5,7 +5,8 @@ the hparams plugin (its session start info, as written by
 ``SummaryWriter.add_hparams`` or ``tensorboard.plugins.hparams``) are the run's
 attributes. ``add_hparams`` writes them into a sub-folder of the run's folder,
 with the metric values it was given; such a sub-folder holding nothing but
-hparams and those values gives its hyper-parameters to the run above it.
+hparams and those values gives its hyper-parameters to the run above it (and
+those values too, when the run logged nothing else: a sweep of final values).
 Needs the optional package ``tensorboard``.
 """
 
@@ -30,7 +31,7 @@ def read_tensorboard_records(path: Path) -> tuple[list[RunRecord], list[str]]:
     if not folders:
         raise InputError("the folder holds no TensorBoard event files", source=str(path))
     records: dict[Path, RunRecord] = {}
-    hparams_only: dict[Path, dict] = {}
+    hparams_only: dict[Path, RunRecord] = {}
     for folder in folders:
         acc = event_accumulator.EventAccumulator(  # keep repeated steps: they are errors
             str(folder), size_guidance={event_accumulator.SCALARS: 0,
@@ -41,13 +42,15 @@ def read_tensorboard_records(path: Path) -> tuple[list[RunRecord], list[str]]:
         record = RunRecord(name, _series(acc), _hparams(acc))
         if record.attrs and folder.parent in records and all(
                 tag.startswith("hparam") for tag in record.series):
-            hparams_only[folder] = record.attrs
+            hparams_only[folder] = record
         else:
             records[folder] = record
     notes = []
-    for folder, attrs in hparams_only.items():
+    for folder, child in hparams_only.items():
         parent = records[folder.parent]
-        parent.attrs = {**attrs, **parent.attrs}
+        parent.attrs = {**child.attrs, **parent.attrs}
+        if not parent.series:  # a run that logged only add_hparams: its values are the curve
+            parent.series = child.series
         notes.append(f"hparams of {folder.relative_to(path).as_posix()!r} (add_hparams) read as "
                      f"attributes of run {parent.name!r}")
     return list(records.values()), notes
