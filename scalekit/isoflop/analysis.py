@@ -20,7 +20,7 @@ NAMES = {"1": "1 envelope", "2": "2 IsoFLOP profiles", "3": "3 parametric law"}
 
 @dataclass
 class IsoFLOPReport:
-    """What ``run_isoflop`` / ``run_plan`` produced: the JSON body, tables as data
+    """What ``run_isoflop`` produced: the JSON body, tables as data
     (see :mod:`scalekit.report.tables`), the fitted estimators and the note lines."""
 
     title: str

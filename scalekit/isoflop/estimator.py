@@ -8,6 +8,7 @@ import pandas as pd
 
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import NotFittedError
+from scalekit.fit.compute_optimal import EXTRAPOLATION_WARN
 from scalekit.isoflop.points import convention_text, isoflop_points
 from scalekit.isoflop.powerfit import allocation_json
 
@@ -20,8 +21,6 @@ class AllocationEstimator:
     ``compute_range_`` (the least and most compute the fitted line rests on).
     """
 
-    #: A target this many times beyond the data's compute range is a warning, not a note.
-    EXTRAPOLATION_WARNING = 10.0
 
     def convention_text(self) -> str:
         return convention_text(self.convention, self.flops_per_param_token)
@@ -38,14 +37,17 @@ class AllocationEstimator:
             raise NotFittedError.for_estimator(self)
 
     def extrapolation(self, target_compute: float) -> list[Diagnostic]:
-        """An ``extrapolation`` diagnostic when ``target_compute`` lies outside ``compute_range_``."""
+        """An ``extrapolation`` diagnostic when ``target_compute`` lies outside ``compute_range_``.
+
+        A warning beyond the factor the plans use (``EXTRAPOLATION_WARN``), else a note.
+        """
         self._check_fitted()
         lo, hi = self.compute_range_
         if lo <= target_compute <= hi:
             return []
         factor = target_compute / hi if target_compute > hi else lo / target_compute
         side = "beyond the largest" if target_compute > hi else "below the smallest"
-        severity = "warning" if factor > self.EXTRAPOLATION_WARNING else "info"
+        severity = "warning" if factor > EXTRAPOLATION_WARN else "info"
         return [Diagnostic("extrapolation", severity,
                            f"the target compute {target_compute:.3g} FLOPs is {factor:.3g}x "
                            f"{side} compute the fit rests on ({lo:.3g} to {hi:.3g}); N* and D* "
