@@ -262,10 +262,11 @@ class IsoFLOPProfiles(AllocationEstimator):
                                       "(extrapolated); sample sizes beyond it", budget=budget,
                                       value=float(row.offset)))
             elif budget_flags:
+                centre = getattr(row, f"{self.profile}_opt")
                 out.append(Diagnostic("profile_misfit", "info",
                                       f"{where}: the sampled grid is lopsided around the vertex "
                                       f"(offset {row.offset:+.2f}); centre the next sweep on "
-                                      f"{self.profile} ≈ {getattr(row, self.profile + '_opt'):.3g}",
+                                      f"{self.profile} ≈ {centre:.3g}",
                                       budget=budget, value=float(row.offset)))
         return out
 

@@ -203,7 +203,8 @@ def fit_power_law(compute, values, *, replicates=None, weights=None,
     half_slope = t * sd / np.sqrt(dc @ dc)
     half_intercept = t * sd * np.sqrt(1 / n + log_c[keep].mean() ** 2 / (dc @ dc))
     t_line = (float(log_c[keep].mean()), float(dc @ dc), n, float(t * sd))
-    ci = {"A": (float(np.exp(intercept - half_intercept)), float(np.exp(intercept + half_intercept))),
+    ci = {"A": (float(np.exp(intercept - half_intercept)),
+                float(np.exp(intercept + half_intercept))),
           "alpha": (float(-slope - half_slope), float(-slope + half_slope))}
     stats_ = {**result.stats, "ci_method": "t interval", "residual_scale": sd}
     return PowerLawFit(replace(result, ci=ci, stats=stats_), t_line)

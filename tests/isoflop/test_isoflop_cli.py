@@ -140,4 +140,5 @@ def test_a_target_inside_the_budgets_is_no_extrapolation(tmp_path, capsys):
                  "0", "--target-compute", "1e20", "--json", str(out), "--quiet"])
     assert code == 0, capsys.readouterr().err
     report = json.loads(out.read_text())
-    assert report["diagnostics"] == [] and report["verdict"] == "verdict: 2 IsoFLOP profiles: no warnings"
+    assert report["diagnostics"] == []
+    assert report["verdict"] == "verdict: 2 IsoFLOP profiles: no warnings"
