@@ -187,7 +187,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
         last = budgets[-1]
         plot_allocations(result.example_sweep,
                          {name: pair for (b, name), pair in result.examples.items() if b == last},
-                         plot, rung_policy="forecast")
+                         plot, rung_policy="forecast", title=f"budget {_share(last)}, first seed")
     report = {"mode": "replay", "exhaustive_flops": result.exhaustive_compute,
               "summary": result.summary.to_dict(orient="records"),
               "rows": result.rows.to_dict(orient="records"),

@@ -15,8 +15,9 @@ from scalekit.integrations.ray_tune import ForecastScheduler  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-#: Steps reported: every step up to 27, then every ninth (the forecasts need no more).
-REPORTED = [*range(1, 28), *range(36, 244, 9)]
+#: Steps reported: every step up to the first rung, then every third up to the second,
+#: then every 27th (the forecasts need no more, and each report is a round trip in Ray).
+REPORTED = [*range(1, 10), *range(12, 28, 3), *range(54, 244, 27)]
 
 
 @pytest.fixture(scope="module")
