@@ -130,7 +130,8 @@ def _allocate(store_path, task, trainer, policy, *, budget, eta, min_resource, s
     recorded = dict(settings or {}, budget=float(budget), policy=policy.name, eta=eta,
                     min_resource=min_resource, seed=seed, resource=sweep.resource_name,
                     runs=sweep.runs)
-    with CurveStore(store_path) as store, AllocationState(store_path) as state:
+    with CurveStore(store_path) as store, AllocationState(store_path) as state, \
+            state.locked(task):
         state.start_task(task, recorded)
         for run in sweep.runs:
             store.add_run(run, source=f"allocate:{task}",

@@ -9,66 +9,46 @@ tables, owned by the allocator, sit beside its tables in the same file:
   are in the store;
 - ``allocate_promotions(task, rung, runs)``: the runs promoted into each rung.
 
-Each write is one transaction; SQLite's WAL mode and busy timeout make it safe
-beside the store's own writers.
+The tables are created and migrated by the one SQLite layer
+(:mod:`scalekit.curves.sqlite`), which also gives each write one transaction
+with the store's busy timeout and back-off, and the lock that keeps a second
+process from running the same task at once.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
 from scalekit.allocate.engine import Advance
+from scalekit.curves.sqlite import Database
 from scalekit.errors import InputError
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS allocate_tasks (
-    task TEXT PRIMARY KEY, settings TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS allocate_ledger (
-    task TEXT NOT NULL, rung INTEGER NOT NULL, run TEXT NOT NULL,
-    start REAL NOT NULL, stop REAL NOT NULL, flops REAL NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('reserved', 'done')),
-    PRIMARY KEY (task, rung, run));
-CREATE TABLE IF NOT EXISTS allocate_promotions (
-    task TEXT NOT NULL, rung INTEGER NOT NULL, runs TEXT NOT NULL,
-    PRIMARY KEY (task, rung));
-"""
-
 
 class AllocationState:
     """The allocator's tables in the SQLite file at ``path`` (a context manager)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=30000")
-        with self._transaction():
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                self._db.execute(statement)
+        self._db = Database(path)
+        self._con = self._db.con
 
     def _transaction(self):
-        db = self._db
+        return self._db.transaction()
 
-        class _Tx:
-            def __enter__(self):
-                db.execute("BEGIN IMMEDIATE")
-
-            def __exit__(self, kind, value, trace):
-                db.execute("COMMIT" if kind is None else "ROLLBACK")
-
-        return _Tx()
+    def locked(self, task: str):
+        """Hold the lock of ``task`` while the block runs: a second process running the same
+        task at once is refused, naming the first (see :meth:`Database.locked`)."""
+        return self._db.locked([f"allocate:{task}"], lambda name: f"allocation task {task!r}")
 
     def start_task(self, task: str, settings: Mapping) -> None:
         """Record ``task`` with ``settings``, or check that they match the recorded ones."""
         text = json.dumps(dict(settings), sort_keys=True)
         with self._transaction():
-            row = self._db.execute("SELECT settings FROM allocate_tasks WHERE task = ?",
+            row = self._con.execute("SELECT settings FROM allocate_tasks WHERE task = ?",
                                    (task,)).fetchone()
             if row is None:
-                self._db.execute("INSERT INTO allocate_tasks VALUES (?, ?)", (task, text))
+                self._con.execute("INSERT INTO allocate_tasks VALUES (?, ?)", (task, text))
         if row is not None and row[0] != text:
             old, new = json.loads(row[0]), dict(json.loads(text))
             changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
@@ -78,36 +58,36 @@ class AllocationState:
 
     def ledger(self, task: str) -> dict[tuple[int, str], dict]:
         """``(rung, run) -> {start, stop, flops, status}`` for every advance ordered."""
-        rows = self._db.execute("SELECT rung, run, start, stop, flops, status FROM "
+        rows = self._con.execute("SELECT rung, run, start, stop, flops, status FROM "
                                 "allocate_ledger WHERE task = ?", (task,)).fetchall()
         return {(r[0], r[1]): dict(start=r[2], stop=r[3], flops=r[4], status=r[5]) for r in rows}
 
     def reserve(self, task: str, advance: Advance) -> None:
         """Record ``advance`` as ordered (before its trainer starts); idempotent."""
         with self._transaction():
-            self._db.execute("INSERT OR IGNORE INTO allocate_ledger VALUES (?,?,?,?,?,?,?)",
+            self._con.execute("INSERT OR IGNORE INTO allocate_ledger VALUES (?,?,?,?,?,?,?)",
                              (task, advance.rung, advance.run, advance.start, advance.stop,
                               advance.cost, "reserved"))
 
     def mark_done(self, task: str, advance: Advance) -> None:
         with self._transaction():
-            self._db.execute("UPDATE allocate_ledger SET status = 'done' WHERE task = ? AND "
+            self._con.execute("UPDATE allocate_ledger SET status = 'done' WHERE task = ? AND "
                              "rung = ? AND run = ?", (task, advance.rung, advance.run))
 
     def spent(self, task: str) -> float:
         """FLOPs of every advance ordered (finished or not)."""
-        row = self._db.execute("SELECT COALESCE(SUM(flops), 0) FROM allocate_ledger "
+        row = self._con.execute("SELECT COALESCE(SUM(flops), 0) FROM allocate_ledger "
                                "WHERE task = ?", (task,)).fetchone()
         return float(row[0])
 
     def promotion(self, task: str, rung: int) -> list[str] | None:
-        row = self._db.execute("SELECT runs FROM allocate_promotions WHERE task = ? AND rung = ?",
+        row = self._con.execute("SELECT runs FROM allocate_promotions WHERE task = ? AND rung = ?",
                                (task, rung)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def record_promotion(self, task: str, rung: int, runs: list[str]) -> None:
         with self._transaction():
-            self._db.execute("INSERT OR IGNORE INTO allocate_promotions VALUES (?, ?, ?)",
+            self._con.execute("INSERT OR IGNORE INTO allocate_promotions VALUES (?, ?, ?)",
                              (task, rung, json.dumps(list(runs))))
 
     def close(self) -> None:

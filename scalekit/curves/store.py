@@ -2,19 +2,18 @@
 
 Two tables: ``runs`` (one row per run: name, source, run-level attributes and a
 free JSON configuration) and ``points`` (one row per run, step and metric, with
-the compute, tokens and wall time of that point). The file uses write-ahead
-logging; every write is one ``BEGIN IMMEDIATE`` transaction, retried with
-back-off while another process holds the write lock, so an import lands whole
-or not at all.
+the compute, tokens and wall time of that point). The file is opened through
+the one SQLite layer (:mod:`scalekit.curves.sqlite`: write-ahead logging, schema
+version and migrations, locks); every write is one ``BEGIN IMMEDIATE``
+transaction, retried with back-off while another process holds the write lock,
+so an import lands whole or not at all.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import sqlite3
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,36 +25,10 @@ import pandas as pd
 from scalekit.compute import tokens_for_compute
 from scalekit.curves.schema import (CONFIG_PREFIX, INTEGER_RUN_COLUMNS, LOG_COLUMNS, POINT_COLUMNS,
                                     RUN_COLUMNS, RUN_ONLY_COLUMNS, is_metric_name)
+from scalekit.curves.sqlite import Database
 from scalekit.curves.validate import (MAX_WHOLE, TOO_LARGE, Locator, check_frame, to_float,
                                       to_step)
 from scalekit.errors import InputError
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    source TEXT NOT NULL,
-    params REAL, tokens REAL,
-    depth INTEGER, width INTEGER, classes INTEGER, k INTEGER, seed INTEGER,
-    config TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS points (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    step INTEGER NOT NULL,
-    metric TEXT NOT NULL,
-    value REAL NOT NULL,
-    compute REAL, tokens REAL, wall_time REAL,
-    PRIMARY KEY (run_id, metric, step)
-) WITHOUT ROWID;
-"""
-# The primary key (run_id, metric, step) is the unique (run, step, metric)
-# constraint and, the table being WITHOUT ROWID, the clustered index that makes
-# reading one run's curve a single range scan. The reference to runs holds by
-# construction: points are written only by ``CurveStore._insert`` with run ids
-# resolved in the same transaction, and ``remove`` deletes a run's points itself.
-# SQLite's per-row foreign-key check is therefore left off (its default): it
-# costs about a tenth of a bulk import.
-
 
 @dataclass(frozen=True)
 class ImportSummary:
@@ -80,60 +53,11 @@ class CurveStore:
 
     def __init__(self, path: str | Path = "scalekit.db", *, timeout: float = 120.0,
                  create: bool = True) -> None:
-        self.path = Path(path)
-        self.timeout = float(timeout)
-        self._depth = 0
-        if not create and not self.path.is_file():
-            raise InputError("no curve store here (import curves first)", source=str(self.path))
-        try:
-            self._con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        except sqlite3.Error as exc:  # a missing folder, a folder, no permission
-            raise InputError(f"cannot open the store file ({exc})", source=str(self.path)) from None
-        try:
-            self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            self._retry(lambda: self._set_up(create))
-        except sqlite3.DatabaseError as exc:
-            self._con.close()
-            raise InputError(f"not a scalekit curve store ({exc})", source=str(self.path)) from None
+        self._db = Database(path, timeout=timeout, create=create)
+        self.path, self.timeout = self._db.path, self._db.timeout
+        self._con = self._db.con
 
     # -- connection ---------------------------------------------------------------------------
-    def _set_up(self, create: bool) -> None:
-        """Check the file is a store (or empty) before changing anything, then set it up.
-
-        A SQLite file holding other tables is refused untouched: its journal mode
-        is not switched and no table is added to it.
-        """
-        con = self._con
-        tables = {row[0] for row in
-                  con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        is_store = {"runs", "points"} <= tables
-        if not is_store and (tables or not create):
-            found = ", ".join(sorted(tables)) or "none"
-            raise sqlite3.DatabaseError(f"it has no runs and points tables; tables: {found}")
-        con.execute(f"PRAGMA page_size = {_PAGE_SIZE}")  # takes effect on a new file only
-        if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-            con.execute("PRAGMA journal_mode = WAL")
-        con.execute("PRAGMA synchronous = NORMAL")
-        con.execute("PRAGMA cache_size = -65536")
-        if not is_store:
-            with self.transaction():
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        con.execute(statement)
-
-    def _retry(self, action):
-        """Run ``action``, retrying with back-off while the file is locked by another writer."""
-        delay, deadline = 0.005 * (1 + os.getpid() % 5), time.monotonic() + self.timeout
-        while True:
-            try:
-                return action()
-            except sqlite3.OperationalError as exc:
-                text = str(exc).lower()
-                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 0.25)
-
     @contextmanager
     def transaction(self):
         """Group several writes into one transaction: all of them land, or none.
@@ -141,41 +65,21 @@ class CurveStore:
         Writes outside this block are each their own transaction. Nested blocks
         are savepoints: an error caught inside one undoes only that block.
         """
-        if self._con.in_transaction:
-            name = f"sk{self._depth}"
-            self._con.execute(f"SAVEPOINT {name}")
-            self._depth += 1
-            try:
-                yield self
-            except BaseException:
-                self._con.execute(f"ROLLBACK TO {name}")
-                self._con.execute(f"RELEASE {name}")
-                raise
-            finally:
-                self._depth -= 1
-            self._con.execute(f"RELEASE {name}")
-            return
-        self._retry(lambda: self._con.execute("BEGIN IMMEDIATE"))
-        try:
+        with self._db.transaction():
             yield self
-            self._retry(lambda: self._con.execute("COMMIT"))
-        except BaseException:
-            if self._con.in_transaction:
-                self._con.execute("ROLLBACK")
-            raise
 
-
-    @contextmanager
     def _snapshot(self):
         """A read transaction, so that several queries see one state of the file."""
-        if self._con.in_transaction:
-            yield
-            return
-        self._con.execute("BEGIN")
-        try:
-            yield
-        finally:
-            self._con.execute("COMMIT")
+        return self._db.snapshot()
+
+    def locked(self, names, what):
+        """Hold the store's locks ``names`` while the block runs (see :meth:`Database.locked`)."""
+        return self._db.locked(names, what)
+
+    @property
+    def schema_version(self) -> int:
+        """The file's schema version (``PRAGMA user_version``)."""
+        return self._db.version
 
     def close(self) -> None:
         """Close the connection (the write-ahead log is folded into the file)."""
@@ -519,9 +423,6 @@ class CurveStore:
 #: under SQLite's smallest default limit (32,766); measured about 15% faster than 400.
 _ROWS_PER_INSERT = 2000
 _ROWS_PER_CHUNK = 4 * _ROWS_PER_INSERT
-#: Bytes per page of a new store file: 16 KiB pages make bulk imports about 15% faster
-#: than SQLite's default 4 KiB while a one-point append still writes little.
-_PAGE_SIZE = 16384
 
 
 def _insert_sql(metric: str, extras: Sequence[str], rows: int) -> str:

@@ -13,6 +13,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,20 @@ def _share_threads(workers: int) -> None:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
+@contextmanager
+def _runs_locked(store: str | Path | None, names: list[str]):
+    """Hold the store's lock of every run while they train, so that a second sweep of the
+    same runs at once is refused naming the first (a dead sweep's locks are taken over)."""
+    if store is None:
+        yield
+        return
+    from scalekit.curves import CurveStore
+
+    with CurveStore(store) as opened, opened.locked([f"train:{n}" for n in names],
+                                                    lambda lock: f"run {lock[6:]!r}"):
+        yield
+
+
 def checkpoint_path(directory: str | Path, config: TrainConfig) -> Path:
     """The checkpoint file of ``config`` in ``directory``."""
     return Path(directory) / f"{config.name}.pt"
@@ -182,17 +197,19 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
                          ", ".join(sorted({n for n in names if names.count(n) > 1})))
     executor = executor or InlineExecutor()
     args = (str(store) if store is not None else None, str(checkpoint_dir) if checkpoint_dir is not None else None)
-    if batched:
-        futures = {executor.submit(run_batched_job, group, args[0]): group for group in shape_groups(configs)}
-    else:
-        futures = {executor.submit(run_job, config, *args): [config] for config in configs}
-    results = {}
-    for future in track(as_completed(futures), "training", total=len(futures)):
-        done = future.result()
-        for result in done if batched else [done]:
-            results[result["name"]] = TrainedRun(**result)
-            if on_run_done is not None:
-                on_run_done(result["name"])
+    with _runs_locked(store, names):
+        if batched:
+            futures = {executor.submit(run_batched_job, group, args[0]): group
+                       for group in shape_groups(configs)}
+        else:
+            futures = {executor.submit(run_job, config, *args): [config] for config in configs}
+        results = {}
+        for future in track(as_completed(futures), "training", total=len(futures)):
+            done = future.result()
+            for result in done if batched else [done]:
+                results[result["name"]] = TrainedRun(**result)
+                if on_run_done is not None:
+                    on_run_done(result["name"])
     if not results:
         return pd.DataFrame()
     return pd.concat([results[name].frame() for name in names], ignore_index=True)
