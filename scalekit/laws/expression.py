@@ -1,20 +1,29 @@
-"""Custom laws from an expression string, parsed safely.
+"""Custom laws from an expression string, parsed safely and differentiated exactly.
 
 ``law_from_expression("E + A*N**-alpha")`` reads the expression with Python's
 :mod:`ast` and accepts only numbers, names, ``+ - * / **``, unary signs and calls
-of a few numpy functions (see ``FUNCTIONS``); anything else (attributes,
-subscripts, lambdas, comprehensions, other calls) is refused. Symbols ``N``,
-``D``, ``C`` and ``x`` read the tidy columns ``params``, ``tokens``, ``compute`` and
-``x``; further columns are named with ``inputs``; every other name is a
-parameter. Parameters are positive and fitted as logarithms unless ``params``
-says otherwise. The fit engine differentiates such laws numerically.
+of the functions of ``FUNCTIONS`` with exactly their number of arguments;
+anything else (attributes, subscripts, keywords, lambdas, comprehensions, other
+calls) is refused, as are expressions longer than ``MAX_LENGTH`` characters or
+nested deeper than ``MAX_DEPTH``. Symbols ``N``, ``D``, ``C`` and ``x`` read the
+tidy columns ``params``, ``tokens``, ``compute`` and ``x``; further columns are
+named with ``inputs``; every other name is a parameter. Parameters are positive
+and fitted as logarithms unless ``params`` says otherwise.
+
+Nothing is handed to ``eval``: the parsed tree is turned into a tree of
+:class:`_Node` that numpy evaluates, calling each function with its arguments
+only. The same tree is differentiated with respect to the parameters by the
+chain rule, node by node (forward mode, keeping only the parameters a node
+depends on), which gives the fit engine exact derivatives instead of finite
+differences.
 """
 
 from __future__ import annotations
 
 import ast
-import copy
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,24 +32,62 @@ from scalekit.laws.base import Law, Param
 
 #: Expression symbol -> tidy-frame column.
 SYMBOLS = {"N": "params", "D": "tokens", "C": "compute", "x": "x"}
-#: Functions an expression may call.
-FUNCTIONS = {"exp": np.exp, "log": np.log, "log10": np.log10, "log2": np.log2,
-             "sqrt": np.sqrt, "abs": np.abs, "tanh": np.tanh, "log1p": np.log1p,
-             "expm1": np.expm1, "minimum": np.minimum, "maximum": np.maximum}
+#: Functions an expression may call -> their number of arguments.
+FUNCTIONS = {"exp": 1, "log": 1, "log10": 1, "log2": 1, "sqrt": 1, "abs": 1, "tanh": 1,
+             "log1p": 1, "expm1": 1, "minimum": 2, "maximum": 2}
+#: Longest expression accepted, in characters.
+MAX_LENGTH = 2000
+#: Deepest nesting accepted (levels of the parsed tree: ``a + b*x`` has 3).
+MAX_DEPTH = 100
+#: Largest default start grid (product of the parameters' grid sizes) accepted.
+MAX_STARTS = 400_000
 #: Start grid of a positive parameter, in the log space.
 POSITIVE_GRID = (-3.0, -1.0, 1.0, 3.0, 6.0)
 #: Start grid of a parameter of either sign.
 SIGNED_GRID = (-2.0, -0.5, 0.5, 2.0)
 
-_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd)
+_LN10, _LN2 = math.log(10.0), math.log(2.0)
+#: name -> (value function, derivative of the value in its argument given (u, value)).
+_UNARY: dict[str, tuple[Callable, Callable]] = {
+    "exp": (np.exp, lambda u, v: v),
+    "log": (np.log, lambda u, v: 1.0 / u),
+    "log10": (np.log10, lambda u, v: 1.0 / (u * _LN10)),
+    "log2": (np.log2, lambda u, v: 1.0 / (u * _LN2)),
+    "sqrt": (np.sqrt, lambda u, v: 0.5 / v),
+    "abs": (np.abs, lambda u, v: np.sign(u)),
+    "tanh": (np.tanh, lambda u, v: 1.0 - v * v),
+    "log1p": (np.log1p, lambda u, v: 1.0 / (1.0 + u)),
+    "expm1": (np.expm1, lambda u, v: v + 1.0),
+    "neg": (np.negative, lambda u, v: -1.0),
+    "pos": (np.positive, lambda u, v: 1.0),
+}
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+           "pow": np.power, "minimum": np.minimum, "maximum": np.maximum}
+_OPERATORS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
+              ast.USub: "neg", ast.UAdd: "pos"}
 _NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load,
-          ast.Call) + _OPERATORS
+          ast.Call) + tuple(_OPERATORS)
+
+
+@dataclass(frozen=True)
+class _Node:
+    """One node of a compiled expression.
+
+    ``op`` is ``"const"`` (``leaf`` a float), ``"input"`` (``leaf`` the symbol),
+    ``"param"`` (``leaf`` the parameter's index), an operator or a function name
+    (``args`` its operands). ``deps`` are the indices of the parameters below it.
+    """
+
+    op: str
+    args: tuple["_Node", ...] = ()
+    leaf: object = None
+    deps: frozenset = frozenset()
 
 
 def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str, str] = (),
                         params: Mapping[str, Mapping] | None = None, name: str = "custom"
                         ) -> Law:
-    """Build a :class:`Law` from ``expression``.
+    """Build a :class:`Law` from ``expression``, with exact derivatives.
 
     Parameters
     ----------
@@ -58,7 +105,9 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
     Raises
     ------
     InputError
-        If the expression does not parse or uses anything outside the whitelist.
+        If the expression does not parse, uses anything outside the whitelist, calls
+        a function with the wrong number of arguments, is too long or too deeply
+        nested, or its default start grid would exceed ``MAX_STARTS``.
     """
     tree = _parse(expression)
     symbols = dict(SYMBOLS)
@@ -67,75 +116,200 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
     used_inputs = {s: c for s, c in symbols.items() if s in names}
     param_names = [s for s in names if s not in symbols]
     if not used_inputs:
-        raise InputError(f"expression {expression!r} uses no input (N, D, C, x or one named "
+        raise InputError(f"expression {_quoted(expression)} uses no input (N, D, C, x or one named "
                          "in inputs)")
     if not param_names:
-        raise InputError(f"expression {expression!r} has no free parameter")
+        raise InputError(f"expression {_quoted(expression)} has no free parameter")
     overrides = dict(params or {})
     unknown = sorted(set(overrides) - set(param_names))
     if unknown:
         raise InputError(f"params names {', '.join(unknown)}, which are not parameters of "
-                         f"{expression!r} (its parameters: {', '.join(param_names)})")
+                         f"{_quoted(expression)} (its parameters: {', '.join(param_names)})")
     parameters = tuple(_param(p, overrides.get(p, {})) for p in param_names)
-    code = compile(_float_constants(tree), "<law expression>", "eval")
+    n_starts = math.prod(len(p.grid) for p in parameters)
+    if n_starts > MAX_STARTS:
+        raise InputError(f"expression {_quoted(expression)} has {len(parameters)} parameters, so its "
+                         f"start grid has {n_starts:,} starts, but at most {MAX_STARTS:,} are "
+                         "allowed: give some parameters a shorter grid (params)")
+    root = _compile(tree.body, {p: k for k, p in enumerate(param_names)})
     columns = tuple(dict.fromkeys(used_inputs.values()))
+    log_mask = np.array([p.log for p in parameters])
+
+    def _namespace(X, theta):
+        values = {s: np.asarray(X[c], dtype=float) for s, c in used_inputs.items()}
+        return values, [theta[..., k:k + 1] for k in range(len(param_names))]
+
+    def _shape(X, theta):
+        return np.broadcast_shapes(theta.shape[:-1] + (1,), np.shape(X[columns[0]]))
 
     def function(X, theta):
         theta = np.asarray(theta, dtype=float)
-        namespace = {s: np.asarray(X[c], dtype=float) for s, c in used_inputs.items()}
-        namespace.update({p: theta[..., k:k + 1] for k, p in enumerate(param_names)})
         with np.errstate(all="ignore"):
-            value = eval(code, {"__builtins__": {}, _FLOAT: np.float64, **FUNCTIONS},  # noqa: S307
-                         namespace)
-        shape = np.broadcast_shapes(theta.shape[:-1] + (1,), np.shape(X[columns[0]]))
-        return np.broadcast_to(value, shape)
+            value = _value(root, *_namespace(X, theta))
+        return np.broadcast_to(value, _shape(X, theta))
+
+    def log_value_and_jacobian(X, z):
+        z = np.asarray(z, dtype=float)
+        with np.errstate(all="ignore"):
+            theta = np.where(log_mask, np.exp(z), z)
+            value, grads = _value_and_grad(root, *_namespace(X, theta))
+            shape = _shape(X, theta)
+            value = np.broadcast_to(value, shape)
+            rows = np.zeros((len(param_names),) + shape)  # built as (P, ..., n), returned as a view
+            for k, grad in grads.items():
+                # d log f / d z_k = (df / dtheta_k) (dtheta_k / dz_k) / f
+                rows[k] = grad * (theta[..., k:k + 1] if log_mask[k] else 1.0) / value
+            return np.log(value), np.moveaxis(rows, 0, -1)
 
     return Law(name=name, inputs=columns, params=parameters, formula=expression,
-               function=function, description=f"Custom law {expression}",
+               function=function, log_value_and_jacobian=log_value_and_jacobian,
+               description=f"Custom law {expression}",
                extra={"expression": expression,
                       "symbols": {s: c for s, c in used_inputs.items() if SYMBOLS.get(s) != c}})
 
 
 def _parse(expression: str) -> ast.Expression:
+    if not isinstance(expression, str):
+        raise InputError(f"the expression must be a string, but got {type(expression).__name__}")
+    if len(expression) > MAX_LENGTH:
+        raise InputError(f"the expression has {len(expression):,} characters, but at most "
+                         f"{MAX_LENGTH:,} are allowed")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
-        raise InputError(f"expression {expression!r} does not parse: {exc.msg}") from None
+        raise InputError(f"expression {_quoted(expression)} does not parse: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise InputError(f"expression {_quoted(expression)} is nested too deeply to parse") from None
+    depth = _depth(tree.body)
+    if depth > MAX_DEPTH:
+        raise InputError(f"expression {_quoted(expression)} is nested {depth} levels deep, but at "
+                         f"most {MAX_DEPTH} are allowed")
+    allowed = ", ".join(f"{f}({', '.join('ab'[:k])})" for f, k in FUNCTIONS.items())
     for node in ast.walk(tree):
         if not isinstance(node, _NODES):
-            raise InputError(f"expression {expression!r} may not contain "
+            raise InputError(f"expression {_quoted(expression)} may not contain "
                              f"{type(node).__name__} (allowed: numbers, names, + - * / **, "
-                             f"calls of {', '.join(FUNCTIONS)})")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
-            raise InputError(f"expression {expression!r} may contain only numeric constants")
+                             f"calls of {allowed})")
+        if isinstance(node, ast.Constant) and (isinstance(node.value, bool)
+                                               or not isinstance(node.value, (int, float))):
+            raise InputError(f"expression {_quoted(expression)} may contain only numeric constants")
         if isinstance(node, ast.Call):
-            if (not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS
-                    or node.keywords):
-                raise InputError(f"expression {expression!r} calls something other than "
-                                 f"{', '.join(FUNCTIONS)}")
+            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+                raise InputError(f"expression {_quoted(expression)} calls something other than "
+                                 f"{allowed}")
+            arity = FUNCTIONS[node.func.id]
+            if node.keywords or len(node.args) != arity:
+                given = len(node.args) + len(node.keywords)
+                raise InputError(
+                    f"expression {_quoted(expression)}: {node.func.id} takes {arity} "
+                    f"argument{'s' if arity > 1 else ''}, but is given {given}"
+                    + (" (keyword arguments are not accepted)" if node.keywords else ""))
     return tree
 
 
-#: Name (not a valid identifier, so no symbol can shadow it) of the numpy float type
-#: that every numeric constant is wrapped in.
-_FLOAT = "<float64>"
+def _quoted(expression: str, limit: int = 60) -> str:
+    """``expression`` quoted for a message, its middle cut when it is long."""
+    if len(expression) <= limit:
+        return repr(expression)
+    return repr(expression[:limit // 2] + " … " + expression[-limit // 2:])
 
 
-class _FloatConstants(ast.NodeTransformer):
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+def _depth(root: ast.AST) -> int:
+    """Levels of the tree below ``root`` (iterative: safe on any depth)."""
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node)
+                     if not isinstance(child, (ast.expr_context, ast.operator, ast.unaryop)))
+    return deepest
+
+
+def _compile(node: ast.AST, params: Mapping[str, int]) -> _Node:
+    """The :class:`_Node` tree of a parsed (and checked) expression."""
+    if isinstance(node, ast.Constant):
         try:
             value = float(node.value)
         except OverflowError:              # an integer literal beyond the float range
-            value = float("inf")
-        call = ast.Call(func=ast.Name(id=_FLOAT, ctx=ast.Load()),
-                        args=[ast.Constant(value)], keywords=[])
-        return ast.copy_location(call, node)
+            value = math.inf
+        # A numpy float, so that arithmetic on constants alone (9**9**9) overflows to
+        # inf instead of building a huge Python integer or raising OverflowError.
+        return _Node("const", leaf=np.float64(value))
+    if isinstance(node, ast.Name):
+        if node.id in params:
+            return _Node("param", leaf=params[node.id], deps=frozenset({params[node.id]}))
+        return _Node("input", leaf=node.id)
+    if isinstance(node, ast.UnaryOp):
+        args = (_compile(node.operand, params),)
+        op = _OPERATORS[type(node.op)]
+    elif isinstance(node, ast.BinOp):
+        args = (_compile(node.left, params), _compile(node.right, params))
+        op = _OPERATORS[type(node.op)]
+    else:                                  # ast.Call, checked by _parse
+        args = tuple(_compile(arg, params) for arg in node.args)
+        op = node.func.id
+    return _Node(op, args, deps=frozenset().union(*(a.deps for a in args)))
 
 
-def _float_constants(tree: ast.Expression) -> ast.Expression:
-    """``tree`` with every number a numpy float, so that arithmetic on constants alone
-    (``9**9**9``) overflows to ``inf`` instead of building a huge Python integer."""
-    return ast.fix_missing_locations(_FloatConstants().visit(copy.deepcopy(tree)))
+def _value(node: _Node, inputs: Mapping[str, np.ndarray], theta: Sequence[np.ndarray]):
+    """The expression's value (numpy broadcasting of inputs (n,) and parameters (..., 1))."""
+    if node.op == "const":
+        return node.leaf
+    if node.op == "input":
+        return inputs[node.leaf]
+    if node.op == "param":
+        return theta[node.leaf]
+    args = [_value(arg, inputs, theta) for arg in node.args]
+    if len(args) == 1:
+        return _UNARY[node.op][0](args[0])
+    return _BINARY[node.op](args[0], args[1])
+
+
+def _value_and_grad(node: _Node, inputs: Mapping[str, np.ndarray], theta: Sequence[np.ndarray]
+                    ) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """Value and its derivatives ``{parameter index: d value / d theta_k}`` (only the
+    parameters the node depends on)."""
+    if not node.deps:
+        return _value(node, inputs, theta), {}
+    if node.op == "param":
+        return theta[node.leaf], {node.leaf: 1.0}
+    if len(node.args) == 1:
+        u, du = _value_and_grad(node.args[0], inputs, theta)
+        function, slope = _UNARY[node.op]
+        value = function(u)
+        return value, _scaled(slope(u, value), du)
+    (u, du), (w, dw) = (_value_and_grad(arg, inputs, theta) for arg in node.args)
+    op = node.op
+    if op == "add":
+        return u + w, _sum(du, 1.0, dw, 1.0)
+    if op == "sub":
+        return u - w, _sum(du, 1.0, dw, -1.0)
+    if op == "mul":
+        return u * w, _sum(du, w, dw, u)
+    if op == "div":
+        value = u / w
+        return value, _sum(du, 1.0 / w, dw, -value / w)
+    if op == "pow":
+        value = np.power(u, w)
+        slope_u = w * np.power(u, w - 1.0) if du else 0.0
+        slope_w = value * np.log(u) if dw else 0.0
+        return value, _sum(du, slope_u, dw, slope_w)
+    first = (u <= w) if op == "minimum" else (u >= w)
+    keys = du.keys() | dw.keys()
+    return _BINARY[op](u, w), {k: np.where(first, du.get(k, 0.0), dw.get(k, 0.0)) for k in keys}
+
+
+def _scaled(slope, grads: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
+    return {k: slope * g for k, g in grads.items()}
+
+
+def _sum(da: Mapping[int, np.ndarray], a, db: Mapping[int, np.ndarray], b
+         ) -> dict[int, np.ndarray]:
+    """``a * da + b * db``, key by key (a missing key is a zero derivative)."""
+    out = {k: a * g for k, g in da.items()}
+    for k, g in db.items():
+        out[k] = out[k] + b * g if k in out else b * g
+    return out
 
 
 def _names(tree: ast.Expression) -> list[str]:

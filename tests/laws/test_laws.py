@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import minimize_scalar
 
@@ -151,3 +152,71 @@ def test_expression_constant_powers_do_not_build_huge_integers():
                           timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "inf"
+
+
+# Every operator and function, each parameter once positive (log-fitted) and once signed.
+EXPRESSIONS = [
+    ("E + A*N**-alpha + B*D**-beta", {}),
+    ("L0 + c*exp(-k*x) + log(1 + q*x) + s/x", {}),
+    ("a*log10(x) + b*log2(x) + sqrt(c*x) + abs(d - x) + tanh(e*x)", {"d": {"lower": -9.0}}),
+    ("log1p(a*x) + expm1(b/x) + minimum(c*x, 4) + maximum(d, x**0.5)", {}),
+    ("(a + x)**(b*x) - (-c)*x**2 + +d", {"c": {"lower": -1.0}}),
+]
+
+
+@pytest.mark.parametrize("expression,params", EXPRESSIONS)
+def test_expression_jacobian_matches_central_differences(expression, params):
+    law = law_from_expression(expression, params=params)
+    rng = np.random.default_rng(3)
+    X = {name: X_ALL[name] if name != "x" else np.geomspace(1.5, 20.0, 12) for name in law.inputs}
+    z = rng.uniform(-1.0, 0.5, (4, len(law.params)))      # four parameter points at once
+    value, J = law.log_value_and_jacobian(X, z)
+    assert value.shape == (4, 12) and J.shape == (4, 12, len(law.params))
+    np.testing.assert_allclose(value, np.log(law.function(X, law.to_natural(z))), rtol=1e-12)
+    for k in range(len(law.params)):
+        h = np.zeros(len(law.params))
+        h[k] = 1e-6
+        numeric = (law.log_predict_fitting(X, z + h) - law.log_predict_fitting(X, z - h)) / 2e-6
+        np.testing.assert_allclose(J[..., k], numeric, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("bad,reason", [
+    ("E + log(A, A)*N**-a", "log takes 1 argument, but is given 2"),
+    ("E + A*log(N, 10)", "log takes 1 argument, but is given 2"),
+    ("exp(N, N, N) + a", "exp takes 1 argument, but is given 3"),
+    ("maximum(a*x) + b", "maximum takes 2 arguments, but is given 1"),
+    ("a + exp(x, out=x)", "keyword arguments are not accepted"),
+    ("a*x + " + "x + " * 600 + "1", "characters, but at most 2,000"),
+    ("-" * 150 + "a*x", "nested 152 levels deep, but at most 100"),
+    ("a*x + True", "only numeric constants"),
+    ("a + b*x + c*x**2 + d*x**3 + e*x**4 + f*x**5 + g*x**6 + h*x**7 + i*x**8",
+     "at most 400,000 are allowed"),
+])
+def test_expression_refuses_wrong_arity_and_oversize_with_the_reason(bad, reason):
+    with pytest.raises(InputError, match=reason.replace("*", r"\*")):
+        law_from_expression(bad)
+
+
+def test_expression_functions_cannot_write_into_parameters():
+    # numpy's log(x, out) would store log(A) into A's own array: the parameter is not
+    # an argument any function may write to (issue 17: A came back as 2.6e78).
+    law = law_from_expression("E + A*x**-a")
+    theta = np.array([1.0, 2.0, 0.5])
+    before = theta.copy()
+    law.log_value_and_jacobian({"x": np.array([1.0, 4.0])}, law.to_fitting(theta))
+    law.function({"x": np.array([1.0, 4.0])}, theta)
+    np.testing.assert_array_equal(theta, before)
+
+
+@pytest.mark.parametrize("law", ["E + log(A, A)*N**-a", "E + A*log(N, 10)", "exp(N,N,N)",
+                                 "a*x + " * 400 + "1", "(" * 300 + "a*x" + ")" * 300])
+def test_cli_fit_exits_2_on_a_bad_expression(tmp_path, capsys, law):
+    from scalekit_cli.app import main
+
+    path = tmp_path / "runs.csv"
+    n = np.geomspace(1e7, 1e10, 12)
+    pd.DataFrame({"N": n, "D": 20 * n, "loss": 1.7 + 400 * n ** -0.34}).to_csv(path, index=False)
+    assert main(["fit", str(path), "--law", law, "--bootstrap", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "expression" in err
