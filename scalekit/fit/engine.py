@@ -14,7 +14,7 @@ from scalekit.fit.bootstrap import (bootstrap_fits, default_jobs, resample_count
 from scalekit.fit.constrain import constrained_law
 from scalekit.fit.diagnose import fit_diagnostics
 from scalekit.fit.inputs import law_inputs
-from scalekit.fit.multistart import distinct_optima, minimize_batch
+from scalekit.fit.multistart import distinct_optima, multistart
 from scalekit.fit.objective import check_loss, log_residuals
 from scalekit.fit.polish import polish
 from scalekit.fit.result import FitResult
@@ -43,15 +43,17 @@ RESAMPLE = ("runs", "points")
 
 
 def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float = 1e-3,
-            starts=None, bootstrap: int = 0, ci_level: float = 0.95, seed: int = 0,
-            n_jobs: int | None = None, fixed: Mapping[str, float] | None = None,
+            starts=None, early_stop: bool = True, bootstrap: int = 0, ci_level: float = 0.95,
+            seed: int = 0, n_jobs: int | None = None, fixed: Mapping[str, float] | None = None,
             bounds: Mapping[str, tuple[float, float]] | None = None, runs=None,
             resample: str | None = None) -> FitResult:
     """Fit ``law`` to points ``(X, y)`` by a robust loss on log residuals.
 
-    Every start of the law's grid (or ``starts``) is optimised at once by
-    :func:`~scalekit.fit.multistart.minimize_batch`; the best distinct optima are
-    polished with L-BFGS-B (:mod:`scalekit.fit.polish`).
+    The starts of the law's grid run in a seeded random order, many at once, in
+    rounds, until the stopping rule of :func:`~scalekit.fit.multistart.multistart`
+    says every optimum has been found (or the grid is spent); the best distinct
+    optima are polished with L-BFGS-B (:mod:`scalekit.fit.polish`). ``stats``
+    says how many starts ran and why the multi-start stopped.
 
     Parameters
     ----------
@@ -67,7 +69,10 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     delta : float
         Huber threshold (Hoffmann et al. 2022 use 1e-3).
     starts : array (S, P), optional
-        Starts in the fitting space (free parameters only); the law's grid by default.
+        Starts in the fitting space (free parameters only), all of which run; the law's
+        grid by default.
+    early_stop : bool
+        Stop the law's grid early by the stopping rule; False runs every start.
     bootstrap : int
         Resamples, each a multi-start fit (:mod:`scalekit.fit.bootstrap`); 0 gives
         Student-t intervals (``n - p`` degrees of freedom) from the standard errors instead.
@@ -112,7 +117,10 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
         raise fail("starts", f"an array of shape {grid.shape}",
                    f"a finite array of shape (S, {len(law.params)})")
 
-    batch = minimize_batch(law, X, log_y, grid, loss=loss, delta=delta)
+    rng = np.random.default_rng(seed)
+    run = multistart(law, X, log_y, grid, loss=loss, delta=delta, rng=rng,
+                     early_stop=bool(early_stop) and starts is None)
+    batch = run.batch
     if not np.isfinite(batch.objective).any():
         raise InputError(f"law {law.name!r} is not finite at any start on these data")
     candidates = distinct_optima(batch.z, batch.objective, N_POLISH)
@@ -139,8 +147,10 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
                                       "other starts or a simpler law"))
     dof = n - P
     stats = {"n_points": n, "n_params": P, "objective": best.objective, "loss": loss,
-             "delta": delta, "n_starts": len(grid), "n_at_best": int(at_best.sum()),
-             "at_best_rtol": AT_BEST_RTOL, "converged": converged, "message": message,
+             "delta": delta, "n_starts": len(run.starts), "n_starts_grid": run.n_grid,
+             "n_at_best": int(at_best.sum()), "at_best_rtol": AT_BEST_RTOL,
+             "n_optima": run.n_optima, "p_unseen": run.p_unseen, "stop_reason": run.stop_reason,
+             "converged": converged, "message": message,
              **information_criteria(r, P),
              "residual_scale": float(np.sqrt((r ** 2).sum() / max(dof, 1))),
              "dof": dof, "bootstrap": bootstrap,
@@ -155,7 +165,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     draws = None
     if bootstrap:
         draws, failed = _bootstrap(law, X, log_y, batch, best.z, grid, loss=loss, delta=delta,
-                                   n_resamples=bootstrap, seed=seed, n_jobs=default_jobs(n_jobs),
+                                   n_resamples=bootstrap, rng=rng, n_jobs=default_jobs(n_jobs),
                                    runs=runs if resample == "runs" else None)
         if failed:
             diagnostics.append(Diagnostic(
@@ -218,9 +228,8 @@ def _check_resample(resample, runs, n):
     return (resample or ("runs" if several else "points")), runs
 
 
-def _bootstrap(law, X, log_y, batch, best_z, grid, *, loss, delta, n_resamples, seed, n_jobs,
+def _bootstrap(law, X, log_y, batch, best_z, grid, *, loss, delta, n_resamples, rng, n_jobs,
                runs=None):
-    rng = np.random.default_rng(seed)
     counts = (resample_counts(rng, len(log_y), n_resamples) if runs is None
               else resample_run_counts(rng, runs, n_resamples))
     others = distinct_optima(batch.z, batch.objective, BOOTSTRAP_OPTIMA + 1)[1:]

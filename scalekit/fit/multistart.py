@@ -20,6 +20,19 @@ is solved without it.
 The starts are processed in blocks of ``block_size`` rows so that the
 per-point arrays stay in the CPU cache; within a block every start advances in
 the same vectorised iteration and finished starts leave the block.
+
+:func:`multistart` runs a start grid in rounds (128 starts, then at least doubling
+the total), in a random order, and stops once every local optimum is believed found
+by the Bayesian stopping rule of Boender and Rinnooy Kan (1987), "Bayesian
+stopping rules for multistart global optimization methods" (Math. Programming
+37): with ``n`` converged starts that reached ``w`` distinct optima, the
+posterior expected number of optima is ``w (n - 1) / (n - w - 2)``; the rule
+stops when that is below ``w + 1/2``. Their posterior expected share of the
+starts that would fall in a basin not yet seen, ``w (w + 1) / (n (n - 1))``, is
+reported as the probability that a further start would find a new (possibly
+better) optimum. Optima are told apart by their objective (relative gap above
+``OPTIMUM_RTOL``). A surface with many optima keeps the rule from stopping, and
+the whole grid runs.
 """
 
 from __future__ import annotations
@@ -36,6 +49,10 @@ _LAMBDA_MIN = 1e-12
 _LAMBDA_MAX = 1e10
 _F_EXACT = 1e-24         # objective changes below this count as none (exact data)
 _MAX_STEP = (0.5, 2.0)   # range of the cap on any fitting-space coordinate's step
+#: Starts of the first round of :func:`multistart`; each later round doubles the total.
+FIRST_ROUND = 128
+#: Converged starts whose objectives differ by at most this (relative) share one optimum.
+OPTIMUM_RTOL = 1e-6
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,94 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
                              loss, delta, max_iter, ftol, xtol)
              for i in range(0, S, block_size)]
     return BatchResult(*(np.concatenate(column) for column in zip(*parts)))
+
+
+@dataclass(frozen=True)
+class MultiStartResult:
+    """Outcome of :func:`multistart`.
+
+    Attributes
+    ----------
+    starts : ndarray (S_run, P)
+        The starts that ran, in the order they ran.
+    batch : BatchResult
+        Their results, row for row.
+    n_grid : int
+        Starts available.
+    n_optima : int
+        Distinct optima the converged starts reached.
+    p_unseen : float
+        Posterior expected share of starts that would reach an optimum not yet
+        seen (Boender & Rinnooy Kan 1987); ``nan`` with fewer than two converged
+        starts.
+    stop_reason : str
+        Why the multi-start stopped, in words.
+    """
+
+    starts: np.ndarray
+    batch: BatchResult
+    n_grid: int
+    n_optima: int
+    p_unseen: float
+    stop_reason: str
+
+
+def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, delta: float,
+               rng: np.random.Generator | None = None, early_stop: bool = True,
+               first_round: int = FIRST_ROUND) -> MultiStartResult:
+    """Minimise from the rows of ``grid``, in rounds, until the stopping rule holds.
+
+    Parameters
+    ----------
+    grid : ndarray (S, P)
+        Starts in the fitting space.
+    rng : numpy.random.Generator, optional
+        Draws the order of the starts; without one they run in grid order.
+    early_stop : bool
+        Apply the stopping rule (see the module docstring); False runs every start.
+    first_round : int
+        Starts of the first round; each later round doubles the total.
+    """
+    S = len(grid)
+    order = rng.permutation(S) if rng is not None else np.arange(S)
+    parts: list[BatchResult] = []
+    done = 0
+    size = min(S, first_round) if early_stop else S
+    while True:
+        parts.append(minimize_batch(law, X, log_y, grid[order[done:size]], loss=loss,
+                                    delta=delta))
+        done = size
+        batch = BatchResult(*(np.concatenate([getattr(part, name) for part in parts])
+                              for name in ("z", "objective", "converged", "iterations")))
+        n, w = _optima_count(batch)
+        stop = early_stop and n > 2 * w * w + 3 * w + 2     # w (n-1)/(n-w-2) < w + 1/2
+        if stop or done == S:
+            break
+        # The rule needs n > 2 w^2 + 3 w + 2 converged starts: run at least as many as that
+        # takes at the converged share so far (doubling at least), or the whole rest of the
+        # grid at once when that is over half of it (fewer rounds, each as long as its slowest
+        # start).
+        needed = (2 * w * w + 3 * w + 3) * done / max(n, 1)
+        size = S if needed > S / 2 else min(S, max(2 * done, int(np.ceil(needed))))
+    p_unseen = w * (w + 1) / (n * (n - 1)) if n >= 2 else float("nan")
+    if stop and done < S:
+        reason = (f"stopping rule after {done:,} of {S:,} starts: {n:,} converged starts reached "
+                  f"{w:,} distinct optima, so all are believed found (Boender & Rinnooy Kan "
+                  f"1987); probability that a further start finds a new one: {p_unseen:.2g}")
+    else:
+        reason = (f"every start ran ({S:,}): {n:,} converged starts reached {w:,} distinct optima"
+                  + ("" if stop or not early_stop else ", too many for the stopping rule")
+                  + ("" if early_stop else " (stopping rule off)"))
+    return MultiStartResult(grid[order[:done]], batch, S, w, p_unseen, reason)
+
+
+def _optima_count(batch: BatchResult) -> tuple[int, int]:
+    """Converged starts with a finite objective, and the distinct optima they reached."""
+    values = np.sort(batch.objective[batch.converged & np.isfinite(batch.objective)])
+    if values.size == 0:
+        return 0, 0
+    gaps = np.diff(values) > OPTIMUM_RTOL * np.abs(values[1:]) + 1e-20
+    return int(values.size), int(gaps.sum()) + 1
 
 
 def distinct_optima(z: np.ndarray, objective: np.ndarray, count: int, *, decimals: int = 3

@@ -39,10 +39,12 @@ class FitResult(ResultProtocol):
     ci_level : float
     stats : dict
         ``n_points``, ``n_params``, ``objective``, ``loss``, ``delta``, ``n_starts``,
-        ``n_at_best``, ``at_best_rtol``, ``converged``, ``message``, ``aic``, ``bic``,
-        ``residual_scale``, ``dof``, ``bootstrap``, ``input_range`` (min, max of each
-        input), ``ci_method``; with a bootstrap ``resample`` (``runs`` or
-        ``points``) and ``n_runs``; ``fixed`` (names) when parameters were fixed.
+        ``n_starts_grid``, ``n_at_best``, ``at_best_rtol``, ``n_optima``, ``p_unseen``,
+        ``stop_reason`` (see :func:`~scalekit.fit.multistart.multistart`), ``converged``,
+        ``message``, ``aic``, ``bic``, ``residual_scale``, ``dof``, ``bootstrap``,
+        ``input_range`` (min, max of each input), ``ci_method``; with a bootstrap
+        ``resample`` (``runs`` or ``points``) and ``n_runs``; ``fixed`` (names) when
+        parameters were fixed.
     derived : dict
         The law's derived quantities (for Chinchilla ``a``, ``b``, ``G``).
     derived_ci : dict of str to (float, float)

@@ -8,7 +8,8 @@ calls) is refused, as are expressions longer than ``MAX_LENGTH`` characters or
 nested deeper than ``MAX_DEPTH``. Symbols ``N``, ``D``, ``C`` and ``x`` read the
 tidy columns ``params``, ``tokens``, ``compute`` and ``x``; further columns are
 named with ``inputs``; every other name is a parameter. Parameters are positive
-and fitted as logarithms unless ``params`` says otherwise.
+and fitted as logarithms unless ``params`` says otherwise; they start from
+``POSITIVE_GRID``, or ``EXPONENT_GRID`` where they appear in an exponent.
 
 Nothing is handed to ``eval``: the parsed tree is turned into a tree of
 :class:`_Node` that numpy evaluates, calling each function with its arguments
@@ -43,6 +44,9 @@ MAX_DEPTH = 100
 MAX_STARTS = 400_000
 #: Start grid of a positive parameter, in the log space.
 POSITIVE_GRID = (-3.0, -1.0, 1.0, 3.0, 6.0)
+#: Start grid of a positive parameter in an exponent (``N**-alpha``), in the log space:
+#: exponents 0.05 to 2, as in the start grids of the built-in power laws.
+EXPONENT_GRID = tuple(float(np.log(v)) for v in (0.05, 0.2, 0.5, 1.0, 2.0))
 #: Start grid of a parameter of either sign.
 SIGNED_GRID = (-2.0, -0.5, 0.5, 2.0)
 
@@ -98,7 +102,7 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
     params : mapping, optional
         Per parameter, any of ``lower``, ``upper``, ``grid``, ``log`` (as for
         :class:`Param`) to override the default (positive, log-fitted, grid
-        ``POSITIVE_GRID``).
+        ``POSITIVE_GRID`` or, in an exponent, ``EXPONENT_GRID``).
     name : str
         Name shown in reports.
 
@@ -125,13 +129,18 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
     if unknown:
         raise InputError(f"params names {', '.join(unknown)}, which are not parameters of "
                          f"{_quoted(expression)} (its parameters: {', '.join(param_names)})")
-    parameters = tuple(_param(p, overrides.get(p, {})) for p in param_names)
+    exponents = {node.id for power in ast.walk(tree)
+                 if isinstance(power, ast.BinOp) and isinstance(power.op, ast.Pow)
+                 for node in ast.walk(power.right) if isinstance(node, ast.Name)}
+    parameters = tuple(_param(p, overrides.get(p, {}), exponent=p in exponents)
+                       for p in param_names)
     n_starts = math.prod(len(p.grid) for p in parameters)
     if n_starts > MAX_STARTS:
         raise InputError(f"expression {_quoted(expression)} has {len(parameters)} parameters, so its "
                          f"start grid has {n_starts:,} starts, but at most {MAX_STARTS:,} are "
                          "allowed: give some parameters a shorter grid (params)")
     root = _compile(tree.body, {p: k for k, p in enumerate(param_names)})
+    evaluate, differentiate = _value_program(root), _gradient_program(root)
     columns = tuple(dict.fromkeys(used_inputs.values()))
     log_mask = np.array([p.log for p in parameters])
 
@@ -145,14 +154,14 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
     def function(X, theta):
         theta = np.asarray(theta, dtype=float)
         with np.errstate(all="ignore"):
-            value = _value(root, *_namespace(X, theta))
+            value = evaluate(*_namespace(X, theta))
         return np.broadcast_to(value, _shape(X, theta))
 
     def log_value_and_jacobian(X, z):
         z = np.asarray(z, dtype=float)
         with np.errstate(all="ignore"):
             theta = np.where(log_mask, np.exp(z), z)
-            value, grads = _value_and_grad(root, *_namespace(X, theta))
+            value, grads = differentiate(*_namespace(X, theta))
             shape = _shape(X, theta)
             value = np.broadcast_to(value, shape)
             rows = np.zeros((len(param_names),) + shape)  # built as (P, ..., n), returned as a view
@@ -251,52 +260,104 @@ def _compile(node: ast.AST, params: Mapping[str, int]) -> _Node:
     return _Node(op, args, deps=frozenset().union(*(a.deps for a in args)))
 
 
-def _value(node: _Node, inputs: Mapping[str, np.ndarray], theta: Sequence[np.ndarray]):
-    """The expression's value (numpy broadcasting of inputs (n,) and parameters (..., 1))."""
+def _value_program(node: _Node) -> Callable:
+    """``run(inputs, theta) -> value`` of the tree below ``node`` (numpy broadcasting of
+    inputs (n,) and parameters (..., 1)); built once, so evaluating walks no tree."""
     if node.op == "const":
-        return node.leaf
+        constant = node.leaf
+        return lambda inputs, theta: constant
     if node.op == "input":
-        return inputs[node.leaf]
+        symbol = node.leaf
+        return lambda inputs, theta: inputs[symbol]
     if node.op == "param":
-        return theta[node.leaf]
-    args = [_value(arg, inputs, theta) for arg in node.args]
-    if len(args) == 1:
-        return _UNARY[node.op][0](args[0])
-    return _BINARY[node.op](args[0], args[1])
-
-
-def _value_and_grad(node: _Node, inputs: Mapping[str, np.ndarray], theta: Sequence[np.ndarray]
-                    ) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """Value and its derivatives ``{parameter index: d value / d theta_k}`` (only the
-    parameters the node depends on)."""
-    if not node.deps:
-        return _value(node, inputs, theta), {}
-    if node.op == "param":
-        return theta[node.leaf], {node.leaf: 1.0}
+        k = node.leaf
+        return lambda inputs, theta: theta[k]
     if len(node.args) == 1:
-        u, du = _value_and_grad(node.args[0], inputs, theta)
-        function, slope = _UNARY[node.op]
-        value = function(u)
-        return value, _scaled(slope(u, value), du)
-    (u, du), (w, dw) = (_value_and_grad(arg, inputs, theta) for arg in node.args)
-    op = node.op
-    if op == "add":
+        function, (child,) = _UNARY[node.op][0], (_value_program(a) for a in node.args)
+        return lambda inputs, theta: function(child(inputs, theta))
+    function = _BINARY[node.op]
+    left, right = (_value_program(a) for a in node.args)
+    return lambda inputs, theta: function(left(inputs, theta), right(inputs, theta))
+
+
+def _gradient_program(node: _Node) -> Callable:
+    """``run(inputs, theta) -> (value, {k: d value / d theta_k})`` below ``node``, for the
+    parameters it depends on (the chain rule, node by node)."""
+    if not node.deps:
+        value = _value_program(node)
+        return lambda inputs, theta: (value(inputs, theta), {})
+    if node.op == "param":
+        k = node.leaf
+        return lambda inputs, theta: (theta[k], {k: 1.0})
+    if len(node.args) == 1:
+        (function, slope), child = _UNARY[node.op], _gradient_program(node.args[0])
+
+        def unary(inputs, theta):
+            u, du = child(inputs, theta)
+            value = function(u)
+            return value, _scaled(slope(u, value), du)
+        return unary
+    left, right = (_gradient_program(a) for a in node.args)
+    return _BINARY_RULES[node.op](left, right, node.args[0].deps, node.args[1].deps)
+
+
+def _add(left, right, *_):
+    def run(inputs, theta):
+        (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
         return u + w, _sum(du, 1.0, dw, 1.0)
-    if op == "sub":
+    return run
+
+
+def _subtract(left, right, *_):
+    def run(inputs, theta):
+        (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
         return u - w, _sum(du, 1.0, dw, -1.0)
-    if op == "mul":
+    return run
+
+
+def _multiply(left, right, *_):
+    def run(inputs, theta):
+        (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
         return u * w, _sum(du, w, dw, u)
-    if op == "div":
+    return run
+
+
+def _divide(left, right, *_):
+    def run(inputs, theta):
+        (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
         value = u / w
         return value, _sum(du, 1.0 / w, dw, -value / w)
-    if op == "pow":
+    return run
+
+
+def _power(left, right, base_deps, exponent_deps):
+    def run(inputs, theta):
+        (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
+        if not base_deps and np.all(u > 0):       # a positive input: x**w = exp(w log x)
+            log_u = np.log(u)
+            value = np.exp(w * log_u)
+            return value, _scaled(value * log_u, dw)
         value = np.power(u, w)
-        slope_u = w * np.power(u, w - 1.0) if du else 0.0
-        slope_w = value * np.log(u) if dw else 0.0
+        slope_u = w * np.power(u, w - 1.0) if base_deps else 0.0
+        slope_w = value * np.log(u) if exponent_deps else 0.0
         return value, _sum(du, slope_u, dw, slope_w)
-    first = (u <= w) if op == "minimum" else (u >= w)
-    keys = du.keys() | dw.keys()
-    return _BINARY[op](u, w), {k: np.where(first, du.get(k, 0.0), dw.get(k, 0.0)) for k in keys}
+    return run
+
+
+def _select(pick_left, function):
+    def rule(left, right, *_):
+        def run(inputs, theta):
+            (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
+            first = pick_left(u, w)
+            return function(u, w), {k: np.where(first, du.get(k, 0.0), dw.get(k, 0.0))
+                                    for k in du.keys() | dw.keys()}
+        return run
+    return rule
+
+
+_BINARY_RULES = {"add": _add, "sub": _subtract, "mul": _multiply, "div": _divide,
+                 "pow": _power, "minimum": _select(np.less_equal, np.minimum),
+                 "maximum": _select(np.greater_equal, np.maximum)}
 
 
 def _scaled(slope, grads: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
@@ -323,7 +384,7 @@ def _names(tree: ast.Expression) -> list[str]:
     return ordered
 
 
-def _param(name: str, override: Mapping) -> Param:
+def _param(name: str, override: Mapping, *, exponent: bool) -> Param:
     allowed = {"lower", "upper", "grid", "log"}
     extra = sorted(set(override) - allowed)
     if extra:
@@ -332,7 +393,8 @@ def _param(name: str, override: Mapping) -> Param:
     log = bool(override.get("log", "lower" not in override or override["lower"] >= 0))
     lower = float(override.get("lower", 0.0 if log else -np.inf))
     upper = float(override.get("upper", np.inf))
-    grid = tuple(float(v) for v in override.get("grid", POSITIVE_GRID if log else SIGNED_GRID))
+    default = (EXPONENT_GRID if exponent else POSITIVE_GRID) if log else SIGNED_GRID
+    grid = tuple(float(v) for v in override.get("grid", default))
     if log and lower < 0:
         raise InputError(f"params[{name!r}] is fitted as a logarithm but its lower bound "
                          f"is {lower}")
