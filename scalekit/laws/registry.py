@@ -20,6 +20,7 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "scalekit.laws.depth",
     "scalekit.laws.class_count",
     "scalekit.laws.inference_k",
+    "scalekit.laws.m4",
 )
 _loaded = False
 

@@ -22,7 +22,7 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import ndtri
 
-from scalekit.checks import check_number
+from scalekit.checks import check_number, fail
 from scalekit.errors import InputError
 from scalekit.progress import track
 from scalekit.surrogates.base import check_curve
@@ -326,6 +326,25 @@ def joint_method(**settings) -> Method:
     return method
 
 
+def paper_m4_method() -> Method:
+    """M4 as Alabdulmohsin et al. (2022) fit it, with their settings for each task's domain.
+
+    The domain is the first ``|``-separated part of the task's group (``IC``,
+    ``BB``, ``NMT``, ``LM``: :data:`~scalekit.surrogates.paper_m4.PAPER_SETTINGS`);
+    any other gets an initial L0 of 1 and no upper bound.
+    """
+    from scalekit.surrogates.paper_m4 import PAPER_SETTINGS, PaperM4
+
+    def method(tasks):
+        out = []
+        for t in tasks:
+            l0_start, upper = PAPER_SETTINGS.get(t.group.split("|")[0], (1.0, None))
+            model = PaperM4(upper=upper, l0_start=l0_start).fit(t.x, t.y)
+            out.append(model.predict_quantiles(t.x_target, QUANTILES))
+        return out
+    return method
+
+
 def remembered(method: Method) -> Method:
     """``method``, answering a repeated call on the same task list from memory."""
     memory: dict[int, tuple[Sequence[Task], list[np.ndarray]]] = {}
@@ -467,6 +486,70 @@ class StackedMethod:
         z = ndtri(QUANTILES)
         return [np.exp(q[:, median, None] + self.spread_ * reach(t)[:, None] * z[None, :])
                 for q, t in zip(combined, tasks)]
+
+
+def rmse_log(task: Task, quantiles: np.ndarray) -> float:
+    """Root mean square of ln(median forecast) - ln(truth) over the task's held-out points."""
+    median = np.asarray(quantiles)[: task.x_target.size, _median_column()]
+    return float(np.sqrt(np.mean((np.log(median) - np.log(task.y_target)) ** 2)))
+
+
+def win_rate(errors: np.ndarray, reference: np.ndarray, *, decimals: int = 3) -> float:
+    """Share of evaluations where ``errors`` beat ``reference``, ties counted as half.
+
+    Both are truncated to ``decimals`` decimals first, as Alabdulmohsin et al.
+    (2022) compare their estimators (``int(e * 1000) / 1000``).
+    """
+    factor = 10.0 ** decimals
+    a = np.trunc(np.asarray(errors, float) * factor)
+    b = np.trunc(np.asarray(reference, float) * factor)
+    return float(np.mean((a < b) + 0.5 * (a == b)))
+
+
+def holdout_benchmark(tasks: Sequence[Task], methods: Mapping[str, Method], *,
+                      reference: str, by: Callable[[Task], str] = lambda t: t.group
+                      ) -> pd.DataFrame:
+    """The benchmark protocol of Alabdulmohsin, Neyshabur & Zhai (2022) on marked curves.
+
+    Each task is one evaluation (its prefix: the rows marked for fitting; its
+    targets: every held-out row). Per label of ``by`` (their Domain) and method:
+    ``rmse_log``, the mean over evaluations of :func:`rmse_log`;
+    ``ratio_to_reference``, that mean over the reference method's;
+    ``win_rate_vs_reference`` (:func:`win_rate`, per evaluation against
+    ``reference``, one of ``methods``); ``cover50/80/95``, the share of all the
+    label's held-out points inside the central 50/80/95% intervals; and
+    ``n_evaluations``. No truth reaches any method.
+    """
+    if reference not in methods:
+        raise fail("reference", reference, "one of the methods: " + ", ".join(methods))
+    if not tasks:
+        raise InputError("no curve has enough rows marked for fitting and one held out.")
+    errors, inside = {}, {}
+    for name, method in methods.items():
+        quantiles = run_method(method, tasks).quantiles
+        errors[name] = np.array([rmse_log(t, q) for t, q in zip(tasks, quantiles)])
+        inside[name] = {}
+        for level in LEVELS:
+            lo, hi = _level_columns(level)
+            inside[name][level] = [(np.asarray(q)[: t.x_target.size, lo] <= t.y_target)
+                                   & (t.y_target <= np.asarray(q)[: t.x_target.size, hi])
+                                   for t, q in zip(tasks, quantiles)]
+    labels = np.array([by(t) for t in tasks])
+    rows = []
+    for label in sorted(set(labels)):
+        members = np.flatnonzero(labels == label)
+        base = errors[reference][members].mean()
+        for name in methods:
+            e = errors[name][members]
+            row = {"group": label, "method": name, "rmse_log": float(e.mean()),
+                   "ratio_to_reference": float(e.mean() / base) if base > 0 else float("nan"),
+                   "win_rate_vs_reference": win_rate(e, errors[reference][members])}
+            for level in LEVELS:
+                row[f"cover{int(level * 100)}"] = float(
+                    np.concatenate([inside[name][level][i] for i in members]).mean())
+            row["n_evaluations"] = int(members.size)
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def calibration_split(tasks: Sequence[Task], *, seed: int = 0) -> tuple[list[Task], list[Task]]:

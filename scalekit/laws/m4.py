@@ -1,0 +1,166 @@
+"""The scaling-law estimator M4 of Alabdulmohsin, Neyshabur and Zhai (2022).
+
+"Revisiting neural scaling laws in language and vision" (NeurIPS 2022), eq. 4:
+
+    (L - Linf) / (L0 - L)^alpha = beta * x^-c
+
+(the paper writes ``x^c`` with ``c < 0``; here ``c >= 0``). ``Linf`` is the loss
+with infinite data, ``L0`` the loss of random guessing; the excess loss follows a
+power law where it is small and bends over to ``L0`` at small ``x``. The law is
+the equation solved for ``L`` in ``(Linf, L0)``: with ``L = Linf + b s(u)``,
+``b = L0 - Linf`` and ``s`` the logistic function, it reads
+
+    g(u) = ln s(u) - alpha ln s(-u) - k = 0,   k = ln beta - c ln x - (1 - alpha) ln b,
+
+and ``g`` rises in ``u`` (slope ``s(-u) + alpha s(u)``), so one root exists; it is
+found by Newton steps kept inside a bracket (bisection where a step leaves it).
+The Jacobian follows from the implicit function theorem.
+
+Parameters (fitting space): ``Linf`` and ``L0`` as they are, ``alpha >= 0``,
+``log beta``, ``c >= 0``. The paper's constraints on the data of one curve
+(``0 <= Linf <= min L - 1e-3``, ``L0 >= max L + 1e-3``, and for error rates
+``L0 <= 1 + 1e-3``) are bounds of :func:`m4_law`; the registered ``m4`` has
+only ``Linf >= 0`` and ``L0 > 0`` and is not finite where ``L0 <= Linf``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scalekit.laws.base import Law, Param
+from scalekit.laws.registry import register_law
+
+#: The paper's margin between the observed losses and the bounds on Linf and L0.
+MARGIN = 1e-3
+_LN2 = float(np.log(2.0))
+
+
+def _sigmoid(u):
+    return 0.5 * (1.0 + np.tanh(0.5 * u))
+
+
+def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60) -> np.ndarray:
+    """The root ``u`` of ``ln s(u) - alpha ln s(-u) = k`` (broadcast arrays, alpha >= 0).
+
+    ``g(u) = ln s(u) - alpha ln s(-u) - k`` is concave for alpha < 1 and convex
+    for alpha > 1, so Newton steps from the asymptotic guess (``k`` for k < 0,
+    ``k / alpha`` above) converge monotonically after the first. They are kept
+    inside the bracket ``[min(k, k/a) - max(a - 1, 0) ln 2, max(k, k/a) +
+    max(1 - a, 0) ln 2 / a]`` (bisection where one would leave it) and stop
+    once none moves by more than 1e-12 (1 + |u|). With alpha = 0 the root is
+    ``logit(e^k)`` where k < 0; where k >= 0 there is none and L = L0 (u = 40).
+    """
+    k, alpha = np.broadcast_arrays(np.asarray(k, float), np.asarray(alpha, float))
+    zero = alpha <= 0
+    a = np.where(zero, 1.0, alpha)
+    lo = np.minimum(k, k / a) - np.maximum(a - 1.0, 0.0) * _LN2 - 1e-12
+    hi = np.maximum(k, k / a) + np.maximum(1.0 - a, 0.0) * _LN2 / a + 1e-12
+    u = np.where(k < 0, k, k / a)
+    for _ in range(iterations):
+        s = _sigmoid(u)
+        g = -np.logaddexp(0.0, -u) + a * np.logaddexp(0.0, u) - k
+        below = g < 0
+        lo = np.where(below, u, lo)
+        hi = np.where(below, hi, u)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = u - g / ((1.0 - s) + a * s)
+        inside = np.isfinite(step) & (step >= lo) & (step <= hi)
+        new = np.where(inside, step, 0.5 * (lo + hi))
+        moved = np.abs(new - u)
+        u = new
+        if np.all(moved <= 1e-12 * (1.0 + np.abs(u))):
+            break
+    with np.errstate(invalid="ignore", divide="ignore"):
+        saturated = np.where(k < 0, k - np.log1p(-np.exp(np.minimum(k, -1e-300))), 40.0)
+    return np.where(zero, saturated, u)
+
+
+def _parts(X, z):
+    z = np.asarray(z, dtype=float)
+    linf, l0, alpha, log_beta, c = (z[..., k:k + 1] for k in range(5))
+    log_x = np.log(X["x"])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = l0 - linf
+        log_b = np.log(b)
+        k = log_beta - c * log_x - (1.0 - alpha) * log_b
+        u = solve_logit(np.where(b > 0, k, 0.0), alpha)
+        log_l = np.logaddexp(np.log(linf), log_b - np.logaddexp(0.0, -u))
+    log_l = np.where(b > 0, log_l, np.nan)
+    return log_l, linf, alpha, b, log_b, u, log_x
+
+
+def _log_function(X, z):
+    return _parts(X, z)[0]
+
+
+def _log_value_and_jacobian(X, z):
+    log_l, linf, alpha, b, log_b, u, log_x = _parts(X, z)
+    s, rest = _sigmoid(u), _sigmoid(-u)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        scale = np.exp(-log_l)                        # d ln L = dL / L
+        # dL/dk = b s(u) s(-u) / g'(u); 0 where the law saturates at L0 (alpha = 0).
+        dl_dk = b * s * rest / np.maximum(rest + alpha * s, 1e-300)
+        dl_dlinf = 1.0 - s + dl_dk * (1.0 - alpha) / b
+        rows = np.empty((5,) + log_l.shape)
+        rows[0] = dl_dlinf * scale
+        rows[1] = (1.0 - dl_dlinf) * scale
+        rows[2] = dl_dk * (log_b - np.logaddexp(0.0, u)) * scale
+        rows[3] = dl_dk * scale
+        rows[4] = -dl_dk * log_x * scale
+    return log_l, np.moveaxis(rows, 0, -1)
+
+
+def _function(X, theta):
+    z = np.asarray(theta, dtype=float).copy()
+    z[..., 3] = np.log(z[..., 3])
+    return np.exp(_log_function(X, z))
+
+
+def _data_grid(X, y):
+    """Starts near the paper's: Linf just below the lowest loss or at half of it, c = 0.5.
+
+    ``log beta`` is set so that the law passes through the median point for each
+    start of the other parameters (the paper's first least-squares step does the
+    same job); the grid keeps three such values.
+    """
+    y = np.asarray(y, dtype=float)
+    lo, hi = float(y.min()), float(y.max())
+    linf = (max(lo - MARGIN, 0.0), 0.5 * lo)
+    l0 = (hi + MARGIN, 1.5 * hi + MARGIN)
+    alphas, cs = (0.0, 1.0), (0.5,)
+    ym = float(np.median(y))
+    log_xm = float(np.median(np.log(X["x"])))
+    betas = [np.log(max(ym - a, 1e-9)) - al * np.log(max(b - ym, 1e-9)) + c * log_xm
+             for a in linf for b in l0 for al in alphas for c in cs]
+    return {"Linf": linf, "L0": l0, "alpha": alphas, "c": cs,
+            "beta": tuple(float(v) for v in np.quantile(betas, (0.1, 0.5, 0.9)))}
+
+
+def m4_law(*, linf_max: float = np.inf, l0_min: float = 0.0, l0_max: float = np.inf) -> Law:
+    """M4 with bounds ``0 <= Linf <= linf_max`` and ``l0_min <= L0 <= l0_max``.
+
+    :func:`paper_bounds` gives the paper's bounds for one curve's losses.
+    """
+    return Law(
+        name="m4", inputs=("x",),
+        params=(Param("Linf", 0.0, linf_max), Param("L0", l0_min, l0_max),
+                Param("alpha", 0.0, np.inf), Param("beta", 0.0, np.inf, log=True),
+                Param("c", 0.0, np.inf)),
+        formula="(L - Linf) / (L0 - L)^alpha = beta * x^-c",
+        function=_function, log_function=_log_function,
+        log_value_and_jacobian=_log_value_and_jacobian, data_grid=_data_grid,
+        description="Estimator M4 of Alabdulmohsin, Neyshabur & Zhai (2022), solved for L.")
+
+
+def paper_bounds(y, *, upper: float | None = None) -> dict[str, float]:
+    """The bounds Alabdulmohsin et al. (2022) keep M4's Linf and L0 within, for losses ``y``.
+
+    ``0 <= Linf <= min(y) - 1e-3`` and ``L0 >= max(y) + 1e-3``; with ``upper`` (1
+    for error rates and other metrics bounded by 1) also ``L0 <= upper + 1e-3``.
+    """
+    y = np.asarray(y, dtype=float)
+    return {"linf_max": max(float(y.min()) - MARGIN, 0.0), "l0_min": float(y.max()) + MARGIN,
+            "l0_max": np.inf if upper is None else max(upper + MARGIN, float(y.max()) + MARGIN)}
+
+
+M4 = register_law(m4_law())

@@ -1,0 +1,126 @@
+"""The holdout benchmark protocol (Alabdulmohsin et al. 2022) and M4 as the paper fits it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scalekit.laws import get_law
+from scalekit.laws.m4 import m4_law, paper_bounds, solve_logit
+from scalekit.surrogates.evaluate import QUANTILES, Task, holdout_benchmark, win_rate
+from scalekit.surrogates.paper_m4 import PaperM4
+
+RNG = np.random.default_rng(3)
+X = {"x": np.exp(RNG.uniform(10.0, 22.0, 15))}
+THETAS = ([0.3, 0.95, 0.7, 50.0, 0.4], [0.1, 2.0, 1.8, 3e3, 0.6], [0.5, 1.0, 0.05, 20.0, 0.3])
+
+
+@pytest.mark.parametrize("theta", THETAS)
+def test_m4_solves_its_defining_equation(theta):
+    theta = np.array(theta)
+    L = get_law("m4").predict(X, theta)
+    assert ((L > theta[0]) & (L < theta[1])).all()
+    lhs = (L - theta[0]) / (theta[1] - L) ** theta[2]
+    np.testing.assert_allclose(lhs, theta[3] * X["x"] ** -theta[4], rtol=1e-9)
+
+
+@pytest.mark.parametrize("theta", THETAS)
+def test_m4_jacobian_matches_central_differences(theta):
+    law = get_law("m4")
+    z = law.to_fitting(np.array(theta))
+    _, J = law.log_value_and_jacobian(X, z[None, :])
+    for k in range(z.size):
+        h = 1e-6 * max(1.0, abs(z[k]))
+        up, down = z.copy(), z.copy()
+        up[k] += h
+        down[k] -= h
+        numeric = (law.log_predict_fitting(X, up) - law.log_predict_fitting(X, down)) / (2 * h)
+        np.testing.assert_allclose(J[0, :, k], numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_root_without_alpha_is_the_closed_form():
+    k = np.array([-3.0, -0.1, 0.5])
+    u = solve_logit(k, np.zeros(3))
+    np.testing.assert_allclose(1 / (1 + np.exp(-u[:2])), np.exp(k[:2]), rtol=1e-12)
+    assert 1 / (1 + np.exp(-u[2])) == pytest.approx(1.0)   # no root: L saturates at L0
+
+
+def test_paper_m4_recovers_a_known_curve():
+    """Losses placed on the M4 curve by its explicit inverse x(L); the fit recovers the law
+    and extrapolates it two decades beyond the fitted points."""
+    linf, l0, alpha, beta, c = 0.2, 1.0, 0.6, 40.0, 0.45
+    def x_of(L):
+        return ((L - linf) / (beta * (l0 - L) ** alpha)) ** (-1.0 / c)
+    L_fit = np.linspace(0.9, 0.45, 30)
+    noise = np.exp(RNG.normal(0.0, 1e-4, L_fit.size))
+    model = PaperM4(upper=1.0).fit(x_of(L_fit), L_fit * noise)
+    values = model.fit_.values
+    assert values["alpha"] == pytest.approx(alpha, abs=0.05)
+    assert values["c"] == pytest.approx(c, rel=0.05)
+    assert values["Linf"] == pytest.approx(linf, abs=0.01)
+    L_far = np.array([0.3, 0.25])
+    np.testing.assert_allclose(model.predict(x_of(L_far)), L_far, rtol=5e-3)
+
+
+def test_paper_bounds_hold_the_fit():
+    y = np.array([0.9, 0.7, 0.6, 0.55, 0.52, 0.5])
+    bounds = paper_bounds(y, upper=1.0)
+    assert bounds == {"linf_max": pytest.approx(0.499), "l0_min": pytest.approx(0.901),
+                      "l0_max": pytest.approx(1.001)}
+    model = PaperM4(upper=1.0).fit(np.geomspace(1e5, 1e8, y.size), y)
+    assert 0 <= model.fit_.values["Linf"] <= 0.499 + 1e-12
+    assert 0.901 - 1e-12 <= model.fit_.values["L0"] <= 1.001 + 1e-12
+    assert m4_law(**bounds).params[1].upper == pytest.approx(1.001)
+
+
+def test_win_rate_truncates_to_three_decimals_and_splits_ties():
+    ours = np.array([0.0101, 0.0209, 0.030, 0.5])
+    ref = np.array([0.0109, 0.0201, 0.031, 0.4])
+    # truncated: 10 vs 10 tie, 20 vs 20 tie, 30 < 31 win, 500 > 400 loss
+    assert win_rate(ours, ref) == pytest.approx((0.5 + 0.5 + 1 + 0) / 4)
+
+
+def _fixed(factor, spread):
+    """A method forecasting truth-free: the last observed loss times ``factor``, with
+    log-symmetric quantiles ``spread`` wide per unit of z."""
+    from scipy.special import ndtri
+
+    def method(tasks):
+        return [np.exp(np.log(t.y[-1] * factor) + spread * ndtri(QUANTILES))[None, :]
+                .repeat(t.x_target.size, axis=0) for t in tasks]
+    return method
+
+
+def test_protocol_matches_a_slow_computation():
+    tasks = []
+    for i in range(5):
+        truth = 1.0 - 0.05 * RNG.uniform(size=3 + i)
+        tasks.append(Task(f"r{i}", np.arange(1.0, 7.0), np.linspace(1.2, 1.0, 6),
+                          np.arange(7.0, 10.0 + i), truth, group="A" if i < 3 else "B"))
+    methods = {"ref": _fixed(0.97, 0.02), "ours": _fixed(0.99, 0.05)}
+    table = holdout_benchmark(tasks, methods, reference="ref").set_index(["group", "method"])
+    from scipy.stats import norm
+    for group, members in (("A", tasks[:3]), ("B", tasks[3:])):
+        per = {}
+        for name, factor, spread in (("ref", 0.97, 0.02), ("ours", 0.99, 0.05)):
+            rmse, inside = [], {0.5: [], 0.8: [], 0.95: []}
+            for t in members:
+                pred = t.y[-1] * factor
+                rmse.append(np.sqrt(sum((np.log(pred) - np.log(v)) ** 2 for v in t.y_target)
+                                    / len(t.y_target)))
+                for level in inside:
+                    half = spread * norm.ppf(0.5 + level / 2)
+                    inside[level] += [abs(np.log(v) - np.log(pred)) <= half + 1e-12
+                                      for v in t.y_target]
+            per[name] = rmse
+            row = table.loc[(group, name)]
+            assert row["rmse_log"] == pytest.approx(np.mean(rmse))
+            for level, hits in inside.items():
+                assert row[f"cover{int(level * 100)}"] == pytest.approx(np.mean(hits))
+            assert row["n_evaluations"] == len(members)
+        wins = [1.0 if int(a * 1000) < int(b * 1000) else 0.5 if int(a * 1000) == int(b * 1000)
+                else 0.0 for a, b in zip(per["ours"], per["ref"])]
+        assert table.loc[(group, "ours"), "win_rate_vs_reference"] == pytest.approx(np.mean(wins))
+        assert table.loc[(group, "ours"), "ratio_to_reference"] == pytest.approx(
+            np.mean(per["ours"]) / np.mean(per["ref"]))
+        assert table.loc[(group, "ref"), "win_rate_vs_reference"] == 0.5
