@@ -116,3 +116,24 @@ def test_maximised_accuracy_is_forecast_as_its_error():
 def test_bad_settings_name_the_setting(settings, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(".", r"\.")):
         ForecastPruner(**{"max_resource": 243, **settings})
+
+
+def test_scores_live_in_the_storage_shared_by_workers(crossing, tmp_path):
+    """Two pruners (two workers) on one SQLite study: the second ranks against the first's
+    forecasts, read back from the storage."""
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    settings = dict(min_resource=9, max_resource=243, reduction_factor=2)
+    optuna.create_study(study_name="s", storage=storage)
+    for number, size in enumerate([5, 0]):
+        study = optuna.load_study(study_name="s", storage=storage,
+                                  pruner=ForecastPruner(**settings))
+        trial = study.ask()
+        curve = crossing.curve(size, 0, 9)
+        for step, loss in enumerate(curve, start=1):
+            trial.report(float(loss), step)
+        pruned = trial.should_prune()
+        assert pruned == (number == 1)   # size 0 leads at step 9 but is forecast to end worse
+        frozen = study.trials[number]
+        assert "scalekit_forecast_rung_0" in frozen.system_attrs
+    first, second = (t.system_attrs["scalekit_forecast_rung_0"] for t in study.trials)
+    assert first < second and crossing.curve(0, 0, 9)[-1] < crossing.curve(5, 0, 9)[-1]
