@@ -210,8 +210,8 @@ class IsoFLOPProfiles(AllocationEstimator):
         self._check_fitted()
         check_choice("flag", flag, tuple(CHECKS))
         keep = ~self.budgets_["flags"].str.split(",").apply(lambda row: flag in row).to_numpy()
-        if keep.sum() < 2:
-            return None
+        if np.isfinite(self.budgets_["params_opt"].to_numpy()[keep]).sum() < 3:
+            return None  # a line through fewer than three vertices has no residual
         return self._power_laws(keep)
 
     def _power_laws(self, keep: np.ndarray):

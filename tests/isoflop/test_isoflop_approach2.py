@@ -215,3 +215,15 @@ def test_the_power_fits_are_engine_results_and_round_trip():
     # the bootstrap lines satisfy a + b = 1 replicate by replicate (C = 6·N·D, shared weights)
     np.testing.assert_allclose(model.params_law_.replicates[:, 1]
                                + model.tokens_law_.replicates[:, 1], 1.0, atol=1e-9)
+
+
+def test_refit_without_a_flag_that_leaves_two_budgets_is_none():
+    # shift the grid of all but two budgets: refitting without the off-centre ones leaves two
+    data = sweep(seed=0, noise=0.0)
+    shifted = sweep(seed=0, noise=0.0, shift=0.7)
+    far = ~data["compute"].isin(BUDGETS[:2])
+    data = pd.concat([data[~far], shifted[shifted["compute"].isin(BUDGETS[2:])]])
+    model = IsoFLOPProfiles(n_boot=0).fit(data)
+    assert model.budgets_["flags"].str.contains("off_centre").sum() == len(BUDGETS) - 2
+    assert model.refit_without("off_centre") is None
+    assert model.refit_without("downward") is not None  # no budget opens downward
