@@ -104,6 +104,35 @@ def _note_quiet(value: bool) -> bool:
     return value
 
 
+def format_option() -> Any:
+    """The ``--format table|tsv|json`` option of commands that print tables."""
+    return typer.Option("table", "--format", help="How to print the tables: table (rich, "
+                        "for reading), tsv or json (for other programs).")
+
+
+def print_tables(tables: list[dict], fmt: str, *, title: Optional[str] = None,
+                 header: tuple[str, ...] | list[str] = (),
+                 lines: tuple[str, ...] | list[str] = ()) -> None:
+    """Print tables as data (:mod:`scalekit.report.tables`) in ``--format`` ``fmt``.
+
+    In ``table`` format the title, ``header`` lines, tables and ``lines`` (notes,
+    repeats collapsed) go to standard output; in ``tsv`` and ``json`` only the
+    tables do, and the other lines go to standard error.
+    """
+    from scalekit.checks import check_choice
+    from scalekit.formatting import collapse_notes
+    from scalekit.report.tables import FORMATS, render_tables
+
+    check_choice("format", fmt, FORMATS)
+    out = render_tables(tables, fmt, title=title, header=header, lines=lines)
+    if fmt == "table":
+        print_renderable(out)
+        return
+    typer.echo(out)
+    for line in [*header, *collapse_notes(lines)]:
+        typer.echo(line, err=True)
+
+
 def parse_mapping(items: list[str]) -> dict[str, str] | None:
     """Parse repeated ``--map role=column`` options."""
     from scalekit.errors import InputError

@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from .common import (file_argument, json_option, map_option, open_frame, parse_mapping,
-                     print_renderable, quiet_option, store_option)
+from .common import (file_argument, format_option, json_option, map_option, open_frame,
+                     parse_mapping, print_tables, quiet_option, store_option)
 
 FORMAT = "forecast"
 
@@ -35,10 +35,12 @@ def forecast(
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG plot here."),
     quiet: bool = quiet_option(),
+    fmt: str = format_option(),
 ) -> None:
     """Forecast learning curves (median and 50/80/95% intervals), or score the surrogates."""
-    from scalekit.errors import InputError
     from scalekit import serialise
+    from scalekit.errors import InputError
+    from scalekit.formatting import collapse_notes
     from scalekit.surrogates.forecast import METHODS, evaluate_frame, forecast_frame
 
     if evaluate == (to is not None or to_compute is not None) or (to is not None and
@@ -61,10 +63,9 @@ def forecast(
         methods = list(METHODS) if method == "all" else [method]
         table = evaluate_frame(frame, methods=methods, x=axis, y=y)
         body = {"evaluation": table.to_dict(orient="records"), "warnings": notes}
-        if not quiet:
-            shown = table[["method", "subset", "curves", "final_log_err", "tail_mape_pct",
-                           "cover50", "cover80", "cover95", "ms_per_curve"]]
-            print_renderable(_table("forecast evaluation (cut at 10/20/30/50%)", shown))
+        shown = table[["method", "subset", "curves", "final_log_err", "tail_mape_pct",
+                       "cover50", "cover80", "cover95", "ms_per_curve"]]
+        shown_table = _table("forecast evaluation (cut at 10/20/30/50%)", shown)
     else:
         target = to_compute if to_compute is not None else to
         table, warnings = forecast_frame(frame, to=target, x=axis, y=y, method=method)
@@ -75,8 +76,7 @@ def forecast(
                      "q0.025": "95% low", "q0.975": "95% high"})
         body = {"target": {axis: target}, "forecasts": table.to_dict(orient="records"),
                 "final": final.to_dict(orient="records"), "warnings": notes}
-        if not quiet:
-            print_renderable(_table(f"forecast at {axis} = {target:g} ({method})", shown))
+        shown_table = _table(f"forecast at {axis} = {target:g} ({method})", shown)
         if plot is not None:
             from scalekit.report.forecast_plots import drawn_runs, plot_forecasts
 
@@ -87,23 +87,19 @@ def forecast(
     if plot is not None and evaluate:
         notes.append("--plot draws forecasts; with --evaluate no plot is written")
     if not quiet:
-        for note in notes:
+        print_tables([shown_table], fmt)
+        for note in collapse_notes(notes):
             typer.echo(f"note: {note}", err=True)
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
                                seed=0, settings=settings)
 
 
-def _table(title, table):
-    from rich.table import Table
+def _table(title, table) -> dict:
+    from scalekit.report.tables import table_data
 
-    out = Table(title=title)
-    for column in table.columns:
-        out.add_column(str(column), justify="left" if column in ("run", "method", "subset")
-                       else "right")
-    for row in table.itertuples(index=False):
-        out.add_row(*[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row])
-    return out
+    return table_data(title, [str(c) for c in table.columns],
+                      [list(row) for row in table.itertuples(index=False)])
 
 
 def register(app: typer.Typer) -> None:

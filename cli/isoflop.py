@@ -9,9 +9,9 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 
-from .common import (bootstrap_option, ci_level_option, file_argument, json_option,
-                     map_option, open_frame, parse_mapping, print_renderable, quiet_option,
-                     seed_option, store_option)
+from .common import (bootstrap_option, ci_level_option, file_argument, format_option,
+                     json_option, map_option, open_frame, parse_mapping, print_tables,
+                     quiet_option, seed_option, store_option)
 
 APPROACHES = ("1", "2", "3", "all")
 
@@ -52,6 +52,7 @@ def isoflop(
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG figure here."),
     quiet: bool = quiet_option(),
+    fmt: str = format_option(),
 ) -> None:
     """Compute-optimal N*(C) = k_N·C^a and D*(C) = k_D·C^b by three approaches, with intervals."""
     from scalekit.checks import check_choice
@@ -66,7 +67,7 @@ def isoflop(
                 "convention": convention, "flops_per_param_token": flops_per_param_token}
     wanted = ("1", "2", "3") if approach == "all" else (approach,)
     report = run_isoflop(frame, wanted, settings, seed=seed, source=str(file or store))
-    _finish(report, "isoflop", input_sha, seed, settings, json_out, quiet)
+    _finish(report, "isoflop", input_sha, seed, settings, json_out, quiet, fmt)
     if plot is not None:
         from scalekit.report.isoflop_plots import plot_isoflop
 
@@ -76,15 +77,12 @@ def isoflop(
                      target_compute=target_compute)
 
 
-def _finish(report, kind, input_sha, seed, settings, json_out, quiet) -> None:
+def _finish(report, kind, input_sha, seed, settings, json_out, quiet, fmt) -> None:
     from scalekit import serialise
 
     if not quiet:
-        from scalekit.report.tables import render_tables
-
-        print_renderable(render_tables(report.tables, "table", title=report.title,
-                                       header=[f"FLOPs: {report.body['convention']}"],
-                                       lines=report.notes))
+        print_tables(report.tables, fmt, title=report.title,
+                     header=[f"FLOPs: {report.body['convention']}"], lines=report.notes)
     if json_out is not None:
         serialise.write_report(json_out, kind, report.body, input_sha256=input_sha,
                                seed=seed, settings=settings)

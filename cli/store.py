@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from .common import parse_mapping, print_renderable, reader_diagnostics, store_option
+from .common import (format_option, parse_mapping, print_tables, reader_diagnostics,
+                     store_option)
 
 store_app = typer.Typer(name="store", help="Keep learning curves in a SQLite store "
                         "(import, ls, show, export, rm).", no_args_is_help=True)
@@ -57,24 +58,18 @@ def import_(
 
 
 @store_app.command("ls")
-def ls(store: Path = store_option()) -> None:
+def ls(store: Path = store_option(), fmt: str = format_option()) -> None:
     """List the runs: name, source, size, tokens, points and metrics."""
-    from rich.markup import escape
-    from rich.table import Table
-
     from scalekit.curves import CurveStore
+    from scalekit.report.tables import table_data
 
     with CurveStore(store, create=False) as opened:
         runs = opened.runs()
-    table = Table(title=escape(f"{len(runs)} runs in {store}"))
-    for column in ("run", "source", "params", "tokens", "points", "metrics"):
-        table.add_column(column, justify="right" if column in ("params", "tokens", "points")
-                         else "left")
-    for row in runs.itertuples():
-        # names are text, not rich markup: "sweep[lr=0.001]" must print as it is
-        table.add_row(escape(row.run), escape(row.source), _number(row.params),
-                      _number(row.tokens), str(row.points), escape(", ".join(row.metrics)))
-    print_renderable(table)
+    rows = [[row.run, row.source, _whole(row.params), _whole(row.tokens), int(row.points),
+             ", ".join(row.metrics)] for row in runs.itertuples()]
+    print_tables([table_data(f"{len(runs)} runs in {store}",
+                             ["run", "source", "params", "tokens", "points", "metrics"], rows)],
+                 fmt)
 
 
 @store_app.command("show")
@@ -84,39 +79,38 @@ def show(
     metric: str = typer.Option("loss", "--metric", help="Metric to show."),
     limit: int = typer.Option(20, "--limit", help="Show at most this many points (evenly "
                               "spread, first and last included); 0 shows all."),
+    fmt: str = format_option(),
 ) -> None:
     """Show one run: its attributes and its curve."""
-    from rich.table import Table
-
     from scalekit.checks import check_number
     from scalekit.curves import CurveStore
+    from scalekit.formatting import format_number
+    from scalekit.report.tables import table_data
 
     check_number("limit", limit, low=0, integer=True)
     with CurveStore(store, create=False) as opened:
         runs = opened.runs()
         frame = opened.curves(runs=[run], metric=metric)
     info = runs.loc[runs["run"] == run].iloc[0]
-    typer.echo(f"run {run} (source {info['source']}): {info['points']} points, metrics "
-               + ", ".join(info["metrics"]))
+    header = [f"run {run} (source {info['source']}): {info['points']} points, metrics "
+              + ", ".join(info["metrics"])]
     attrs = {k: info[k] for k in ("params", "tokens", "depth", "width", "classes", "k", "seed")
              if info[k] == info[k] and info[k] is not None}
     attrs.update(info["config"])
     if attrs:
-        typer.echo("  " + ", ".join(f"{k}={_number(v)}" for k, v in attrs.items()))
+        header.append("  " + ", ".join(f"{k}={format_number(_whole(v), 6)}"
+                                       for k, v in attrs.items()))
     if frame.empty:
-        typer.echo(f"  no {metric!r} points")
+        for line in header + [f"  no {metric!r} points"]:
+            typer.echo(line)
         return
     if limit and len(frame) > limit:
         import numpy as np
 
         frame = frame.iloc[np.unique(np.linspace(0, len(frame) - 1, limit).round().astype(int))]
     columns = [c for c in ("step", "compute", "tokens", metric, "wall_time") if c in frame]
-    table = Table()
-    for column in columns:
-        table.add_column(column, justify="right")
-    for values in frame[columns].itertuples(index=False):
-        table.add_row(*(_number(v) for v in values))
-    print_renderable(table)
+    rows = [[_whole(v) for v in values] for values in frame[columns].itertuples(index=False)]
+    print_tables([table_data("", columns, rows, digits=6)], fmt, header=header)
 
 
 @store_app.command("export")
@@ -150,15 +144,11 @@ def rm(
     typer.echo(f"removed {removed} runs from {store}")
 
 
-def _number(value: object) -> str:
-    """A compact text for a table cell: integers as is, floats with 6 significant digits."""
-    if value is None or (isinstance(value, float) and value != value):
-        return ""
+def _whole(value: object) -> object:
+    """A float that holds a whole number (a size, a step) as an int; other values as they are."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
+        return int(value)
+    return value
 
 
 def register(app: typer.Typer) -> None:

@@ -11,13 +11,15 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 MISSING = "–"
 
 
 def format_number(value: Any, digits: int = 4) -> str:
     """``value`` in ``digits`` significant digits.
 
-    Integers keep all digits (thousands separated), booleans read yes/no,
+    Integers keep all their digits, booleans read yes/no,
     ``None`` and NaN read "–", floats between 1e-3 and 1e5 (and 0) are written
     plainly, others in exponent form; anything else as ``str``.
     """
@@ -25,8 +27,8 @@ def format_number(value: Any, digits: int = 4) -> str:
         return MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -1,9 +1,10 @@
 """Tables as data — ``{"title", "columns", "rows"}`` — rendered as rich tables, TSV or JSON.
 
 Commands build their tables once as data and print them in the format the
-user asked for (``--format table|tsv|json``). The first column names things
-(runs, approaches, budgets) and is never cut or wrapped; the others wrap so a
-table stays readable at 80 columns.
+user asked for (``--format table|tsv|json``). Numbers are never
+wrapped; text cells (run names) fold onto further lines rather than being cut
+with an ellipsis, so a table stays readable at 80 columns and every name is
+printed whole.
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from scalekit.formatting import collapse_notes, format_number
 
 FORMATS = ("table", "tsv", "json")
 
 
-def table_data(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict:
-    """A table as data; cells are kept as given (numbers are formatted when rendered)."""
-    return {"title": title, "columns": list(columns), "rows": [list(r) for r in rows]}
+def table_data(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
+               digits: int = 4) -> dict:
+    """A table as data; cells are kept as given and numbers formatted when rendered
+    (``digits`` significant digits in ``table`` format, in full in TSV and JSON)."""
+    return {"title": title, "columns": list(columns), "rows": [list(r) for r in rows],
+            "digits": digits}
 
 
 def rich_table(table: Mapping[str, Any]):
@@ -30,24 +36,29 @@ def rich_table(table: Mapping[str, Any]):
 
     grid = Table(title=escape(table["title"]) if table.get("title") else None,
                  title_justify="left")
-    rows = [[_text(cell) for cell in row] for row in table["rows"]]
+    digits = table.get("digits", 4)
+    rows = [[_text(cell, digits) for cell in row] for row in table["rows"]]
     for i, column in enumerate(table["columns"]):
         numeric = bool(rows) and all(_is_number(row[i]) for row in table["rows"])
-        if i == 0:
-            longest = max([len(column), *(len(row[0]) for row in rows)])
-            grid.add_column(escape(column), no_wrap=True, min_width=longest)
-        else:
-            grid.add_column(escape(column), justify="right" if numeric else "left",
-                            overflow="fold")
+        # numbers are never wrapped; text (run names first) folds onto more lines
+        # instead of being cut with an ellipsis when the terminal is narrow
+        grid.add_column(escape(column), justify="right" if numeric else "left",
+                        no_wrap=numeric, overflow="fold",
+                        min_width=max([len(column), *(len(row[i]) for row in rows)])
+                        if numeric else min(len(column), 12))
     for row in rows:
         grid.add_row(*(escape(cell) for cell in row))
     return grid
 
 
 def tsv(table: Mapping[str, Any]) -> str:
-    """The table as tab-separated text: a header line, then one line per row."""
+    """The table as tab-separated text: a header line, then one line per row.
+
+    Numbers are written in full (``repr``), missing ones as empty cells, so
+    that another program reads back what the table holds.
+    """
     lines = ["\t".join(table["columns"])]
-    lines += ["\t".join(_text(cell).replace("\t", " ") for cell in row) for row in table["rows"]]
+    lines += ["\t".join(_raw(cell).replace("\t", " ") for cell in row) for row in table["rows"]]
     return "\n".join(lines)
 
 
@@ -58,12 +69,15 @@ def render_tables(tables: Sequence[Mapping[str, Any]], fmt: str, *, title: str |
     In ``table`` format ``title`` and the ``header`` lines come first and ``lines``
     (notes, warnings) follow the tables, repeated ones collapsed into one line with
     a count; TSV and JSON carry the tables alone (TSV tables separated by a blank
-    line, each preceded by ``# title``).
+    line, each preceded by ``# title``, when there are several).
     """
     if fmt == "json":
-        return json.dumps([{**t, "rows": [[_plain(c) for c in row] for row in t["rows"]]}
+        return json.dumps([{"title": t.get("title", ""), "columns": list(t["columns"]),
+                            "rows": [[_plain(c) for c in row] for row in t["rows"]]}
                            for t in tables], indent=2, allow_nan=False)
     if fmt == "tsv":
+        if len(tables) == 1:
+            return tsv(tables[0])
         return "\n\n".join((f"# {t['title']}\n" if t.get("title") else "") + tsv(t)
                            for t in tables)
     from rich.console import Group
@@ -77,14 +91,21 @@ def render_tables(tables: Sequence[Mapping[str, Any]], fmt: str, *, title: str |
 
 
 def _is_number(cell: Any) -> bool:
-    return isinstance(cell, (int, float)) and not isinstance(cell, bool)
+    return isinstance(cell, (int, float, np.number)) and not isinstance(cell, bool)
 
 
-def _text(cell: Any) -> str:
-    return cell if isinstance(cell, str) else format_number(cell)
+def _text(cell: Any, digits: int = 4) -> str:
+    return cell if isinstance(cell, str) else format_number(cell, digits)
+
+
+def _raw(cell: Any) -> str:
+    plain = _plain(cell)
+    return "" if plain is None else plain if isinstance(plain, str) else repr(plain)
 
 
 def _plain(cell: Any) -> Any:
-    if isinstance(cell, float) and not math.isfinite(cell):
-        return None
-    return cell if cell is None or isinstance(cell, (str, int, float, bool)) else str(cell)
+    if isinstance(cell, (float, np.floating)):
+        return float(cell) if math.isfinite(cell) else None
+    if isinstance(cell, np.integer):
+        return int(cell)
+    return cell if cell is None or isinstance(cell, (str, int, bool)) else str(cell)
