@@ -105,3 +105,13 @@ def test_a_val_loss_column_equal_to_loss_is_no_rival(tmp_path):
     frame = read_curves(_csv(tmp_path, loss=VAL, val_loss=VAL, train_loss=TRAIN))
     assert frame["loss"].tolist() == VAL and frame.attrs["diagnostics"][0].severity == "info"
     assert frame.attrs["metric_choice"]["others"] == ["train_loss"]
+
+
+def test_a_lone_training_metric_is_said_and_a_lone_validation_one_is_not(tmp_path):
+    train = read_curves(_csv(tmp_path, train_loss=TRAIN))
+    assert train["loss"].tolist() == TRAIN
+    [diagnostic] = train.attrs["diagnostics"]
+    assert "training metric" in diagnostic.message
+    val = read_curves(_csv(tmp_path, validation_loss=VAL))  # Llama 3's file: nothing to choose
+    assert val["loss"].tolist() == VAL and val.attrs["diagnostics"] == []
+    assert not any("validation_loss" in note for note in val.attrs["notes"])

@@ -14,8 +14,8 @@ A file or log often holds one metric several times: ``train/loss`` and
    ``training``); the first in the source's order among equals.
 
 A metric asked for with its split (``train/loss``) narrows the family to that
-split. Whenever several names were candidates, or the name taken differs from
-the metric's, the choice is returned as a ``metric_choice`` diagnostic.
+split. Whenever several names were candidates, or the only one is a training
+metric, the choice is returned as a ``metric_choice`` diagnostic.
 """
 
 from __future__ import annotations
@@ -87,6 +87,13 @@ class MetricChoice:
         """The split the taken name marks: ``validation``, ``test``, ``train`` or None."""
         return split_of(self.taken)[0]
 
+    @property
+    def said(self) -> bool:
+        """Whether the choice is worth saying: several candidates, or a training metric
+        taken without being asked for by its name."""
+        return self.how != "mapped" and (bool(self.others) or (
+            self.split == "train" and self.how != "named"))
+
     def note(self) -> str:
         """One line for the output: which name is the metric, and over which others."""
         where = {"mapped": "as mapped", "named": "by its name",
@@ -97,8 +104,8 @@ class MetricChoice:
         return text
 
     def diagnostics(self) -> list[Diagnostic]:
-        """A ``metric_choice`` diagnostic when a choice was made or the name differs."""
-        if self.how == "mapped" or (not self.others and self.taken == self.metric):
+        """A ``metric_choice`` diagnostic when a choice was made, or the metric is training's."""
+        if not self.said:
             return []
         held_out = [o for o in self.others if split_of(o)[0] in ("validation", "test")]
         if self.how == "named" and held_out:

@@ -51,8 +51,7 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
         choice = replace(choice, others=tuple(o for o in choice.others if o not in copies))
     mapping["loss"] = choice.taken
     roles = resolve_roles(table.columns, mapping, metric=metric, source=where.source)
-    said = choice.how != "mapped" and (choice.taken != metric or choice.others)
-    notes: list[str] = [choice.note()] if said else []
+    notes: list[str] = [choice.note()] if choice.said else []
     out: dict[str, object] = {"run": _run_names(table, roles, where, default_run, notes)}
     out["step"] = _steps(table, roles, where, out["run"], duplicates)
     for role in ("compute", "tokens", "wall_time"):
