@@ -183,7 +183,8 @@ def inference_k(
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("cost",), optional=("k_max",))
-        planned = plan_samples(result.values, spec["cost"], k_max=spec.get("k_max", 100_000))
+        planned = plan_samples(result.values, spec["cost"],
+                               k_max=spec.get("k_max", 100_000)).to_dict()
     settings = {"y": y, "loss": loss, "bootstrap": bootstrap, "plan": plan,
                 "flops_convention": "none: cost is per sample, in units of error"}
     _finish("law.inference_k", result, prepared.notes, planned, "Plan: samples per query",

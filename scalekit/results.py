@@ -11,6 +11,7 @@ last three from two small methods a result writes: ``_summary_sections()`` and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,3 +45,27 @@ class ResultProtocol:
         fields = ", ".join(f"{k}={v if isinstance(v, str) else format_number(v)}"
                            for k, v in self._repr_fields().items())
         return f"{type(self).__name__}({fields})"
+
+
+class FlatResult(ResultProtocol):
+    """A result whose dataclass fields are plain values: ``to_dict`` is every field,
+    ``from_dict`` the inverse (lists back to tuples where a field is a tuple)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        values = {}
+        for f in dataclasses.fields(cls):
+            value = data[f.name]
+            if str(f.type).startswith("tuple") and value is not None:
+                value = tuple(value)
+            values[f.name] = value
+        return cls(**values)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    return value

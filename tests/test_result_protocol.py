@@ -77,3 +77,29 @@ def test_to_lmfit_hands_lmfit_the_optimum_it_finds_itself(fit, points):
     found = lmfit.minimize(residual, far, method="leastsq")
     for name in LAW.param_names:
         assert found.params[name].value == pytest.approx(fit.values[name], rel=1e-5)
+
+
+def _planner_results():
+    from scalekit.laws.class_count import class_count_error
+    from scalekit.planners.cot import plan_tree
+    from scalekit.planners.depth import plan_depth
+    from scalekit.planners.inference_k import plan_samples
+
+    depth_law = {"c_m": 300.0, "alpha_m": 1.0, "c_l": 2.0, "alpha_l": 1.2, "c_D": 500.0,
+                 "alpha_D": 0.3, "L0": 1.7}
+    depth = plan_depth(depth_law, 1e9, 1e10, shape=(2000.0, 20.0))
+    tree = plan_tree(64, lambda d: class_count_error(d, 0.01, 1.0))
+    samples = plan_samples({"E": 0.01, "A": 0.5, "a": 2.0, "B": 0.0, "b": 0.5}, 1e-5)
+    return [(depth, ["Optimum", "Regime", "Your shape"], "DepthPlan(params_budget="),
+            (tree, ["Best tree", "Bounds", "Least error by depth"], "TreePlan(classes=64"),
+            (samples, ["Plan", "Ignoring cost"], "SamplesPlan(k=")]
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_planner_results_follow_the_protocol(index):
+    result, sections, start = _planner_results()[index]
+    back = type(result).from_dict(json.loads(dumps(result.to_dict())))
+    assert back == result
+    assert _sections(result.summary()) == sections
+    assert repr(result).startswith(start) and "\n" not in repr(result)
+    assert "<table>" in result._repr_html_()

@@ -22,13 +22,15 @@ product of the remaining degrees is an integer.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from scalekit.checks import check_number
 from scalekit.errors import InputError
+from scalekit.formatting import format_number
 from scalekit.laws.class_count import class_count_error
+from scalekit.results import FlatResult
 
 StepError = Callable[[np.ndarray], np.ndarray]
 
@@ -36,8 +38,8 @@ StepError = Callable[[np.ndarray], np.ndarray]
 MAX_CLASSES = 100_000
 
 
-@dataclass(frozen=True)
-class TreePlan:
+@dataclass(frozen=True, repr=False)
+class TreePlan(FlatResult):
     """The best tree of steps for ``classes`` answers.
 
     Attributes
@@ -73,8 +75,22 @@ class TreePlan:
     error_bound: float
     error_by_depth: list
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def _summary_title(self) -> str:
+        return f"Least-error tree of steps for {self.classes} classes"
+
+    def _summary_sections(self):
+        return [("Best tree", [("degrees", " x ".join(map(str, self.degrees))),
+                               ("depth", self.depth), ("error", self.error),
+                               ("flat error (one step)", self.flat_error)]),
+                ("Bounds", [("critical degree", self.critical_degree),
+                            ("continuous depth", self.continuous_depth),
+                            ("error bound (any depth)", self.error_bound)]),
+                ("Least error by depth", [(f"depth {h}", e) for h, e in
+                                          enumerate(self.error_by_depth, 1)])]
+
+    def _repr_fields(self) -> dict:
+        return {"classes": self.classes, "degrees": "x".join(map(str, self.degrees)),
+                "error": self.error}
 
 
 def step_error_from_law(values: Mapping[str, float]) -> StepError:

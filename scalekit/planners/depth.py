@@ -12,13 +12,15 @@ the width solved for each depth by bisection, then a bounded refinement.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize_scalar
 
 from scalekit.checks import check_number, fail
+from scalekit.formatting import format_number
 from scalekit.laws.depth import DEPTH_WIDTH_DATA, count_depth, depth_regime, regime_resolved
+from scalekit.results import FlatResult
 
 ParamCount = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -30,8 +32,8 @@ def transformer_params(width, depth):
     return 12.0 * np.asarray(width, dtype=float) ** 2 * np.asarray(depth, dtype=float)
 
 
-@dataclass(frozen=True)
-class DepthPlan:
+@dataclass(frozen=True, repr=False)
+class DepthPlan(FlatResult):
     """The loss-optimal shape for a parameter budget, and how a chosen shape compares.
 
     Attributes
@@ -72,8 +74,24 @@ class DepthPlan:
     shape_loss: float | None = None
     loss_lost: float | None = None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def _summary_title(self) -> str:
+        return f"Loss-optimal shape for N = {format_number(self.params_budget)} parameters"
+
+    def _summary_sections(self):
+        shape = [] if self.shape_width is None else [
+            ("width", self.shape_width), ("depth", self.shape_depth),
+            ("parameters", self.shape_params), ("loss", self.shape_loss),
+            ("loss lost against the optimum", self.loss_lost)]
+        return [("Optimum", [("tokens", self.tokens), ("width", self.width),
+                             ("depth", self.depth), ("aspect ratio", self.aspect_ratio),
+                             ("loss", self.loss)]),
+                ("Regime", [("alpha_l", self.alpha_l), ("regime", self.regime),
+                            ("resolved by the interval", self.regime_resolved)]),
+                ("Your shape", shape)]
+
+    def _repr_fields(self) -> dict:
+        return {"params_budget": self.params_budget, "width": self.width, "depth": self.depth,
+                "loss": self.loss}
 
 
 def width_for_depth(params_budget: float, depth, *, param_count: ParamCount = transformer_params

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize_scalar
 
 from scalekit.checks import check_number
+from scalekit.formatting import format_number
 from scalekit.laws.inference_k import INFERENCE_K
 from scalekit.planners.judge_model import JudgeModel, Predictive, error_one_sample
 from scalekit.planners.judge_selection import quadrature_errors
+from scalekit.results import FlatResult
 
 ErrorCurve = Callable[[np.ndarray], np.ndarray]
 
@@ -31,8 +34,43 @@ ErrorCurve = Callable[[np.ndarray], np.ndarray]
 _SEARCH_GRIDS = {"radius_points": 300, "gumbel_points": 200}
 
 
+@dataclass(frozen=True, repr=False)
+class SamplesPlan(FlatResult):
+    """Samples per query that minimise error plus cost, and the least error ignoring cost.
+
+    Attributes
+    ----------
+    k : int
+        The plan.
+    error, objective : float
+        Error and ``error + cost_per_sample * k`` there.
+    cost_per_sample : float
+    k_least_error : int
+        The k of least error ignoring cost, and that error, ``least_error``.
+    least_error : float
+    """
+
+    k: int
+    error: float
+    objective: float
+    cost_per_sample: float
+    k_least_error: int
+    least_error: float
+
+    def _summary_title(self) -> str:
+        return f"Samples per query at a cost of {format_number(self.cost_per_sample)} each"
+
+    def _summary_sections(self):
+        return [("Plan", [("k", self.k), ("error", self.error), ("objective", self.objective)]),
+                ("Ignoring cost", [("k of least error", self.k_least_error),
+                                   ("least error", self.least_error)])]
+
+    def _repr_fields(self) -> dict:
+        return {"k": self.k, "objective": self.objective, "error": self.error}
+
+
 def plan_samples(error: ErrorCurve | Mapping[str, float], cost_per_sample: float, *,
-                 k_max: int = 100_000) -> dict:
+                 k_max: int = 100_000) -> SamplesPlan:
     """Whole ``k`` in ``1..k_max`` minimising ``error(k) + cost_per_sample * k``.
 
     Parameters
@@ -46,9 +84,7 @@ def plan_samples(error: ErrorCurve | Mapping[str, float], cost_per_sample: float
 
     Returns
     -------
-    dict
-        ``k`` (the plan), ``error`` and ``objective`` there, and ``k_least_error`` /
-        ``least_error``, the k of least error ignoring cost.
+    SamplesPlan
     """
     check_number("cost_per_sample", cost_per_sample, low=0)
     k_max = check_number("k_max", k_max, low=1, integer=True)
@@ -59,9 +95,9 @@ def plan_samples(error: ErrorCurve | Mapping[str, float], cost_per_sample: float
     errors = np.asarray(error(ks), dtype=float)
     objective = errors + cost_per_sample * ks
     best, least = int(np.argmin(objective)), int(np.argmin(errors))
-    return {"k": int(ks[best]), "error": float(errors[best]), "objective": float(objective[best]),
-            "cost_per_sample": float(cost_per_sample),
-            "k_least_error": int(ks[least]), "least_error": float(errors[least])}
+    return SamplesPlan(k=int(ks[best]), error=float(errors[best]),
+                       objective=float(objective[best]), cost_per_sample=float(cost_per_sample),
+                       k_least_error=int(ks[least]), least_error=float(errors[least]))
 
 
 def best_temperature(predictive: Predictive, k: int, *,

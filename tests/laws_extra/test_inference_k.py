@@ -43,8 +43,8 @@ def test_plan_samples_matches_continuous_optimum():
     cost = 1e-5
     k_star = (2.0 * 0.5 / cost) ** (1 / 3)
     plan = plan_samples(values, cost)
-    assert abs(plan["k"] - k_star) <= 1
-    assert plan["k_least_error"] == 100_000
+    assert abs(plan.k - k_star) <= 1
+    assert plan.k_least_error == 100_000
 
 
 def test_best_temperature_beats_a_scan():
