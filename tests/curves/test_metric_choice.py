@@ -115,3 +115,4 @@ def test_a_lone_training_metric_is_said_and_a_lone_validation_one_is_not(tmp_pat
     val = read_curves(_csv(tmp_path, validation_loss=VAL))  # Llama 3's file: nothing to choose
     assert val["loss"].tolist() == VAL and val.attrs["diagnostics"] == []
     assert not any("validation_loss" in note for note in val.attrs["notes"])
+

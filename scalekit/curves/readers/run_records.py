@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -26,6 +27,10 @@ from scalekit.curves.schema import (CONFIG_PREFIX, KEY_COLUMNS, METRIC_PREFIX, a
                                     series_role)
 from scalekit.curves.validate import Locator
 from scalekit.errors import InputError
+
+
+_COUNT = re.compile(r"^\s*(?P<number>\d+(?:\.\d*)?)\s*(?P<unit>[kKmMbBgGtT])\s*$")
+_MULTIPLIERS = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 
 
 @dataclass
@@ -135,7 +140,7 @@ def _attributes(attrs: Mapping[str, object], rows: int, has_tokens: bool) -> dic
     out: dict[str, list] = {}
     for key, value in _flat(attrs).items():
         role = attribute_role(key)
-        number = _number(value)
+        number = _number(value, counts=role in ("params", "tokens"))
         if role == "tokens" and (has_tokens or rows > 1):
             role = None  # a run's token budget is not the tokens seen at each point
         if role is not None and number is not None and role not in out:
@@ -161,10 +166,18 @@ def _flat(attrs: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     return out
 
 
-def _number(value: object) -> float | None:
-    """A finite number from a number or a number's text; None otherwise."""
+def _number(value: object, *, counts: bool = False) -> float | None:
+    """A finite number from a number or a number's text; None otherwise.
+
+    With ``counts``, texts such as ``125M``, ``1.3B`` or ``300k`` (sizes and token
+    counts as they are often logged) are read with their multiplier.
+    """
     if isinstance(value, bool):
         return None
+    if counts and isinstance(value, str):
+        match = _COUNT.match(value)
+        if match:
+            return float(match["number"]) * _MULTIPLIERS[match["unit"].upper()]
     try:
         number = float(value.strip() if isinstance(value, str) else value)
     except (TypeError, ValueError):
