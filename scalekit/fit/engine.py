@@ -172,8 +172,8 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
                 "not_converged", "warning", f"{failed} of {bootstrap} bootstrap resamples gave "
                 "no finite fit and were left out, so the intervals may be too narrow; check the "
                 "not_identified notes", value=failed))
-        intervals = percentile_intervals(draws, ci_level)
-        stats["ci_method"] = "bootstrap percentile"
+        intervals = percentile_intervals(draws, ci_level, dof)
+        stats["ci_method"] = "bootstrap percentile (expanded)"
         stats["resample"] = resample
         if resample == "runs":
             stats["n_runs"] = int(len(np.unique(runs)))

@@ -12,7 +12,7 @@ from scalekit.checks import check_choice, check_number
 from scalekit.diagnostics import Diagnostic
 from scalekit.fit.inputs import law_inputs
 from scalekit.fit.objective import log_jacobian
-from scalekit.fit.uncertainty import quantile
+from scalekit.fit.uncertainty import expanded_tail, quantile
 from scalekit.formatting import collapse_notes, format_interval, format_number
 from scalekit.laws.base import Law
 from scalekit.results import ResultProtocol
@@ -88,8 +88,8 @@ class FitResult(ResultProtocol):
                  ) -> tuple[np.ndarray, np.ndarray]:
         """Interval for the mean law (``"confidence"``) or for a new point (``"prediction"``).
 
-        The confidence band is the percentile band of the bootstrap laws when the
-        fit was bootstrapped, else a normal band in the log space from the
+        The confidence band is the (expanded) percentile band of the bootstrap laws
+        when the fit was bootstrapped, else a normal band in the log space from the
         covariance (delta method). The prediction interval adds the residual noise
         in the log space: each half-width ``h`` of the band becomes
         ``sqrt(h^2 + (t s)^2)``, with ``s = stats["residual_scale"]`` (root mean
@@ -105,15 +105,16 @@ class FitResult(ResultProtocol):
         level = self.ci_level if level is None else level
         check_number("level", level, low=0, high=1, low_open=True, high_open=True)
         dof = self.stats.get("dof", self.stats["n_points"] - self.stats["n_params"])
+        X = law_inputs(self.law, X)
         center = np.log(self.predict(X))
         if self.bootstrap_values is not None and len(self.bootstrap_values):
             draws = np.log(self.law.predict(X, self.bootstrap_values))     # (B, n)
-            tail = 50.0 * (1.0 - level)
+            tail = expanded_tail(level, dof, len(self.law.params))
             lo, hi = np.nanpercentile(draws, [tail, 100.0 - tail], axis=0)
             below, above = np.maximum(center - lo, 0.0), np.maximum(hi - center, 0.0)
         else:
             z = self.law.to_fitting(self.theta)
-            J = log_jacobian(self.law, law_inputs(self.law, X), z)
+            J = log_jacobian(self.law, X, z)
             cov = self.covariance if self.covariance is not None else np.full((len(z),) * 2, np.nan)
             half = quantile(level, dof) * np.sqrt(np.einsum("np,pq,nq->n", J, cov, J))
             below = above = half

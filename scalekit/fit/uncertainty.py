@@ -19,7 +19,8 @@ Standard errors of a log-parameter follow by the delta method
 
 Normal-theory intervals use Student-t quantiles with ``n - p`` degrees of
 freedom, since the residual scale behind the covariance is estimated from the
-same points. Intervals of a function of the parameters (derived quantities,
+same points; bootstrap percentile intervals are expanded to match
+(:func:`expanded_tail`). Intervals of a function of the parameters (derived quantities,
 plans) come from the same bootstrap draws as the parameters' intervals, or, without
 a bootstrap, from the delta method in the fitting space
 (:func:`function_intervals`).
@@ -88,9 +89,28 @@ def wald_intervals(law: Law, z: np.ndarray, cov: np.ndarray, level: float,
     return law.to_natural(np.clip(ends, lower[:, None], upper[:, None]).T).T
 
 
-def percentile_intervals(draws: np.ndarray, level: float) -> np.ndarray:
-    """Percentile intervals of bootstrap ``draws`` (B, P) -> (P, 2)."""
-    tail = 50.0 * (1.0 - level)
+def expanded_tail(level: float, dof: float | None, n_params: int) -> float:
+    """Percent in each tail of the expanded percentile interval at ``level``.
+
+    The bootstrap spread of a fit of ``p`` parameters to ``n`` points falls short
+    of the sampling spread by about ``sqrt((n - p) / n)`` (its residuals are the
+    fit's, smaller than the errors), and its percentiles take normal, not
+    Student-t, quantiles. The expanded percentile interval (Hesterberg 2015,
+    "What teachers should know about the bootstrap", §4.2, there with ``p = 1``)
+    widens the level instead: it takes the percentiles at ``Phi(-w)`` and
+    ``Phi(w)`` with ``w = sqrt(n / (n - p)) t_{n-p}(0.5 + level / 2)``.
+    """
+    if dof is None or not np.isfinite(dof) or dof < 1:
+        return 50.0 * (1.0 - level)
+    n = dof + n_params
+    w = np.sqrt(n / dof) * quantile(level, dof)
+    return float(100.0 * norm.sf(w))
+
+
+def percentile_intervals(draws: np.ndarray, level: float, dof: float | None = None
+                         ) -> np.ndarray:
+    """Expanded percentile intervals (:func:`expanded_tail`) of bootstrap ``draws`` (B, P)."""
+    tail = expanded_tail(level, dof, draws.shape[1])
     return np.percentile(draws, [tail, 100.0 - tail], axis=0).T
 
 
@@ -99,7 +119,8 @@ def function_intervals(function, law: Law, z: np.ndarray, cov: np.ndarray | None
                        dof: float | None = None) -> np.ndarray:
     """Intervals of ``function(theta) -> (K,)`` of the natural parameters, shape (K, 2).
 
-    Bootstrap percentiles of ``function`` over ``draws`` (B, P) when given, else
+    Expanded bootstrap percentiles (:func:`expanded_tail`) of ``function`` over
+    ``draws`` (B, P) when given, else
     the delta method with ``se = sqrt(g^T Cov g)``, ``g`` the central-difference
     gradient in the fitting space: ``value * exp(± t_{dof} se / value)`` for a
     positive value (built in the log, so it stays positive), ``value ± t_{dof} se``
@@ -108,7 +129,7 @@ def function_intervals(function, law: Law, z: np.ndarray, cov: np.ndarray | None
     center = np.atleast_1d(np.asarray(function(law.to_natural(z)), dtype=float))
     if draws is not None and len(draws):
         values = np.array([np.atleast_1d(function(theta)) for theta in draws], dtype=float)
-        tail = 50.0 * (1.0 - level)
+        tail = expanded_tail(level, dof, len(z))
         with np.errstate(invalid="ignore"):
             return np.nanpercentile(values, [tail, 100.0 - tail], axis=0).T
     if cov is None or not np.isfinite(cov).all():

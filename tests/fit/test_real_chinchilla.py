@@ -51,6 +51,14 @@ def test_fit_reaches_the_published_refit(bootstrapped):
     assert fit.derived["a"] == pytest.approx(0.3672 / (0.3473 + 0.3672), abs=0.003)
 
 
+def test_the_published_points_raise_no_diagnostic(bootstrapped):
+    """Issue 13: a well-posed fit says nothing: no not_identified, on_bound, ... at all."""
+    assert [d.code for d in bootstrapped.diagnostics] == []
+    assert bootstrapped.stats["resample"] == "points"
+    lo, hi = bootstrapped.derived_ci["a"]
+    assert lo < bootstrapped.derived["a"] < hi
+
+
 def test_bootstrap_intervals_overlap_besiroglu(bootstrapped):
     assert bootstrapped.ci_level == 0.95
     assert bootstrapped.bootstrap_values.shape == (100, 5)
