@@ -15,7 +15,8 @@ from scalekit.fit.constrain import constrained_law
 from scalekit.fit.diagnose import fit_diagnostics
 from scalekit.fit.inputs import law_inputs
 from scalekit.fit.multistart import distinct_optima, multistart
-from scalekit.fit.objective import check_loss, log_residuals
+from scalekit.fit.objective import log_residuals
+from scalekit.fit.robust import check_loss
 from scalekit.fit.polish import polish
 from scalekit.fit.result import FitResult
 from scalekit.fit.select import information_criteria

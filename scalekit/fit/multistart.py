@@ -41,7 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalekit.fit.objective import curvature_weights, log_value_and_jacobian, psi, rho
+from scalekit.fit.objective import log_value_and_jacobian
+from scalekit.fit.robust import curvature_weights, psi, rho
 from scalekit.laws.base import Law
 
 _LAMBDA_START = 1e-3

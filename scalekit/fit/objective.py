@@ -1,11 +1,8 @@
 """The fitting objective: a robust loss summed over log residuals.
 
 ``objective(z) = sum_i c_i rho(log f(x_i; z) - log y_i)`` where ``c_i`` are point
-weights (1, or bootstrap counts) and ``rho`` is either
-
-* ``"huber"``: ``r^2 / 2`` for ``|r| <= delta``, ``delta (|r| - delta / 2)`` beyond
-  (``scipy.special.huber``; Hoffmann et al. 2022 use ``delta = 1e-3``), or
-* ``"squared"``: ``r^2 / 2``.
+weights (1, or bootstrap counts) and ``rho`` is a loss of :mod:`scalekit.fit.robust`
+(``"huber"``, Hoffmann et al. 2022 use ``delta = 1e-3``, or ``"squared"``).
 
 The sum, not the mean, is what Besiroglu et al. (2024) minimise; their refit of the
 Chinchilla points reaches 1.0183e-3 on this scale.
@@ -15,51 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalekit.checks import check_choice, check_number
+from scalekit.fit.robust import rho
 from scalekit.laws.base import Law
-
-LOSSES = ("huber", "squared")
-
-
-def check_loss(loss: str, delta: float) -> None:
-    """Validate the loss name and the Huber threshold."""
-    check_choice("loss", loss, LOSSES)
-    check_number("delta", delta, low=0, low_open=True)
-
-
-def rho(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
-    """Per-point loss of residuals ``r``."""
-    if loss == "squared":
-        return 0.5 * r * r
-    a = np.abs(r)
-    m = np.minimum(a, delta)
-    return m * (a - 0.5 * m)
-
-
-def psi(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
-    """Derivative of :func:`rho`."""
-    return r if loss == "squared" else np.clip(r, -delta, delta)
-
-
-def psi_prime(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
-    """Second derivative of :func:`rho` (1 inside the Huber threshold, 0 beyond)."""
-    return np.ones_like(r) if loss == "squared" else (np.abs(r) <= delta).astype(float)
-
-
-def curvature_weights(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
-    """Per-point weights of the Gauss–Newton matrix ``J^T W J`` used by the optimiser.
-
-    For least squares they are 1. For Huber they are ``psi'(r)`` (1 inside ``delta``,
-    0 beyond: the exact curvature of the piecewise-quadratic loss) plus a tenth of
-    ``psi(r) / r`` (the weights of the quadratic that majorises ``rho``, as in
-    iteratively reweighted least squares), which keeps the matrix well posed when
-    few residuals lie inside ``delta``.
-    """
-    if loss == "squared":
-        return np.ones_like(r)
-    a = np.abs(r)
-    return np.where(a <= delta, 1.1, 0.1 * delta / np.maximum(a, delta))
-
 
 def log_residuals(law: Law, X, log_y: np.ndarray, z: np.ndarray) -> np.ndarray:
     """``log f(X; z) - log y`` for fitting-space parameters ``z`` (..., P) -> (..., n)."""

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from scalekit.fit.objective import log_jacobian, log_residuals, psi, rho
+from scalekit.fit.objective import log_jacobian, log_residuals
+from scalekit.fit.robust import psi, rho
 from scalekit.laws.base import Law
 
 

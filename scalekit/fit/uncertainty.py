@@ -31,7 +31,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm, t as student_t
 
-from scalekit.fit.objective import log_jacobian, log_residuals, psi, psi_prime
+from scalekit.fit.objective import log_jacobian, log_residuals
+from scalekit.fit.robust import psi, psi_prime
 from scalekit.laws.base import Law
 
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalekit.fit.robust import irls_weights, robust_scale
+
 Axes = tuple[np.ndarray, ...]  # t, tau, y0, ln t, ln tau — broadcastable
 
 
@@ -378,7 +380,8 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
         until step 9, after which only each curve's best start goes on.
     huber : float
         Residuals beyond ``huber`` robust standard deviations are down-weighted
-        (iteratively reweighted least squares), so one spike does not bend a fit.
+        (iteratively reweighted least squares for Huber's loss,
+        :func:`scalekit.fit.robust.irls_weights`), so one spike does not bend a fit.
     start : ndarray of int (B,), optional
         Use only this entry of the family's start grid for each curve (e.g. the
         one that won on a shorter prefix of the same curve) instead of all.
@@ -420,8 +423,8 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
     for it in range(iterations):
         if it in reweight_at:
             raw = np.where(m > 0, r / np.maximum(weights, 1e-12), 0.0)
-            sd = 1.4826 * _masked_median(np.abs(raw), m) + 1e-4
-            weights = m * np.sqrt(np.minimum(1.0, huber * sd[:, None] / np.maximum(np.abs(raw), 1e-12)))
+            sd = robust_scale(raw, m) + 1e-4
+            weights = m * np.sqrt(irls_weights(raw, huber * sd[:, None]))
             r = residuals(u)
             cost = (r * r).sum(axis=1)
         h = 1e-7 * (1.0 + np.abs(u))
@@ -475,10 +478,3 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
     ok = np.isfinite(theta).all(axis=1) & (rms < 1e3)
     chosen = best if start is None else np.asarray(start)
     return FamilyFit(family, theta, scale, rms, ok, chosen)
-
-
-def _masked_median(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    filled = np.where(mask > 0, values, np.nan)
-    with np.errstate(all="ignore"):
-        out = np.nanmedian(filled, axis=1)
-    return np.nan_to_num(out, nan=0.0)
