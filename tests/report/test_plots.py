@@ -15,6 +15,7 @@ import pytest  # noqa: E402
 
 from scalekit.allocate import allocate  # noqa: E402
 from scalekit.allocate.synthetic import early_leader_sweep  # noqa: E402
+from scalekit.errors import InputError  # noqa: E402
 from scalekit.fit import fit_law, plan_for_compute  # noqa: E402
 from scalekit.laws import get_law  # noqa: E402
 from scalekit.report.allocate_plots import plot_allocations, plot_frontiers  # noqa: E402
@@ -121,6 +122,10 @@ def test_allocate_policies_differ_in_style_and_marker():
     assert fig.get_suptitle() == "budget 20%"
     fig2, ax = plt.subplots()
     assert plot_frontiers(sweep, {n: r[0] for n, r in results.items()}, ax=ax) is ax
+    fig3, pair = plt.subplots(1, 2)
+    assert plot_allocations(sweep, results, ax=pair) is fig3 and pair[1].get_title()
+    with pytest.raises(InputError, match=r"The value of `ax` is '1 Axes', but must be 2 Axes"):
+        plot_allocations(sweep, results, ax=[ax])
 
 
 def forecast_table(finals):
