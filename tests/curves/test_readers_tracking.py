@@ -31,6 +31,19 @@ def _train(size, step):
     return _val(size, step) - 0.05
 
 
+def _assert_the_logged_sweep(frame, *, seed, lr):
+    """Both runs, the validation loss as the loss, the training loss, tokens and attributes."""
+    assert sorted(frame["run"].unique()) == ["large", "small"]
+    for name, size in SIZES.items():
+        rows = frame[frame["run"] == name]
+        assert rows["step"].tolist() == STEPS
+        assert np.allclose(rows["loss"], [_val(size, s) for s in STEPS], rtol=0, atol=1e-12)
+        assert np.allclose(rows["train/loss"], [_train(size, s) for s in STEPS])
+        assert rows["tokens"].tolist() == [4096.0 * (s + 1) for s in STEPS]
+        assert set(rows["params"]) == {size} and set(rows["depth"]) == {4}
+        assert set(rows["seed"]) == {seed} and set(rows["lr"]) == {lr}
+
+
 # -- MLflow -----------------------------------------------------------------------------------
 def _log_mlflow(uri):
     from mlflow.entities import Metric
@@ -69,16 +82,10 @@ def mlruns(tmp_path_factory):
 def test_mlflow_runs_metric_history_and_params(mlruns):
     frame = read_curves(mlruns, experiment="sweep")
     assert frame.attrs["format"] == "mlflow"
-    assert sorted(frame["run"].unique()) == ["large", "small"]
-    for name, size in SIZES.items():
+    _assert_the_logged_sweep(frame, seed=7, lr=3e-4)
+    for name in SIZES:
         rows = frame[frame["run"] == name]
-        assert rows["step"].tolist() == STEPS
-        assert np.allclose(rows["loss"], [_val(size, s) for s in STEPS], rtol=0, atol=1e-12)
-        assert np.allclose(rows["train/loss"], [_train(size, s) for s in STEPS])
-        assert rows["tokens"].tolist() == [4096.0 * (s + 1) for s in STEPS]
-        assert set(rows["params"]) == {size} and set(rows["depth"]) == {4}
-        assert set(rows["seed"]) == {7}
-        assert set(rows["lr"]) == {3e-4} and set(rows["optimizer"]) == {"adamw"}
+        assert set(rows["optimizer"]) == {"adamw"}
         assert np.allclose(rows["wall_time"], [1000.0 + s / 1000 for s in STEPS])
     assert frame.attrs["metric_choice"]["taken"] == "val/loss"
     assert [d.code for d in frame.attrs["diagnostics"]] == ["metric_choice"]
@@ -148,15 +155,7 @@ def test_wandb_offline_runs_history_config_and_custom_x_axis(wandb_dir):
     assert len(list(wandb_dir.glob("offline-run-*"))) == 2
     frame = read_curves(wandb_dir)
     assert frame.attrs["format"] == "wandb"
-    assert sorted(frame["run"].unique()) == ["large", "small"]
-    for name, size in SIZES.items():
-        rows = frame[frame["run"] == name]
-        assert rows["step"].tolist() == STEPS
-        assert np.allclose(rows["loss"], [_val(size, s) for s in STEPS], rtol=0, atol=1e-12)
-        assert np.allclose(rows["train/loss"], [_train(size, s) for s in STEPS])
-        assert rows["tokens"].tolist() == [4096.0 * (s + 1) for s in STEPS]
-        assert set(rows["params"]) == {size} and set(rows["depth"]) == {4}
-        assert set(rows["seed"]) == {3} and set(rows["lr"]) == {1e-3}
+    _assert_the_logged_sweep(frame, seed=3, lr=1e-3)
     assert frame.attrs["metric_choice"]["taken"] == "val/loss"
     assert any("logged against 'tokens'" in note for note in frame.attrs["notes"])
     one = read_curves(next(wandb_dir.glob("offline-run-*")), metric="train/loss")
