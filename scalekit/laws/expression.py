@@ -177,6 +177,13 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
                       "symbols": {s: c for s, c in used_inputs.items() if SYMBOLS.get(s) != c}})
 
 
+def check_expression(expression: str) -> None:
+    """Raise :class:`InputError` unless ``expression`` alone is a complete expression of
+    the language (whitelist, arity, length, depth), e.g. before it is embedded in a
+    larger one."""
+    _parse(expression)
+
+
 def _parse(expression: str) -> ast.Expression:
     if not isinstance(expression, str):
         raise InputError(f"the expression must be a string, but got {type(expression).__name__}")

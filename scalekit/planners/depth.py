@@ -202,8 +202,9 @@ def param_count_from_expression(expression: str) -> ParamCount:
     Parsed by :func:`scalekit.laws.expression.law_from_expression` (numbers,
     ``m``, ``l``, arithmetic and a few numpy functions only).
     """
-    from scalekit.laws.expression import law_from_expression
+    from scalekit.laws.expression import check_expression, law_from_expression
 
+    check_expression(expression)          # complete on its own ('m) + (l' is not)
     law = law_from_expression(f"_unit * ({expression})", inputs={"m": "width", "l": "depth"})
     if law.param_names != ("_unit",):
         others = ", ".join(name for name in law.param_names if name != "_unit")

@@ -220,3 +220,13 @@ def test_cli_fit_exits_2_on_a_bad_expression(tmp_path, capsys, law):
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "expression" in err
+
+
+def test_embedded_expression_cannot_close_its_parentheses():
+    # issue 17: 'm) + (l' pasted into '_unit * (...)' read as _unit*(m) + (l)
+    from scalekit.planners.depth import param_count_from_expression
+
+    with pytest.raises(InputError, match="does not parse"):
+        param_count_from_expression("m) + (l")
+    count = param_count_from_expression("12*m**2*l")
+    assert count(np.array([64.0]), np.array([2.0]))[0] == pytest.approx(12 * 64 ** 2 * 2)
