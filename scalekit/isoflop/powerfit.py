@@ -31,6 +31,12 @@ LAW = "power"
 class PowerLawFit(ResultProtocol):
     """``y = coef · C^exponent`` with intervals at ``ci_level``.
 
+    The intervals (``exponent_ci``, ``coef_ci``, :meth:`interval`) are plain percentiles
+    of the replicates' lines: the replicates carry the uncertainty of the points
+    themselves (for approach 2 the two-stage bootstrap of the vertices), so the
+    expansion :meth:`FitResult.interval` applies to a resampling of a fit's own
+    residuals does not apply to them.
+
     Attributes
     ----------
     fit : FitResult
@@ -98,8 +104,14 @@ class PowerLawFit(ResultProtocol):
         of the least-squares line in log space (``nan`` where there is neither).
         """
         log_c = np.log(np.atleast_1d(np.asarray(compute, dtype=float)))
-        if self.fit.bootstrap_values is not None:
-            return self.fit.interval({"x": np.exp(log_c)})
+        lines = self.replicates
+        if lines is not None:  # plain percentiles, as for the exponent: the replicates are the
+            # bootstrap of the vertices, not residual resamples of the line that
+            # FitResult.interval would widen
+            curves = lines[:, :1] + lines[:, 1:] * log_c[None, :]
+            tails = [50 * (1 - self.ci_level), 50 * (1 + self.ci_level)]
+            lo, hi = np.nanpercentile(curves, tails, axis=0)
+            return np.exp(lo), np.exp(hi)
         if self.t_line is None:
             return np.full(log_c.shape, np.nan), np.full(log_c.shape, np.nan)
         mean, sxx, n, t_sd = self.t_line
