@@ -171,7 +171,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
     for column in ("budget", "policy", "best loss", "vs uniform", "vs plain SH", "compute used",
                    "law error @max", "law error @10x", "completed @max", "all completed @max"):
         table.add_column(column, justify="right")
-    for row in result.summary.itertuples():
+    for row in result.averages.itertuples():
         table.add_row(_share(row.budget), row.policy, f"{row.best_loss:.4f}",
                       f"{row.improvement_vs_uniform:+.2%}", f"{row.improvement_vs_sh:+.2%}",
                       f"{row.compute_fraction:.2%}",
@@ -189,7 +189,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
                          {name: pair for (b, name), pair in result.examples.items() if b == last},
                          plot, rung_policy="forecast", title=f"budget {_share(last)}, first seed")
     report = {"mode": "replay", "exhaustive_flops": result.exhaustive_compute,
-              "summary": result.summary.to_dict(orient="records"),
+              "summary": result.averages.to_dict(orient="records"),
               "rows": result.rows.to_dict(orient="records"),
               "rung_tables": rung_tables, "warnings": []}
     from rich.console import Group
@@ -223,7 +223,7 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
                       f"{action['to']:.4g}" if "to" in action else "",
                       f"{action['flops']:.3g}" if "flops" in action else "")
     rungs = Text(format_rung_table(plan.bracket, unit=sweep.resource_name))
-    return {"mode": "plan", **plan.to_json(), "warnings": []}, Group(rungs, table)
+    return {"mode": "plan", **plan.to_dict(), "warnings": []}, Group(rungs, table)
 
 
 def _trainer(task: str, *, seed: int, store: Path):

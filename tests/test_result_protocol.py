@@ -103,3 +103,43 @@ def test_planner_results_follow_the_protocol(index):
     assert _sections(result.summary()) == sections
     assert repr(result).startswith(start) and "\n" not in repr(result)
     assert "<table>" in result._repr_html_()
+
+
+def test_allocation_results_follow_the_protocol(tmp_path):
+    import pandas as pd
+
+    from scalekit.allocate.next_actions import Plan, plan_next
+    from scalekit.allocate.policies import LossPolicy
+    from scalekit.allocate.replay import ReplayResult, replay
+    from scalekit.allocate.runner import AllocationRunResult, run_allocation
+    from scalekit.allocate.sweep import sweep_from_frame
+    from scalekit.allocate.synthetic import early_leader_frame
+    from scalekit.allocate.toy import SyntheticTrainer
+
+    frame = early_leader_frame(seed=5, sizes=9, variants=1, points=30)
+    sweep = sweep_from_frame(frame)
+    replayed = replay(sweep, policies=["loss", "uniform"], budgets=[0.3], seeds=2,
+                      frontier=False, completion=None)
+    back = ReplayResult.from_dict(json.loads(dumps(replayed.to_dict())))
+    pd.testing.assert_frame_equal(back.rows, replayed.rows, check_dtype=False)
+    pd.testing.assert_frame_equal(back.averages, replayed.averages, check_dtype=False)
+    assert back.exhaustive_compute == replayed.exhaustive_compute
+    assert _sections(replayed.summary()) == ["Budget 0.3"]
+    assert repr(replayed) == "ReplayResult(policies=2, budgets=1, rows=4)"
+
+    plan = plan_next(sweep_from_frame(frame[frame.step <= 3], max_resource=sweep.max_resource),
+                     LossPolicy(), 0.2 * sweep.total_compute())
+    back = Plan.from_dict(json.loads(dumps(plan.to_dict())))
+    assert back.to_dict() == json.loads(dumps(plan.to_dict())) and back.bracket == plan.bracket
+    assert _sections(plan.summary()) == ["Actions", "Compute"]
+    assert repr(plan).startswith(f"Plan(rung={plan.rung}, actions={len(plan.actions)}")
+
+    trainer = SyntheticTrainer(seed=0, sizes=4, variants=1, max_compute=1e18, points=6)
+    ran = run_allocation(tmp_path / "s.db", "toy", trainer, LossPolicy(), budget=1e18)
+    back = AllocationRunResult.from_dict(json.loads(dumps(ran.to_dict())))
+    assert back.bracket == ran.bracket and back.trained == ran.trained
+    assert back.allocation.to_dict() == json.loads(dumps(ran.allocation.to_dict()))
+    np.testing.assert_array_equal(*(next(iter(r.allocation.observed.values())).loss
+                                    for r in (back, ran)))
+    assert _sections(ran.summary())[:3] == ["Budget", "Bracket", "This invocation"]
+    assert repr(ran).startswith("AllocationRunResult(spent=")

@@ -26,7 +26,7 @@ cost model, so a resumed allocation does the same.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -59,6 +59,25 @@ class Allocation:
     promotions: list[list[str]] = field(default_factory=list)
     advances: list[Advance] = field(default_factory=list)
     exhausted: bool = False
+
+    def to_dict(self) -> dict:
+        """Plain data (curves as lists); inverse of :meth:`from_dict`."""
+        return {"observed": {run: {"resource": c.resource.tolist(), "compute": c.compute.tolist(),
+                                   "loss": c.loss.tolist()} for run, c in self.observed.items()},
+                "reached": dict(self.reached), "spent": self.spent, "budget": self.budget,
+                "promotions": [list(p) for p in self.promotions],
+                "advances": [asdict(a) for a in self.advances], "exhausted": self.exhausted}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "Allocation":
+        def curve(points):
+            return Curve(*(np.array(points[k], dtype=float) for k in ("resource", "compute",
+                                                                        "loss")))
+
+        return cls({run: curve(c) for run, c in data["observed"].items()},
+                   {run: float(v) for run, v in data["reached"].items()}, float(data["spent"]),
+                   float(data["budget"]), [list(p) for p in data["promotions"]],
+                   [Advance(**a) for a in data["advances"]], bool(data["exhausted"]))
 
 
 def _join(a: Curve, b: Curve) -> Curve:

@@ -10,7 +10,7 @@ which stop.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -19,10 +19,12 @@ from scalekit.allocate.policies import Policy
 from scalekit.allocate.replay import fit_bracket, planned_cost
 from scalekit.allocate.schedules import SuccessiveHalving
 from scalekit.allocate.sweep import Sweep
+from scalekit.formatting import format_number
+from scalekit.results import ResultProtocol
 
 
-@dataclass
-class Plan:
+@dataclass(repr=False)
+class Plan(ResultProtocol):
     """What to do next.
 
     Attributes
@@ -55,13 +57,41 @@ class Plan:
         """``1 - planned / exhaustive``: the share of the exhaustive sweep's FLOPs not spent."""
         return 1.0 - self.planned / self.exhaustive
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
+        """Plain data (with the derived ``finished``, ``projected_saving``, ``rungs``);
+        inverse of :meth:`from_dict`."""
         return {"rung": self.rung, "finished": self.rung is None, "actions": self.actions,
                 "spent_flops": self.spent, "planned_flops": self.planned,
                 "exhaustive_flops": self.exhaustive, "projected_saving": self.projected_saving,
-                "promotions": self.promotions,
+                "promotions": self.promotions, "bracket": asdict(self.bracket),
                 "rungs": [{"rung": r.index, "runs": r.runs, "resource": r.resource}
                           for r in self.bracket.rungs]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Plan":
+        return cls(SuccessiveHalving(**data["bracket"]), data["rung"], list(data["actions"]),
+                   float(data["spent_flops"]), float(data["planned_flops"]),
+                   float(data["exhaustive_flops"]), [list(p) for p in data["promotions"]])
+
+    def _summary_title(self) -> str:
+        return ("Allocation finished: nothing left to train" if self.rung is None
+                else f"Next actions (rung {self.rung})")
+
+    def _summary_sections(self):
+        def action(a: dict) -> str:
+            if a["action"] == "stop":
+                return f"stop {a['run']} at {format_number(a['at'])}"
+            return (f"continue {a['run']} from {format_number(a['from'])} to "
+                    f"{format_number(a['to'])} ({format_number(a['flops'])} FLOPs)")
+
+        return [("Actions", [action(a) for a in self.actions]),
+                ("Compute", [("spent (FLOPs)", self.spent), ("planned (FLOPs)", self.planned),
+                             ("exhaustive sweep (FLOPs)", self.exhaustive),
+                             ("projected saving", f"{self.projected_saving:.1%}")])]
+
+    def _repr_fields(self) -> dict:
+        return {"rung": "finished" if self.rung is None else str(self.rung),
+                "actions": len(self.actions), "projected_saving": self.projected_saving}
 
 
 def plan_next(sweep: Sweep, policy: Policy, budget: float, *, eta: int = 3,

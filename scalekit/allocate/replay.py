@@ -22,7 +22,9 @@ from scalekit.allocate.policies import POLICIES, Policy, rank
 from scalekit.allocate.schedules import SuccessiveHalving, bracket_to, check_eta, floor_log
 from scalekit.allocate.sweep import Sweep
 from scalekit.checks import check_choice, check_number, fail
+from scalekit.formatting import format_number
 from scalekit.progress import track
+from scalekit.results import ResultProtocol
 
 
 def reveal(sweep: Sweep) -> Callable:
@@ -134,19 +136,50 @@ def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequenc
     return allocation, bracket
 
 
-@dataclass
-class ReplayResult:
-    """One row per (policy, budget, seed) in ``rows``; ``summary`` averages over seeds.
+@dataclass(repr=False)
+class ReplayResult(ResultProtocol):
+    """One row per (policy, budget, seed) in ``rows``; ``averages`` averages over seeds.
 
     ``examples`` maps ``(budget, policy)`` to the allocation and bracket of the
-    first seed, and ``example_sweep`` is that seed's sweep (for plots).
+    first seed, and ``example_sweep`` is that seed's sweep (for plots); these
+    two are not part of :meth:`to_dict`.
     """
 
     rows: pd.DataFrame
-    summary: pd.DataFrame
+    averages: pd.DataFrame
     exhaustive_compute: float
     examples: dict = field(default_factory=dict)
     example_sweep: Sweep | None = None
+
+    def to_dict(self) -> dict:
+        return {"exhaustive_flops": self.exhaustive_compute,
+                "averages": self.averages.to_dict(orient="records"),
+                "rows": self.rows.to_dict(orient="records")}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ReplayResult":
+        def frame(records):
+            return pd.DataFrame(records).fillna(np.nan).infer_objects()
+
+        return cls(frame(data["rows"]), frame(data["averages"]), float(data["exhaustive_flops"]))
+
+    def _summary_title(self) -> str:
+        seeds = self.rows["seed"].nunique() if "seed" in self.rows else 0
+        return (f"Replay over {seeds} seeds; exhaustive sweep "
+                f"{format_number(self.exhaustive_compute)} FLOPs")
+
+    def _summary_sections(self):
+        sections = []
+        for budget, rows in self.averages.groupby("budget", sort=False):
+            sections.append((f"Budget {format_number(budget)}", [
+                (row.policy, f"best loss {format_number(row.best_loss)}, compute used "
+                             f"{row.compute_fraction:.1%}") for row in rows.itertuples()]))
+        return sections
+
+    def _repr_fields(self) -> dict:
+        return {"policies": self.rows["policy"].nunique() if len(self.rows) else 0,
+                "budgets": self.rows["budget"].nunique() if len(self.rows) else 0,
+                "rows": len(self.rows)}
 
 
 def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | Policy],
@@ -253,21 +286,21 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         if len(best):
             ref = best.reindex(pd.MultiIndex.from_frame(frame[["budget", "seed"]])).to_numpy()
             frame[column] = (ref - frame["best_loss"].to_numpy()) / ref
-    summary = (frame.groupby(["budget", "policy"], sort=False)
-               .agg(budget_flops=("budget_flops", "mean"), best_loss=("best_loss", "mean"),
-                    **{column: (column, "mean") for column in
-                       ("improvement_vs_uniform", "improvement_vs_sh") if column in frame},
-                    compute_fraction=("compute_fraction", "mean"),
-                    frontier_error_at_max=("frontier_error_at_max", "median"),
-                    frontier_error_at_10x=("frontier_error_at_10x", "median"),
-                    reference_miss_at_max=("reference_miss_at_max", "median"),
-                    completed_frontier_error_at_max=("completed_frontier_error_at_max", "median"),
-                    completed_frontier_error_at_10x=("completed_frontier_error_at_10x", "median"),
-                    all_completed_frontier_error_at_max=("all_completed_frontier_error_at_max",
-                                                         "median"),
-                    all_completed_frontier_error_at_10x=("all_completed_frontier_error_at_10x",
-                                                         "median"),
-                    seeds=("seed", "nunique"))
-               .reset_index())
-    return ReplayResult(frame, summary, float(np.mean(exhaustive_total)), examples,
+    averages = (frame.groupby(["budget", "policy"], sort=False)
+                .agg(budget_flops=("budget_flops", "mean"), best_loss=("best_loss", "mean"),
+                     **{column: (column, "mean") for column in
+                        ("improvement_vs_uniform", "improvement_vs_sh") if column in frame},
+                     compute_fraction=("compute_fraction", "mean"),
+                     frontier_error_at_max=("frontier_error_at_max", "median"),
+                     frontier_error_at_10x=("frontier_error_at_10x", "median"),
+                     reference_miss_at_max=("reference_miss_at_max", "median"),
+                     completed_frontier_error_at_max=("completed_frontier_error_at_max", "median"),
+                     completed_frontier_error_at_10x=("completed_frontier_error_at_10x", "median"),
+                     all_completed_frontier_error_at_max=("all_completed_frontier_error_at_max",
+                                                          "median"),
+                     all_completed_frontier_error_at_10x=("all_completed_frontier_error_at_10x",
+                                                          "median"),
+                     seeds=("seed", "nunique"))
+                .reset_index())
+    return ReplayResult(frame, averages, float(np.mean(exhaustive_total)), examples,
                         example_sweep)

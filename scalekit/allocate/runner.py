@@ -23,7 +23,7 @@ recorded promotions are reused, and only the unfinished advances are trained.
 from __future__ import annotations
 
 from concurrent.futures import Executor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,8 @@ from scalekit.allocate.state import AllocationState
 from scalekit.allocate.sweep import RESOURCES, Curve, Sweep
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
+from scalekit.formatting import format_number
+from scalekit.results import ResultProtocol
 
 
 @dataclass
@@ -60,14 +62,42 @@ class RecordedPolicy:
         return runs
 
 
-@dataclass
-class AllocationRunResult:
+@dataclass(repr=False)
+class AllocationRunResult(ResultProtocol):
     """Outcome of :func:`run_allocation`: the allocation, its bracket, how much was trained now."""
 
     allocation: Allocation
     bracket: SuccessiveHalving
     trained: int
     reused: int
+
+    def to_dict(self) -> dict:
+        return {"allocation": self.allocation.to_dict(), "bracket": asdict(self.bracket),
+                "trained": self.trained, "reused": self.reused}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "AllocationRunResult":
+        return cls(Allocation.from_dict(data["allocation"]),
+                   SuccessiveHalving(**data["bracket"]), int(data["trained"]),
+                   int(data["reused"]))
+
+    def _summary_title(self) -> str:
+        return "Allocation run (Successive Halving over a trainer)"
+
+    def _summary_sections(self):
+        a = self.allocation
+        return [("Budget", [("budget (FLOPs)", a.budget), ("spent (FLOPs)", a.spent),
+                            ("budget exhausted", a.exhausted)]),
+                ("Bracket", [(f"rung {r.index}", f"{r.runs} runs to {format_number(r.resource)}")
+                             for r in self.bracket.rungs]),
+                ("This invocation", [("advances trained", self.trained),
+                                     ("advances reused", self.reused)]),
+                ("Promotions", [f"rung {i}: " + ", ".join(runs)
+                                for i, runs in enumerate(a.promotions)])]
+
+    def _repr_fields(self) -> dict:
+        return {"spent": self.allocation.spent, "budget": self.allocation.budget,
+                "runs": len(self.allocation.observed), "trained": self.trained}
     workers: int = 1
     notes: list[str] = field(default_factory=list)
 

@@ -133,5 +133,5 @@ def test_replay_reports_the_all_completed_error_of_each_policy(exact):
     rows = result.rows.set_index("policy")
     assert np.isfinite(rows["all_completed_frontier_error_at_max"]).all()
     assert rows.loc["forecast", "all_completed_frontier_error_at_max"] < 0.01
-    assert (result.summary["all_completed_frontier_error_at_max"].to_numpy()
-            == rows.loc[result.summary.policy, "all_completed_frontier_error_at_max"].to_numpy()).all()
+    assert (result.averages["all_completed_frontier_error_at_max"].to_numpy()
+            == rows.loc[result.averages.policy, "all_completed_frontier_error_at_max"].to_numpy()).all()
