@@ -120,8 +120,7 @@ def fit(
         bodies.append(fit_body(result, notes, plan, diagnostics, group, value))
         if not quiet:
             title = None if value is None else f"{group} = {value}"
-            print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title,
-                                             diagnostics=diagnostics))
+            print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title))
         if plot is not None:
             _plot(result, prepared, _plot_path(plot, value), target_compute, plan,
                   None if value is None else f"{group} = {value}")

@@ -33,11 +33,11 @@ def _pairs_table(rows: Mapping[str, Any]) -> Table:
 
 
 def fit_renderables(result, *, notes: Sequence[str] = (), plan: Mapping[str, Any] | None = None,
-                    title: str | None = None, diagnostics: Sequence[Any] | None = None) -> Group:
+                    title: str | None = None) -> Group:
     """The fit report of ``result`` (a :class:`~scalekit.fit.FitResult`) as one rich group.
 
-    ``diagnostics`` (objects with ``severity`` and ``line()``) replace the result's own,
-    for a caller that adds more (the plan's).
+    Under "Notes and warnings": the notes, then one line per diagnostic, the
+    result's and then the plan's (``plan["diagnostics"]``).
     """
     level = f"{result.ci_level:.0%}"
     parts: list[Any] = []
@@ -71,7 +71,7 @@ def fit_renderables(result, *, notes: Sequence[str] = (), plan: Mapping[str, Any
                   _pairs_table({k: v for k, v in plan.items() if k not in ("compute", "diagnostics")}),
                   Text("")]
 
-    diagnostics = result.diagnostics if diagnostics is None else diagnostics
+    diagnostics = list(result.diagnostics) + list((plan or {}).get("diagnostics", []))
     if notes or diagnostics:
         parts.append(_section("Notes and warnings"))
         parts += [Text(f"note: {n}") for n in notes]
