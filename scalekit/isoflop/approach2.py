@@ -79,6 +79,10 @@ class IsoFLOPProfiles(AllocationEstimator):
         ``misfit_p`` (lack-of-fit p-value of the parabola), ``flags``.
     windows_ : Windows
         The points chosen per budget and the pure error behind the choice.
+    points_ : DataFrame
+        The points the parabolas were fitted to.
+    sampled_points_ : DataFrame
+        Every point of the budgets kept, with ``used`` saying whether a parabola took it.
     params_law_, tokens_law_ : PowerLawFit
         ``N* = k_N·C^a`` and ``D* = k_D·C^b``.
     vertex_replicates_ : ndarray (n_boot, K)
@@ -132,7 +136,9 @@ class IsoFLOPProfiles(AllocationEstimator):
         lo = np.minimum.reduceat(x_all, groups_all.starts)
         hi = np.maximum.reduceat(x_all, groups_all.starts)
         n_sampled = groups_all.sizes
-        points = points[windows.mask(x_all.size)]
+        used = windows.mask(x_all.size)
+        sampled = points.assign(used=used).reset_index(drop=True)
+        points = points[used]
         other = self._other_name
         x = np.log(points[self.profile].to_numpy())
         y = points["loss"].to_numpy()
@@ -190,6 +196,7 @@ class IsoFLOPProfiles(AllocationEstimator):
         self.assignment_ = assignment
         self.windows_ = windows
         self.points_ = points.reset_index(drop=True)
+        self.sampled_points_ = sampled
         self.vertex_replicates_ = replicates
         self._other_replicates = other_reps
         self._budget_weights = weights

@@ -59,10 +59,14 @@ def _parabolas(ax, profiles) -> None:
     points, table, var = profiles.points_, profiles.budgets_, profiles.profile
     colours = plt.cm.viridis(np.linspace(0, 0.9, len(table)))
     # budgets_ rows follow the sorted budget labels of points_
-    for colour, (_, row), (_, pts) in zip(colours, table.iterrows(),
-                                          points.groupby("budget", sort=True)):
+    for colour, (_, row), (label, pts) in zip(colours, table.iterrows(),
+                                              points.groupby("budget", sort=True)):
         x = np.log(pts[var].to_numpy())
         ax.scatter(pts[var], pts["loss"], s=12, color=colour)
+        sampled = getattr(profiles, "sampled_points_", None)
+        if sampled is not None:  # points no parabola describes: hollow
+            left = sampled[(sampled["budget"] == label) & ~sampled["used"]]
+            ax.scatter(left[var], left["loss"], s=12, facecolors="none", edgecolors=colour)
         if row["flags"] != "downward":
             coef = np.polyfit(x, pts["loss"], 2)
             grid = np.linspace(x.min(), x.max(), 100)
@@ -76,7 +80,7 @@ def _parabolas(ax, profiles) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("parameters N" if var == "params" else "tokens D")
     ax.set_ylabel("loss")
-    ax.set_title("IsoFLOP profiles (vertex ± CI)")
+    ax.set_title("IsoFLOP profiles (vertex ± CI; hollow: points left out)")
     ax.legend(title="budget (FLOPs)", fontsize=7, title_fontsize=7, ncol=2)
 
 
