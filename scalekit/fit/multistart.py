@@ -184,13 +184,17 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
     p_unseen = w * (w + 1) / (n * (n - 1)) if n >= 2 else float("nan")
     if stop and done < S:
         reason = (f"stopping rule after {done:,} of {S:,} starts: {n:,} converged starts reached "
-                  f"{w:,} distinct optima, so all are believed found (Boender & Rinnooy Kan "
-                  f"1987); probability that a further start finds a new one: {p_unseen:.2g}")
+                  f"{_optima(w)}, so all are believed found (Boender & Rinnooy Kan 1987); "
+                  f"probability that a further start finds a new one: {p_unseen:.2g}")
     else:
-        reason = (f"every start ran ({S:,}): {n:,} converged starts reached {w:,} distinct optima"
+        reason = (f"every start ran ({S:,}): {n:,} converged starts reached {_optima(w)}"
                   + ("" if stop or not early_stop else ", too many for the stopping rule")
                   + ("" if early_stop else " (stopping rule off)"))
     return MultiStartResult(grid[order[:done]], batch, S, w, p_unseen, reason)
+
+
+def _optima(w: int) -> str:
+    return f"{w:,} distinct optim{'um' if w == 1 else 'a'}"
 
 
 def _optima_count(batch: BatchResult) -> tuple[int, int]:
