@@ -54,7 +54,7 @@ def test_paper_m4_recovers_a_known_curve():
     L_fit = np.linspace(0.9, 0.45, 30)
     noise = np.exp(RNG.normal(0.0, 1e-4, L_fit.size))
     model = PaperM4(upper=1.0).fit(x_of(L_fit), L_fit * noise)
-    values = model.fit_.values
+    values = model.values_
     assert values["alpha"] == pytest.approx(alpha, abs=0.05)
     assert values["c"] == pytest.approx(c, rel=0.05)
     assert values["Linf"] == pytest.approx(linf, abs=0.01)
@@ -68,8 +68,8 @@ def test_paper_bounds_hold_the_fit():
     assert bounds == {"linf_max": pytest.approx(0.499), "l0_min": pytest.approx(0.901),
                       "l0_max": pytest.approx(1.001)}
     model = PaperM4(upper=1.0).fit(np.geomspace(1e5, 1e8, y.size), y)
-    assert 0 <= model.fit_.values["Linf"] <= 0.499 + 1e-12
-    assert 0.901 - 1e-12 <= model.fit_.values["L0"] <= 1.001 + 1e-12
+    assert 0 <= model.values_["Linf"] <= 0.499 + 1e-12
+    assert 0.901 - 1e-12 <= model.values_["L0"] <= 1.001 + 1e-12
     assert m4_law(**bounds).params[1].upper == pytest.approx(1.001)
 
 
