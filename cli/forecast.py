@@ -25,11 +25,22 @@ def forecast(
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
     method: str = typer.Option("ensemble", "--method",
                                help="ensemble, average (equal family weights), gp, joint, "
-                               "ensemble+joint, or one family (vap, pow3, loglinear, hill3, "
-                               "logpower, pow4, mmf, exp4, janoschek, weibull, ilog2, satpow, "
-                               "m4)."),
+                               "ensemble+joint, m4-paper (M4 fitted with the settings of "
+                               "Alabdulmohsin et al. 2022), or one family (vap, pow3, "
+                               "loglinear, hill3, logpower, pow4, mmf, exp4, janoschek, weibull, "
+                               "ilog2, satpow, m4)."),
     evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
                                   "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
+    holdout_column: Optional[str] = typer.Option(
+        None, "--holdout-column", help="With --evaluate: fit each run on its rows where this "
+        "column is 1 and forecast the others (the protocol of Alabdulmohsin et al. 2022) "
+        "instead of cutting at 10/20/30/50%."),
+    by: Optional[str] = typer.Option(None, "--by", help="With --holdout-column: score per "
+                                     "value of this column (e.g. Domain)."),
+    reference: str = typer.Option("m4-paper", "--reference", help="With --holdout-column: the "
+                                  "method win rates and ratios compare with."),
+    duplicates: str = typer.Option("error", "--duplicates", help="A step a run logs twice: "
+                                   "error, first or last."),
     run: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
     mapping: list[str] = map_option(),
     json_out: Optional[Path] = json_option(),
@@ -39,9 +50,10 @@ def forecast(
 ) -> None:
     """Forecast learning curves (median and 50/80/95% intervals), or score the surrogates."""
     from scalekit import serialise
+    from scalekit.checks import check_choice
     from scalekit.errors import InputError
     from scalekit.formatting import collapse_notes
-    from scalekit.surrogates.forecast import METHODS, evaluate_frame, forecast_frame
+    from scalekit.surrogates.forecast import METHODS, evaluate_frame, forecast_frame, holdout_frame
 
     if evaluate == (to is not None or to_compute is not None) or (to is not None and
                                                                  to_compute is not None):
@@ -49,8 +61,15 @@ def forecast(
     if to_compute is not None and x not in (None, "compute"):
         raise InputError(f"--to-compute forecasts along compute, but --x is {x!r}; give the "
                          f"target in {x} with --to")
+    if (holdout_column is not None or by is not None) and not evaluate:
+        raise InputError("--holdout-column and --by go with --evaluate")
+    if by is not None and holdout_column is None:
+        raise InputError("--by goes with --holdout-column")
+    check_choice("duplicates", duplicates, ("error", "first", "last"))
     axis = x or ("compute" if to_compute is not None else "step")
-    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y)
+    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y,
+                                  keep=[holdout_column or "", by or ""],
+                                  duplicates=duplicates)
     if run:
         missing = sorted(set(run) - set(frame["run"].astype(str)))
         if missing:
@@ -59,7 +78,19 @@ def forecast(
     settings = {"method": method, "x": axis, "y": y, "runs": run or None,
                 "flops_convention": "compute as given by the curves (6·N·D where derived)"}
     notes = list(frame.attrs.get("notes", []))
-    if evaluate:
+    if evaluate and holdout_column is not None:
+        methods = list(METHODS) if method == "all" else [method]
+        table = holdout_frame(frame, methods=methods, train=holdout_column, x=axis, y=y, by=by,
+                              reference=reference)
+        settings.update(holdout_column=holdout_column, by=by, reference=reference)
+        body = {"groups": _groups(table, reference), "reference": reference, "warnings": notes}
+        shown = table.rename(columns={"rmse_log": "rmse", "ratio_to_reference": "x ref",
+                                      "win_rate_vs_reference": "wins", "cover50": "c50",
+                                      "cover80": "c80", "cover95": "c95",
+                                      "n_evaluations": "evals"})
+        shown_table = _table(f"forecast benchmark (fit on {holdout_column} = 1, forecast the "
+                             f"rest; RMSE of ln loss; ref = {reference})", shown)
+    elif evaluate:
         methods = list(METHODS) if method == "all" else [method]
         table = evaluate_frame(frame, methods=methods, x=axis, y=y)
         body = {"evaluation": table.to_dict(orient="records"), "warnings": notes}
@@ -93,6 +124,16 @@ def forecast(
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
                                seed=0, settings=settings)
+
+
+def _groups(table, reference):
+    """The benchmark table as the JSON ``groups`` list (coverage keyed by level)."""
+    tag = "m4" if reference == "m4-paper" else reference
+    return [{"group": row["group"], "method": row["method"], "rmse_log": row["rmse_log"],
+             f"ratio_to_{tag}": row["ratio_to_reference"],
+             f"win_rate_vs_{tag}": row["win_rate_vs_reference"],
+             "coverage": {"0.5": row["cover50"], "0.8": row["cover80"], "0.95": row["cover95"]},
+             "n_evaluations": row["n_evaluations"]} for row in table.to_dict(orient="records")]
 
 
 def _table(title, table) -> dict:

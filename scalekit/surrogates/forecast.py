@@ -18,9 +18,11 @@ from scalekit.errors import InputError
 from scalekit.surrogates.base import check_curve
 from scalekit.surrogates.curve_families import FAMILIES
 from scalekit.surrogates.evaluate import (QUANTILES, Task, averaged_method, cut_curves,
-                                          ensemble_method, estimator_method, evaluate, joint_method)
+                                          ensemble_method, estimator_method, evaluate,
+                                          holdout_benchmark, joint_method, paper_m4_method,
+                                          remembered, split_tasks)
 
-METHODS = ("ensemble", "average", "gp", "joint", "ensemble+joint", *FAMILIES)
+METHODS = ("ensemble", "average", "gp", "joint", "ensemble+joint", "m4-paper", *FAMILIES)
 
 
 def _method(name: str):
@@ -36,6 +38,8 @@ def _method(name: str):
         return joint_method()
     if name == "ensemble+joint":
         return averaged_method(ensemble_method(), joint_method())
+    if name == "m4-paper":
+        return paper_m4_method()
     return ensemble_method(families=(name,))
 
 
@@ -133,3 +137,27 @@ def evaluate_frame(frame: pd.DataFrame, *, methods: Sequence[str], x: str = "ste
         tasks += [Task(t.run, t.x, t.y, t.x_target, t.y_target, group=f"{fraction:g}",
                        size=t.size) for t in cut]
     return evaluate(tasks, named, split_seed=split_seed, by=lambda t: f"cut {t.group}")
+
+
+def holdout_frame(frame: pd.DataFrame, *, methods: Sequence[str], train: str, x: str = "step",
+                  y: str = "loss", by: str | None = None, reference: str = "m4-paper",
+                  min_points: int = 5) -> pd.DataFrame:
+    """Fit each run on its rows with ``train`` true, forecast the others, score per ``by``.
+
+    The protocol of Alabdulmohsin, Neyshabur & Zhai (2022): one evaluation per
+    run; see :func:`scalekit.surrogates.evaluate.holdout_benchmark` for the
+    columns. ``reference`` is scored too (and by default is M4 as the paper fits
+    it, with the paper's settings where ``by`` names their domains IC, BB, NMT,
+    LM). Runs with fewer than ``min_points`` rows marked for fitting, none held
+    out, or a value of ``y`` <= 0 are left out.
+    """
+    _check_columns(frame, "run", x, y)
+    for name, column in (("train", train), ("by", by)):
+        if column is not None and column not in frame.columns:
+            raise InputError(f"the curves have no column {column!r} (parameter {name})",
+                             column=column)
+    names = list(dict.fromkeys([*methods, reference]))
+    named = {name: remembered(_method(name)) for name in names}
+    tasks = split_tasks(frame, train=train, x=x, y=y, group=by, min_points=min_points)
+    return holdout_benchmark(tasks, named, reference=reference,
+                             by=(lambda t: t.group) if by else (lambda t: "all"))
