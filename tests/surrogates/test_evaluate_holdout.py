@@ -124,3 +124,36 @@ def test_protocol_matches_a_slow_computation():
         assert table.loc[(group, "ours"), "ratio_to_reference"] == pytest.approx(
             np.mean(per["ours"]) / np.mean(per["ref"]))
         assert table.loc[(group, "ref"), "win_rate_vs_reference"] == 0.5
+
+
+def test_cli_benchmark_reports_groups_against_m4(published_data, tmp_path, capsys):
+    """Two published evaluations (a BIG-bench task, an NMT model): the JSON ``groups`` carry
+    every measure; M4's RMSE equals a direct fit with the paper's settings, scored by hand."""
+    import json
+
+    import pandas as pd
+
+    from scalekit_cli.app import main
+
+    frame = pd.read_csv(published_data / "revisiting_nsl_lang.csv")
+    frame = frame[(frame["Task"] == "('date', '1-shot')") | (frame["Model"] == "Dec-only")]
+    path, out = tmp_path / "slice.csv", tmp_path / "bench.json"
+    frame.to_csv(path, index=False)
+    assert main(["forecast", str(path), "--evaluate", "--holdout-column", "Training",
+                 "--by", "Domain", "--map", "run=Domain,Task,Model",
+                 "--map", "step=Seen Examples", "--map", "loss=Loss", "--method", "pow3",
+                 "--json", str(out), "--quiet"]) == 0
+    groups = {(g["group"], g["method"]): g for g in json.loads(out.read_text())["groups"]}
+    assert set(groups) == {(d, m) for d in ("BB", "NMT") for m in ("pow3", "m4-paper")}
+    for domain, upper, l0_start in (("BB", 1.0, 1.001), ("NMT", None, 1.0)):
+        curve = frame[frame["Domain"] == domain]
+        fit, held = curve[curve["Training"] == 1], curve[curve["Training"] == 0]
+        model = PaperM4(upper=upper, l0_start=l0_start).fit(fit["Seen Examples"], fit["Loss"])
+        error = np.log(model.predict(held["Seen Examples"].to_numpy())) - np.log(held["Loss"])
+        m4 = groups[(domain, "m4-paper")]
+        assert m4["rmse_log"] == pytest.approx(np.sqrt(np.mean(error ** 2)), rel=1e-6)
+        assert m4["win_rate_vs_m4"] == 0.5 and m4["ratio_to_m4"] == 1.0
+        assert m4["n_evaluations"] == 1 and set(m4["coverage"]) == {"0.5", "0.8", "0.95"}
+        ours = groups[(domain, "pow3")]
+        assert ours["ratio_to_m4"] == pytest.approx(ours["rmse_log"] / m4["rmse_log"])
+        assert ours["win_rate_vs_m4"] in (0.0, 0.5, 1.0)
