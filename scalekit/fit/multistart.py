@@ -154,14 +154,15 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
     grid : ndarray (S, P)
         Starts in the fitting space.
     rng : numpy.random.Generator, optional
-        Draws the order of the starts; without one they run in grid order.
+        Draws the order of the starts for the stopping rule; without one, or with
+        ``early_stop=False``, they run in grid order.
     early_stop : bool
         Apply the stopping rule (see the module docstring); False runs every start.
     first_round : int
         Starts of the first round; each later round doubles the total.
     """
     S = len(grid)
-    order = rng.permutation(S) if rng is not None else np.arange(S)
+    order = rng.permutation(S) if rng is not None and early_stop else np.arange(S)
     parts: list[BatchResult] = []
     done = 0
     size = min(S, first_round) if early_stop else S
