@@ -9,7 +9,7 @@ import typer
 
 from .common import (bootstrap_option, ci_level_option, file_argument, json_option,
                      map_option, open_frame, parse_mapping, print_renderable, quiet_option,
-                     seed_option, store_option)
+                     reader_diagnostics, seed_option, store_option)
 
 FORMAT = "fit"
 RESAMPLE = ("runs", "points")
@@ -116,7 +116,7 @@ def fit(
         result, prepared = fit_rows(rows, shared, x=x, seed=seed, n_jobs=n_jobs)
         notes = prepared.notes + list(frame.attrs.get("notes", []))
         plan = None if target_compute is None else plan_for_compute(result, target_compute)
-        diagnostics = all_diagnostics(result, plan)
+        diagnostics = reader_diagnostics(frame) + all_diagnostics(result, plan)
         bodies.append(fit_body(result, notes, plan, diagnostics, group, value))
         if not quiet:
             title = None if value is None else f"{group} = {value}"
