@@ -117,3 +117,20 @@ def test_bad_cell_names_file_line_and_column(tmp_path, capsys):
     assert main(["fit", str(path)]) == 2
     err = capsys.readouterr().err
     assert "bad.csv:3" in err and "'D'" in err
+
+
+def test_all_points_of_runs_are_resampled_by_run_and_said(tmp_path):
+    rows = [{"run": f"r{k}", "step": s, "x": size * 2.0 ** s,
+             "loss": 1.0 + 30.0 * (size * 2.0 ** s) ** -0.2}
+            for k, size in enumerate(np.geomspace(1e3, 1e6, 8)) for s in range(1, 6)]
+    path = tmp_path / "curves.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    out = tmp_path / "fit.json"
+    assert main(["fit", str(path), "--x", "x", "--all-points", "--bootstrap", "10", "--n-jobs",
+                 "1", "--quiet", "--json", str(out)]) == 0
+    report = strict_json(out)
+    assert report["stats"]["resample"] == "runs" and report["stats"]["n_runs"] == 8
+    assert report["settings"]["resample"] is None and isinstance(report["diagnostics"], list)
+    assert main(["fit", str(path), "--x", "x", "--all-points", "--bootstrap", "10", "--n-jobs",
+                 "1", "--resample", "points", "--quiet", "--json", str(out)]) == 0
+    assert strict_json(out)["stats"]["resample"] == "points"

@@ -81,3 +81,12 @@ def test_outliers_dropped_is_said_only_when_points_are_dropped():
     dropped = prepare_fit(frame, drop_top=3).diagnostics
     assert [(d.code, d.severity, d.value) for d in dropped] == [("outliers_dropped", "info", 3)]
     assert prepare_fit(frame).diagnostics == []
+
+
+def test_extrapolation_of_a_law_of_compute():
+    c = np.geomspace(1e17, 1e20, 12)
+    fit = fit_law("frontier", {"C": c}, 2.0 + 30.0 * c ** -0.08)
+    beyond = plan_for_compute(fit, 3e21)["diagnostics"]
+    assert [(d.code, d.severity) for d in beyond] == [("extrapolation", "warning")]
+    assert beyond[0].value == pytest.approx(30, rel=1e-9)
+    assert plan_for_compute(fit, 1e19)["diagnostics"] == []
