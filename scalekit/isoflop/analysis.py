@@ -69,6 +69,8 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
     """Fit the ``wanted`` approaches ("1", "2", "3"); with several, skip those the data do not
     support (the reason is reported) as long as one succeeds."""
     makers = _estimators(settings, seed)
+    for key in wanted:  # a bad setting is an error, not a reason to skip an approach
+        makers[key]().check_settings()
     fitted, skipped, errors = {}, {}, []
     for key in wanted:
         data = frame if key == "1" else final_points(frame)

@@ -59,10 +59,14 @@ class Envelope(AllocationEstimator):
                 "convention": self.convention,
                 "flops_per_param_token": self.flops_per_param_token, "seed": self.seed}
 
+    def check_settings(self) -> None:
+        """Reject settings outside their range (before any data is read)."""
+        super().check_settings()
+        check_number("n_grid", self.n_grid, low=3, integer=True)
+
     def fit(self, data, *, source: str | None = None) -> "Envelope":
         """Fit the envelope of ``data`` (tidy learning curves with ``run``)."""
-        check_number("n_grid", self.n_grid, low=3, integer=True)
-        check_number("n_boot", self.n_boot, low=0, integer=True)
+        self.check_settings()
         points = self._points(data, source)
         if "run" not in points:
             raise InputError("approach 1 needs learning curves: a run column", source=source)

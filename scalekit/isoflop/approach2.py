@@ -117,12 +117,17 @@ class IsoFLOPProfiles(AllocationEstimator):
                 "ci_level": self.ci_level, "convention": self.convention,
                 "flops_per_param_token": self.flops_per_param_token, "seed": self.seed}
 
+    def check_settings(self) -> None:
+        """Reject settings outside their range (before any data is read)."""
+        super().check_settings()
+        check_choice("profile", self.profile, ("params", "tokens"))
+        check_number("figures", self.figures, low=1, high=15, integer=True)
+        check_number("tolerance", self.tolerance, low=0, low_open=True)
+        check_window(self.window)
+
     def fit(self, data, *, source: str | None = None) -> "IsoFLOPProfiles":
         """Fit the profiles of ``data`` (tidy points: compute/params/tokens, loss)."""
-        check_choice("profile", self.profile, ("params", "tokens"))
-        check_number("n_boot", self.n_boot, low=0, integer=True)
-        check_number("ci_level", self.ci_level, low=0, high=1, low_open=True, high_open=True)
-        check_window(self.window)
+        self.check_settings()
         points = self._points(data, source)
         assignment = assign_budgets(points["compute"].to_numpy(), figures=self.figures,
                                     nominal=self.budgets, tolerance=self.tolerance)

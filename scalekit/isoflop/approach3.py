@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from scalekit.checks import check_number
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.errors import InputError
 from scalekit.isoflop.estimator import AllocationEstimator
@@ -86,7 +85,7 @@ class ParametricOptimum(AllocationEstimator):
         from scalekit.fit import fit_law
         from scalekit.laws import get_law
 
-        check_number("n_boot", self.n_boot, low=0, integer=True)
+        self.check_settings()
         points = self._points(data, source)
         law = get_law("chinchilla")
         _check_design(points, len(law.params), source)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from scalekit.checks import check_choice, check_number
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import NotFittedError
 from scalekit.fit.compute_optimal import EXTRAPOLATION_WARN
-from scalekit.isoflop.points import convention_text, isoflop_points
+from scalekit.isoflop.points import CONVENTIONS, convention_text, isoflop_points
 from scalekit.isoflop.powerfit import allocation_json
 
 
@@ -21,6 +22,14 @@ class AllocationEstimator:
     ``compute_range_`` (the least and most compute the fitted line rests on).
     """
 
+
+    def check_settings(self) -> None:
+        """Reject settings outside their range (before any data is read): the ones every
+        approach has; subclasses add theirs."""
+        check_number("n_boot", self.n_boot, low=0, integer=True)
+        check_number("ci_level", self.ci_level, low=0, high=1, low_open=True, high_open=True)
+        check_choice("convention", self.convention, CONVENTIONS)
+        check_number("flops_per_param_token", self.flops_per_param_token, low=0, low_open=True)
 
     def convention_text(self) -> str:
         return convention_text(self.convention, self.flops_per_param_token)

@@ -142,3 +142,15 @@ def test_a_target_inside_the_budgets_is_no_extrapolation(tmp_path, capsys):
     report = json.loads(out.read_text())
     assert report["diagnostics"] == []
     assert report["verdict"] == "verdict: 2 IsoFLOP profiles: no warnings"
+
+
+@pytest.mark.parametrize("option, value, named", [("--window", "2", "window"),
+                                                  ("--window", "foo", "window"),
+                                                  ("--in", "token", "profile")])
+def test_a_bad_approach_2_setting_exits_2_even_with_all_approaches(tmp_path, capsys, option,
+                                                                   value, named):
+    # with several approaches a data problem skips one; a bad setting is the user's error
+    code = main(["isoflop", _write(tmp_path, sweep(seed=0)), option, value, "--bootstrap", "0",
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"`{named}`" in err and value in err
