@@ -17,7 +17,7 @@ from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
 from .common import (bootstrap_option, ci_level_option, file_argument, json_option,
                      map_option, open_frame, parse_mapping, print_renderable, quiet_option,
-                     seed_option, store_option)
+                     reader_diagnostics, seed_option, store_option)
 from .fit import (all_points_option, delta_option, drop_top_option, fit_rows, fit_settings,
                   law_option, n_jobs_option, objective_option, resample_option,
                   target_compute_option, y_option)
@@ -66,14 +66,16 @@ def plan(
             raise InputError("give either a curves FILE / --store DB or --from FIT.json, "
                              "not both")
         result, notes, input_sha = _read_fit(from_fit)
+        read = []
     else:
         frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y)
         result, prepared = fit_rows(frame, shared, seed=seed, n_jobs=n_jobs)
         notes = prepared.notes + list(frame.attrs.get("notes", []))
+        read = reader_diagnostics(frame)
     settings = {**shared, "from": None if from_fit is None else str(from_fit),
                 "compute": compute, "target_loss": target_loss, "compare": pair,
                 "flops_per_param_token": flops_per_param_token}
-    body = plan_body(result, notes, compute=compute, target_loss=target_loss, compare=pair,
+    body = plan_body(result, notes, read, compute=compute, target_loss=target_loss, compare=pair,
                      k=flops_per_param_token)
     if not quiet:
         print_renderable(_renderables(body, result.ci_level))
@@ -82,8 +84,9 @@ def plan(
                                settings=settings)
 
 
-def plan_body(result, notes, *, compute, target_loss, compare, k: float) -> dict:
-    """The plan report: the law, and the answer to each question asked, with diagnostics."""
+def plan_body(result, notes, read=(), *, compute, target_loss, compare, k: float) -> dict:
+    """The plan report: the law, and the answer to each question asked, with diagnostics
+    (``read``: the reader's, then the fit's, then the plan's)."""
     from scalekit.fit.compute_optimal import plan_for_compute
     from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
 
@@ -91,7 +94,7 @@ def plan_body(result, notes, *, compute, target_loss, compare, k: float) -> dict
             "law": {"name": result.law.name, **result.values},
             **{key: result.derived[key] for key in ("a", "b", "G") if key in result.derived},
             "derived_ci": {key: list(v) for key, v in result.derived_ci.items()}}
-    diagnostics = list(result.diagnostics)
+    diagnostics = list(read) + list(result.diagnostics)
     if compute is not None:
         body["by_compute"] = plan_for_compute(result, compute, flops_per_param_token=k)
         diagnostics += body["by_compute"]["diagnostics"]

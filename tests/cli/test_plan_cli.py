@@ -107,3 +107,14 @@ def test_plan_resample_choice_is_checked(tmp_path, capsys):
     assert main(["plan", _write(tmp_path, sweep()), "--compute", "1e22",
                  "--resample", "run"]) == 2
     assert "`resample`" in capsys.readouterr().err
+
+
+def test_plan_says_which_metric_it_fitted(tmp_path):
+    frame = sweep(seed=0).rename(columns={"loss": "val_loss"})
+    frame["train_loss"] = frame["val_loss"] - 0.05
+    out = tmp_path / "plan.json"
+    assert main(["plan", _write(tmp_path, frame), "--compute", "1e21", "--bootstrap", "0",
+                 "--quiet", "--json", str(out)]) == 0
+    [choice] = [d for d in json.loads(out.read_text())["diagnostics"]
+                if d["code"] == "metric_choice"]
+    assert choice["value"] == "val_loss"
