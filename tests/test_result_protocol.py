@@ -143,3 +143,24 @@ def test_allocation_results_follow_the_protocol(tmp_path):
                                     for r in (back, ran)))
     assert _sections(ran.summary())[:3] == ["Budget", "Bracket", "This invocation"]
     assert repr(ran).startswith("AllocationRunResult(spent=")
+
+
+def test_isoflop_report_follows_the_protocol():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "isoflop"))
+    from isoflop_synthetic import sweep
+
+    from scalekit.isoflop.analysis import IsoFLOPReport, run_isoflop
+
+    settings = {"ci_level": 0.9, "convention": "6ND", "flops_per_param_token": 6.0,
+                "bootstrap": 20, "profile": "params", "figures": 2, "budgets": None,
+                "budget_tolerance": 0.1, "window": "auto", "target_compute": None}
+    report = run_isoflop(sweep(seed=1), ("2", "3"), settings, seed=0, source=None)
+    back = IsoFLOPReport.from_dict(json.loads(dumps(report.to_dict())))
+    assert back.to_dict() == json.loads(dumps(report.to_dict()))
+    sections = _sections(report.summary())
+    assert sections[0] == "FLOPs" and sections[1] == report.tables[0]["title"]
+    assert repr(report) == "IsoFLOPReport(what=IsoFLOP analysis, approaches=2, tables=%d)" % len(
+        report.tables)

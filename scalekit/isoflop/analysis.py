@@ -5,29 +5,59 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
+from scalekit.formatting import MISSING, collapse_notes, format_number, format_with_interval
 from scalekit.isoflop.approach1 import Envelope
 from scalekit.isoflop.approach2 import IsoFLOPProfiles
 from scalekit.isoflop.approach3 import ParametricOptimum
 from scalekit.isoflop.compare import comparison_table, spread_explained
 from scalekit.isoflop.points import convention_text, final_points
+from scalekit.results import ResultProtocol
 
 NAMES = {"1": "1 envelope", "2": "2 IsoFLOP profiles", "3": "3 parametric law"}
 
 
-@dataclass
-class IsoFLOPReport:
+@dataclass(repr=False)
+class IsoFLOPReport(ResultProtocol):
     """What ``run_isoflop`` produced: the JSON body, tables as data
-    (see :mod:`scalekit.report.tables`), the fitted estimators and the note lines."""
+    (see :mod:`scalekit.report.tables`), the fitted estimators and the note lines.
+
+    ``to_dict`` is the body with the title, tables and notes; the fitted
+    estimators are not part of it (each writes its own ``to_dict`` into the body).
+    """
 
     title: str
     body: dict
     tables: list = field(default_factory=list)
     fitted: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {**self.body, "title": self.title, "tables": self.tables,
+                "notes_lines": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "IsoFLOPReport":
+        body = {k: v for k, v in data.items() if k not in ("title", "tables", "notes_lines")}
+        return cls(data["title"], body, list(data["tables"]), {}, list(data["notes_lines"]))
+
+    def _summary_title(self) -> str:
+        return self.title
+
+    def _summary_sections(self):
+        sections = [("FLOPs", [self.body.get("convention", "")])]
+        for table in self.tables:
+            columns = table["columns"]
+            sections.append((table["title"], [
+                (row[0], ", ".join(f"{c} {v if isinstance(v, str) else format_number(v)}"
+                                   for c, v in zip(columns[1:], row[1:])))
+                for row in table["rows"]]))
+        return sections + [("Notes and warnings", collapse_notes(self.notes))]
+
+    def _repr_fields(self) -> dict:
+        return {"what": self.title.split(":")[0], "approaches": len(self.fitted) or
+                len(self.body.get("approaches", {})), "tables": len(self.tables)}
 
 
 def verdict(diagnostics: list[Diagnostic], approaches) -> str:
@@ -101,7 +131,7 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
     for model in fitted.values():
         notes += [n for n in model.notes_ if n not in notes]
     body = {"convention": convention, "notes": notes,
-            "approaches": {NAMES[k]: m.to_json() for k, m in fitted.items()},
+            "approaches": {NAMES[k]: m.to_dict() for k, m in fitted.items()},
             "comparison": table.to_dict(orient="records"),
             "spread_explained": explained, "skipped": skipped, "warnings": warnings,
             "diagnostics": [d.to_dict() for d in diagnostics], "verdict": verdict_line}
@@ -149,16 +179,12 @@ def _tables(fitted, table, explained, target, level) -> list[dict]:
 
 
 def _g(value, digits: int = 3) -> str:
-    if value is None or not np.isfinite(value):
-        return "-"
-    return f"{value:.{digits}g}"
+    return format_number(value, digits)
 
 
 def _pct(value) -> str:
-    return "-" if value is None else f"{100 * value:.0f}%"
+    return MISSING if value is None else f"{100 * value:.0f}%"
 
 
 def _with_ci(value, ci, digits: int = 3) -> str:
-    if ci is None or any(c is None or not np.isfinite(c) for c in ci):
-        return _g(value, digits)
-    return f"{_g(value, digits)} [{_g(ci[0], digits)}, {_g(ci[1], digits)}]"
+    return format_with_interval(value, ci, digits)

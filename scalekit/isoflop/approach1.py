@@ -115,7 +115,7 @@ class Envelope(AllocationEstimator):
         self.diagnostics_ = self._exponent_diagnostics()
         return self
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         self._check_fitted()
         return self._allocation_json(n_compute_values=int(self.frontier_["used"].sum()))
 

@@ -282,7 +282,7 @@ class IsoFLOPProfiles(AllocationEstimator):
                                       budget=budget, value=float(row.offset)))
         return out
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         """Per-approach body of the report: a, b, k_N, k_D with intervals, budgets, warnings."""
         self._check_fitted()
         return self._allocation_json(budgets=self.budgets_, budgeting=self.assignment_.method,

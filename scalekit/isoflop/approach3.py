@@ -109,7 +109,7 @@ class ParametricOptimum(AllocationEstimator):
         self.diagnostics_ = self._exponent_diagnostics()
         return self
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         self._check_fitted()
         return self._allocation_json(G=self.G_, law=self.result_.to_dict())
 
