@@ -310,11 +310,11 @@ def _pairs(title, mapping):
 
 
 def _text(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
+    from scalekit.formatting import format_number
+
     if isinstance(value, (list, tuple)):
         return ", ".join(_text(v) for v in value)
-    return str(value)
+    return format_number(value, 6)
 
 
 def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, json_out, quiet):

@@ -202,9 +202,9 @@ def _g(value, digits: int = 3) -> str:
 
 
 def _ci(value, ci, digits: int = 3) -> str:
-    if ci is None or any(v is None for v in ci):
-        return _g(value, digits)
-    return f"{_g(value, digits)} [{_g(ci[0], digits)}, {_g(ci[1], digits)}]"
+    from scalekit.formatting import format_with_interval
+
+    return format_with_interval(value, ci, digits)
 
 
 def register(app: typer.Typer) -> None:

@@ -184,14 +184,10 @@ def _summary(frame, store: Path):
 
 
 def _cell(value) -> str:
-    import numbers
+    from scalekit.formatting import format_number
 
-    if isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer()
-                                               and abs(value) < 1e6):
-        return f"{int(value):,}"
-    if isinstance(value, numbers.Real):
-        return f"{value:.4g}"
-    return str(value)
+    whole = isinstance(value, float) and value.is_integer() and abs(value) < 1e6
+    return format_number(int(value) if whole else value)
 
 
 def register(app: typer.Typer) -> None:
