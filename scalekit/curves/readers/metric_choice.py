@@ -104,7 +104,7 @@ class MetricChoice:
         return text
 
     def diagnostics(self) -> list[Diagnostic]:
-        """A ``metric_choice`` diagnostic when a choice was made, or the metric is training's."""
+        """A ``metric_choice`` diagnostic when the choice is worth saying (:attr:`said`)."""
         if not self.said:
             return []
         held_out = [o for o in self.others if split_of(o)[0] in ("validation", "test")]
@@ -122,9 +122,9 @@ class MetricChoice:
                        + ", chosen over " + ", ".join(map(repr, self.others))
                        + "; ask for another by its name as the metric to take it instead.")
         else:
-            message = (f"The {self.metric} is {self.taken!r}, the only one logged"
-                       + (", a training metric" if self.split == "train" else "")
-                       + "; to take another metric, ask for it by its name.")
+            message = (f"The {self.metric} is {self.taken!r}, a training metric and the only "
+                       "one logged; if a held-out metric is logged under another name, ask "
+                       "for it by its name.")
         return [Diagnostic("metric_choice", "info", message, value=self.taken)]
 
     def to_dict(self) -> dict:
