@@ -326,17 +326,11 @@ def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, js
         if planned is not None:
             print_renderable(_pairs(plan_title, planned))
     if json_out is not None:
-        body = {"law": {"name": result.law.name, "formula": result.law.formula,
-                        "inputs": list(result.law.inputs)},
-                "params": {name: {"value": result.values[name],
-                                  "stderr": result.stderr.get(name),
-                                  "ci": list(result.ci[name]) if result.ci.get(name) else None}
-                           for name in result.values},
-                "ci_level": result.ci_level, "stats": dict(result.stats),
-                "derived": dict(result.derived), "plan": planned, "notes": list(notes),
-                "warnings": list(result.warnings)}
-        serialise.write_report(json_out, kind, body, input_sha256=digest,
-                               seed=seed, settings=settings)
+        from .fit import fit_body
+
+        serialise.write_report(json_out, kind, fit_body(result, notes, planned,
+                                                        result.diagnostics),
+                               input_sha256=digest, seed=seed, settings=settings)
 
 
 def register(app: typer.Typer) -> None:

@@ -60,6 +60,11 @@ def test_classes_plan_is_the_exact_tree_of_the_fitted_law(classes_csv, tmp_path)
     expected = plan_tree(64, values)
     assert tuple(report["plan"]["degrees"]) == expected.degrees
     assert report["plan"]["error"] == pytest.approx(expected.error)
+    # the law's JSON is the fit's own (FitResult.to_dict), so the result is rebuilt from it
+    from scalekit.fit import FitResult
+
+    rebuilt = FitResult.from_dict(report)
+    assert rebuilt.law.name == "class_count" and rebuilt.values == values
 
 
 def test_inference_k_reports_the_u_shape_optimum(k_csv, tmp_path):
