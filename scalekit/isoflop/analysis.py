@@ -69,8 +69,8 @@ def verdict(diagnostics: list[Diagnostic], approaches) -> str:
         total = sum(serious.values())
         codes = ", ".join(code + (f" ×{n}" if n > 1 else "") for code, n in serious.items())
         parts.append(f"{name}: no warnings" if not total else
-                     f"{name}: {total} warning{'s' if total > 1 else ''} ({codes}); read them "
-                     "before trusting its numbers")
+                     f"{name}: {total} warning{'s' if total > 1 else ''} ({codes}); read "
+                     f"{'them' if total > 1 else 'it'} before trusting its numbers")
     return "verdict: " + "; ".join(parts)
 
 
