@@ -1,9 +1,12 @@
-"""``scalekit allocate``: spend a compute budget on a sweep with Successive Halving.
+"""``scalekit allocate replay|plan|run``: spend a compute budget on a sweep with Successive
+Halving.
 
-Three modes: ``--replay`` simulates the policies on complete curves at several
-budgets and seeds, ``--plan`` prints the next actions for partial curves, and
-``--run TASK`` trains the candidates of a trainer through the allocation,
-writing points into the store and resuming after a kill.
+``replay`` simulates the policies on complete curves at several budgets and
+seeds, ``plan`` prints the next actions for partial curves, and ``run TASK``
+trains the candidates of a trainer through the allocation, writing points into
+the store and resuming after a kill. The options they share are declared once
+below. The flags ``--replay``, ``--plan`` and ``--run TASK`` of earlier
+releases are aliases of the subcommands for one release (:func:`legacy_args`).
 """
 
 from __future__ import annotations
@@ -13,118 +16,227 @@ from typing import Optional
 
 import typer
 
-from .common import (on_interrupt, open_frame, parse_mapping, print_renderable, quiet_option,
-                     store_option)
+from .common import (choice_argument, choice_option, json_option, on_interrupt, open_frame, parse_mapping,
+                     plot_option, print_renderable, quiet_option, store_option)
 
 MODES = ("replay", "plan", "run")
+allocate_app = typer.Typer(name="allocate", no_args_is_help=True,
+                           help="Spend a compute budget on a sweep: Successive Halving guided by "
+                                "surrogate forecasts (replay, plan or run).")
 
 
-def allocate(
-    budget: list[str] = typer.Option(..., "--budget", help="Compute budget: FLOPs (1e18, 3.2e17) "
-                                     "or PF-days (1.5PF-days); in --replay also a share of the "
-                                     "exhaustive sweep (5%). Repeat to replay several budgets."),
-    curves: Optional[Path] = typer.Option(None, "--curves", help="Curves file (CSV, JSONL, "
-                                          "Parquet, W&B CSV, TensorBoard dir)."),
-    store: Optional[Path] = store_option(default=None),
-    policy: Optional[str] = typer.Option(None, "--policy", help="loss (plain SH), forecast, "
-                                         "frontier or (--replay only) uniform; --replay "
-                                         "compares all when omitted, --plan/--run default to "
-                                         "forecast."),
-    eta: int = typer.Option(3, "--eta", help="Reduction factor of Successive Halving."),
-    min_resource: Optional[float] = typer.Option(None, "--min-resource", help="Resource of the "
-                                                 "first rung (default: fitted to the budget)."),
-    max_resource: Optional[float] = typer.Option(None, "--max-resource", help="--plan: resource "
-                                                 "at which every run ends (default: its last "
-                                                 "point)."),
-    resource: str = typer.Option("compute", "--resource", help="Resource axis: compute, step or "
-                                 "tokens."),
-    surrogate: str = typer.Option("joint", "--surrogate", help="Surrogate of the forecast "
-                                  "and frontier policies: joint, ensemble or gp."),
-    replay_mode: bool = typer.Option(False, "--replay", help="Simulate policies on complete "
-                                     "curves (the default)."),
-    plan_mode: bool = typer.Option(False, "--plan", help="Print the next actions for partial "
-                                   "curves."),
-    run_task: Optional[str] = typer.Option(None, "--run", help="Train the candidates of TASK "
-                                           "(synthetic, or a scalekit train task) into --store."),
-    seeds: int = typer.Option(20, "--seeds", help="--replay: number of seeds."),
-    seed: int = typer.Option(0, "--seed", help="Seed of every random choice (first seed)."),
-    candidates: Optional[int] = typer.Option(None, "--candidates", help="--replay: runs drawn "
-                                             "per seed (default: all)."),
-    group: Optional[str] = typer.Option(None, "--group", help="Columns whose values name a run, "
-                                        "comma-separated (e.g. model,peak_lr,sweep)."),
-    workers: int = typer.Option(1, "--workers", help="--run: parallel trainers (processes)."),
-    mapping: list[str] = typer.Option([], "--map", help="Column role, as role=column "
-                                      "(repeatable)."),
-    duplicates: str = typer.Option("error", "--duplicates", help="A step a run logs twice in "
-                                   "--curves: error, or keep the first or last one."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the JSON report here."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG figure here."),
-    quiet: bool = quiet_option(),
-) -> None:
-    """Spend a compute budget on a sweep: Successive Halving guided by surrogate forecasts."""
-    from scalekit.allocate.budget import parse_budget
+def _positive(flag: str):
+    def check(value: Optional[float]) -> Optional[float]:
+        from scalekit.checks import check_number
+
+        return None if value is None else check_number(flag, value, low=0, low_open=True)
+
+    return check
+
+
+def _at_least(flag: str, low: int):
+    def check(value: Optional[int]) -> Optional[int]:
+        from scalekit.checks import check_number
+
+        return None if value is None else check_number(flag, value, low=low, integer=True)
+
+    return check
+
+
+def _eta(value: int) -> int:
     from scalekit.allocate.schedules import check_eta
-    from scalekit.checks import check_choice, check_number
+    from scalekit.checks import fail
+
+    try:
+        return check_eta(value)
+    except Exception:  # the library names the parameter; the CLI names the flag
+        raise fail("--eta", value, "an integer > 1") from None
+
+
+def _tasks() -> tuple[str, ...]:
+    from scalekit.train.tasks import available_tasks
+
+    return ("synthetic", *available_tasks())
+
+
+# -- options shared by the subcommands, declared once --------------------------------------
+_BUDGET_HELP = ("Compute budget: FLOPs (1e18, 3.2e17) or PF-days (1.5PF-days)")
+_BUDGETS = typer.Option(..., "--budget", help=_BUDGET_HELP + "; also a share of the exhaustive "
+                        "sweep (5%). Repeat to replay several budgets.")
+_BUDGET = typer.Option(..., "--budget", help=_BUDGET_HELP + ".")
+_CURVES = typer.Option(None, "--curves", help="Curves file (CSV, JSONL, Parquet, W&B CSV, "
+                       "TensorBoard dir).")
+_STORE = store_option(default=None)
+_POLICY_HELP = "loss (plain SH), forecast or frontier"
+_ETA = typer.Option(3, "--eta", callback=_eta, help="Reduction factor of Successive Halving.")
+_MIN_RESOURCE = typer.Option(None, "--min-resource", callback=_positive("--min-resource"),
+                             help="Resource of the first rung (default: fitted to the budget).")
+_RESOURCE = choice_option("compute", "--resource", ("compute", "step", "tokens"),
+                          "Resource axis: compute, step or tokens.")
+_SURROGATE = choice_option("joint", "--surrogate", ("joint", "ensemble", "gp"),
+                           "Surrogate of the forecast and frontier policies: joint, ensemble "
+                           "or gp.")
+_SEED = typer.Option(0, "--seed", callback=_at_least("--seed", 0),  # numpy seeds are >= 0
+                     help="Seed of every random choice (first seed).")
+_GROUP = typer.Option(None, "--group", help="Columns whose values name a run, comma-separated "
+                      "(e.g. model,peak_lr,sweep).")
+_MAP = typer.Option([], "--map", help="Column role, as role=column (repeatable).")
+_DUPLICATES = choice_option("error", "--duplicates", ("error", "first", "last"),
+                            "A step a run logs twice in --curves: error, or keep the first or "
+                            "last one.")
+_JSON = json_option()
+_QUIET = quiet_option()
+
+
+@allocate_app.command("replay")
+def replay_command(
+    budget: list[str] = _BUDGETS, curves: Optional[Path] = _CURVES,
+    store: Optional[Path] = _STORE,
+    policy: Optional[str] = choice_option(None, "--policy", ("loss", "forecast", "frontier",
+                                                             "uniform"),
+                                          _POLICY_HELP + " or uniform; all are compared when "
+                                          "omitted."),
+    eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE, resource: str = _RESOURCE,
+    surrogate: str = _SURROGATE,
+    seeds: int = typer.Option(20, "--seeds", callback=_at_least("--seeds", 1),
+                              help="Number of seeds."),
+    seed: int = _SEED,
+    candidates: Optional[int] = typer.Option(None, "--candidates",
+                                             callback=_at_least("--candidates", 1),
+                                             help="Runs drawn per seed (default: all)."),
+    group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
+    json_out: Optional[Path] = _JSON, plot: Optional[Path] = plot_option(),
+    quiet: bool = _QUIET,
+) -> None:
+    """Simulate the policies on complete curves at several budgets and seeds."""
+    from scalekit.allocate.budget import parse_budget
+
+    budgets = [_budget(text, "replay", parse_budget) for text in budget]
+    sweep, digest = _sweep(curves, store, mapping, group, resource, None, duplicates)
+    report, table = _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed,
+                            candidates, plot)
+    _render("replay", report, table, json_out, quiet, digest, seed, dict(
+        budgets=budget, policy=policy, eta=eta, min_resource=min_resource, resource=resource,
+        surrogate=surrogate, seeds=seeds, candidates=candidates, group=group,
+        duplicates=duplicates))
+
+
+@allocate_app.command("plan")
+def plan_command(
+    budget: str = _BUDGET, curves: Optional[Path] = _CURVES, store: Optional[Path] = _STORE,
+    policy: str = choice_option("forecast", "--policy", ("loss", "forecast", "frontier"),
+                                _POLICY_HELP + "."),
+    eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE,
+    max_resource: Optional[float] = typer.Option(None, "--max-resource",
+                                                 callback=_positive("--max-resource"),
+                                                 help="Resource at which every run ends "
+                                                 "(default: its last point)."),
+    resource: str = _RESOURCE, surrogate: str = _SURROGATE, seed: int = _SEED,
+    group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
+    json_out: Optional[Path] = _JSON, quiet: bool = _QUIET,
+) -> None:
+    """Print the next actions for partial curves."""
+    from scalekit.allocate.budget import parse_budget
+
+    flops = _budget(budget, "plan", parse_budget)
+    sweep, digest = _sweep(curves, store, mapping, group, resource, max_resource, duplicates)
+    report, table = _plan(sweep, flops, policy, eta, min_resource, surrogate, seed)
+    _render("plan", report, table, json_out, quiet, digest, seed, dict(
+        budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
+        max_resource=max_resource, resource=resource, surrogate=surrogate, group=group,
+        duplicates=duplicates))
+
+
+@allocate_app.command("run")
+def run_command(
+    task: str = choice_argument("task", _tasks, "synthetic, or a scalekit train task."),
+    budget: str = _BUDGET,
+    store: Path = store_option(default=None, writes=True),
+    policy: str = choice_option("forecast", "--policy", ("loss", "forecast", "frontier"),
+                                _POLICY_HELP + "."),
+    eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE,
+    surrogate: str = _SURROGATE, seed: int = _SEED,
+    workers: int = typer.Option(1, "--workers", callback=_at_least("--workers", 1),
+                                help="Parallel trainers (processes; at most the first rung's "
+                                "runs and the CPUs)."),
+    json_out: Optional[Path] = _JSON, quiet: bool = _QUIET,
+) -> None:
+    """Train the candidates of TASK through the allocation into --store (resumable)."""
+    from scalekit.allocate.budget import parse_budget
     from scalekit.errors import InputError
 
-    chosen = [m for m, on in zip(MODES, (replay_mode, plan_mode, run_task is not None)) if on]
-    if len(chosen) > 1:
-        raise InputError("give one of --replay, --plan and --run")
-    mode = chosen[0] if chosen else "replay"
-    check_eta(eta)
-    check_choice("resource", resource, ("compute", "step", "tokens"))
-    if policy is not None:
-        check_choice("policy", policy, ("loss", "forecast", "frontier", "uniform"))
-    if min_resource is not None:
-        check_number("min_resource", min_resource, low=0, low_open=True)
-    check_number("seeds", seeds, low=1, integer=True)
-    check_number("seed", seed, low=0, integer=True)  # numpy seeds are non-negative
-    check_number("workers", workers, low=1, integer=True)
-    check_choice("duplicates", duplicates, ("error", "first", "last"))
-    budgets = [_budget(text, mode, parse_budget) for text in budget]
-    if mode != "replay" and len(budgets) != 1:
-        raise InputError(f"--{mode} takes one --budget")
-    settings = dict(mode=mode, budgets=budget, policy=policy, eta=eta, min_resource=min_resource,
-                    resource=resource, surrogate=surrogate, seeds=seeds, candidates=candidates,
-                    group=group, max_resource=max_resource, duplicates=duplicates)
-    if mode == "run":
-        report, table = _run(run_task, store, budgets[0], policy or "forecast", eta,
-                             min_resource, surrogate, seed, workers, quiet)
-        digest = None
-    else:
-        sweep, digest = _sweep(curves, store, mapping, group, resource, max_resource,
-                               duplicates)
-        if mode == "replay":
-            report, table = _replay(sweep, budgets, policy, eta, min_resource, surrogate,
-                                    seeds, seed, candidates, plot)
-        else:
-            report, table = _plan(sweep, budgets[0], policy or "forecast", eta, min_resource,
-                                  surrogate, seed)
+    if store is None:
+        raise InputError("allocate run writes into a store: give --store DB")
+    flops = _budget(budget, "run", parse_budget)
+    report, table = _run(task, store, flops, policy, eta, min_resource, surrogate, seed,
+                         workers, quiet)
+    _render("run", report, table, json_out, quiet, None, seed, dict(
+        budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
+        surrogate=surrogate, task=task, workers=workers))
+
+
+def _render(mode, report, table, json_out, quiet, digest, seed, settings) -> None:
     from scalekit import serialise
 
     report["compute_convention"] = ("counted: the compute column as logged, or 6·N·D where "
                                     "only params and tokens were given")
     if json_out is not None:
         serialise.write_report(json_out, "allocate", report, input_sha256=digest,
-                               seed=seed, settings=settings)
+                               seed=seed, settings=dict(mode=mode, **settings))
     if not quiet:
         print_renderable(table)
 
 
-def _budget(text: str, mode: str, parse_budget) -> float:
+def legacy_args(args: list[str]) -> tuple[list[str], str | None]:
+    """``allocate --replay|--plan|--run TASK ...`` (earlier releases) as the subcommand it
+    stands for, with the deprecation note to print; other arguments are returned as they are."""
     from scalekit.errors import InputError
+
+    if not args or args[0] != "allocate" or (len(args) > 1 and (
+            args[1] in MODES or args[1] in ("-h", "--help"))):
+        return args, None
+    if len(args) == 1:
+        return args, None
+    rest, modes, task = [], [], []
+    words = iter(args[1:])
+    for word in words:
+        if word in ("--replay", "--plan"):
+            modes.append(word[2:])
+        elif word == "--run" or word.startswith("--run="):
+            modes.append("run")
+            task.append(word[6:] if "=" in word else next(words, ""))
+        else:
+            rest.append(word)
+    if len(modes) > 1:
+        raise InputError("give one of --replay, --plan and --run (better: the subcommands "
+                         "allocate replay, plan and run)")
+    mode = modes[0] if modes else "replay"
+    old = f"allocate --{mode}" + (" TASK" if mode == "run" else "")
+    note = (f"note: `scalekit {old}` is now `scalekit allocate {mode}"
+            + (" TASK" if mode == "run" else "") + "`; the old flags go in the next release")
+    return ["allocate", mode, *task, *rest], note
+
+
+def _budget(text: str, mode: str, parse) -> float:
+    from scalekit.errors import InputError
+
+    def parse_budget(text: str) -> float:  # the library names the parameter, the CLI the flag
+        try:
+            return parse(text)
+        except InputError as exc:
+            raise InputError(str(exc).replace("`budget`", "`--budget`")) from None
 
     if text.strip().endswith("%"):
         if mode != "replay":
-            raise InputError(f"The value of `budget` is {text!r}, but a share of the "
-                             "exhaustive sweep only makes sense with --replay.")
+            raise InputError(f"The value of `--budget` is {text!r}, but a share of the "
+                             "exhaustive sweep only makes sense with allocate replay.")
         share = parse_budget(text.strip()[:-1]) / 100.0
-        if share > 1:
-            raise InputError(f"The value of `budget` is {text!r}, but must be <= 100%.")
+        if not 0 < share <= 1:
+            raise InputError(f"The value of `--budget` is {text!r}, but must be in (0%, 100%].")
         return share
     flops = parse_budget(text)
     if flops <= 1:
-        raise InputError(f"The value of `budget` is {text!r}, but must be more than 1 FLOP "
+        raise InputError(f"The value of `--budget` is {text!r}, but must be more than 1 FLOP "
                          "(write a share of the exhaustive sweep as 5%).")
     return flops
 
@@ -228,10 +340,6 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
 
 def _trainer(task: str, *, seed: int, store: Path):
     """The trainer behind ``--run TASK``: ``synthetic`` (pure Python) or a bundled torch task."""
-    from scalekit.checks import check_choice
-    from scalekit.train.tasks import available_tasks
-
-    check_choice("task", task, ("synthetic", *available_tasks()))
     if task == "synthetic":
         from scalekit.allocate.toy import SyntheticTrainer
 
@@ -248,10 +356,6 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
     from scalekit.allocate.replay import fit_bracket
     from scalekit.allocate.runner import candidate_sweep, run_allocation
     from scalekit.allocate.schedules import format_rung_table
-    from scalekit.errors import InputError
-
-    if store is None:
-        raise InputError("--run writes into a store: give --store DB")
     trainer = _trainer(task, seed=seed, store=store)
     sweep = candidate_sweep(trainer)
     bracket = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
@@ -260,16 +364,17 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
     on_interrupt(lambda: f"the store {store} keeps {_finished(store, task)} of task {task!r}; "
                  "run the same command again to resume")
     result = run_allocation(store, task, trainer,
-                            get_policy(policy, surrogate=surrogate, seed=seed), budget=budget, eta=eta, min_resource=min_resource, seed=seed,
-                            workers=workers, settings={"surrogate": surrogate})
+                            get_policy(policy, surrogate=surrogate, seed=seed), budget=budget,
+                            eta=eta, min_resource=min_resource, seed=seed, workers=workers,
+                            settings={"surrogate": surrogate})
     allocation = result.allocation
     best = min(((float(c.loss[-1]), r) for r, c in allocation.observed.items() if len(c)),
                default=(None, None))
     text = "".join(f"--{note}\n" for note in result.notes) + (
         f"task {task!r}: {result.trained} advances trained now, {result.reused} read back "
         f"from the store; spent {allocation.spent:.4g} of {budget:.4g} FLOPs; " + (
-                f"best run {best[1]} (loss {best[0]:.4f})" if best[1] is not None else
-                "no run has logged a point yet (the budget ends before the first one)"))
+            f"best run {best[1]} (loss {best[0]:.4f})" if best[1] is not None else
+            "no run has logged a point yet (the budget ends before the first one)"))
     report = {"mode": "run", "task": task, "spent_flops": allocation.spent,
               "budget_flops": budget, "promotions": allocation.promotions,
               "best_run": best[1], "best_loss": best[0],
@@ -297,5 +402,5 @@ def _pct(value: float) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``allocate`` command to ``app``."""
-    app.command("allocate")(allocate)
+    """Add the ``allocate`` command group to ``app``."""
+    app.add_typer(allocate_app)

@@ -63,13 +63,26 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 
+def usage_line(exc: TyperException) -> str:
+    """A usage error in one line: the reason, and where the command's help is."""
+    message = " ".join(exc.format_message().split())
+    context = getattr(exc, "ctx", None)
+    where = f" (see {context.command_path} --help)" if context is not None else ""
+    return f"error: {message}{where}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C)."""
     from .common import interrupted_line, reset_interrupt_notes
 
+    from .allocate import legacy_args
+
     args = sys.argv[1:] if argv is None else list(argv)
     reset_interrupt_notes()
     try:
+        args, note = legacy_args(args)
+        if note and not {"-q", "--quiet"} & set(args):
+            typer.echo(note, err=True)
         code = app(args=args, prog_name="scalekit", standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
@@ -79,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo("Aborted.", err=True)
         return 1
     except TyperException as exc:  # usage errors: unknown option, bad value, missing argument
-        show = getattr(exc, "show", None)
-        show() if show else typer.echo(f"error: {exc.format_message()}", err=True)
+        typer.echo(usage_line(exc), err=True)
         return 2
     except InputError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -1,5 +1,11 @@
 """Pieces every command shares: the FILE argument, --store and other common options,
---map parsing, reading input, printing.
+--map parsing, reading input, printing, what Ctrl-C keeps.
+
+Options are checked as they are parsed, before any work: a choice outside its
+fixed set (:func:`choice_option`), an output path with an unknown suffix, in a
+missing or read-only folder (:func:`output_option`, ``store_option(writes=True)``)
+exit 2 with one line. Missing folders are never created: an output path names
+an existing folder, for every command alike.
 
 Only typer and the standard library are imported at module level.
 """
@@ -7,8 +13,9 @@ Only typer and the standard library are imported at module level.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, Optional
 
@@ -42,7 +49,7 @@ def interrupted_line(args: list[str]) -> str:
     """The one line an interrupted command prints: what was interrupted and what was kept."""
     words = [a for a in args if not a.startswith("-")][:2]
     command = " ".join(["scalekit", *words[:1]])
-    if words[:1] in (["store"], ["law"]) and len(words) > 1:
+    if words[:1] in (["store"], ["law"], ["allocate"]) and len(words) > 1:
         command += f" {words[1]}"
     try:
         kept = _KEPT[0]() if _KEPT else _KEPT_BY_DEFAULT.get(command, "nothing was written")
@@ -51,10 +58,97 @@ def interrupted_line(args: list[str]) -> str:
     return f"interrupted: {command} stopped by Ctrl-C; {kept}"
 
 
-def store_option(default: Optional[Path] = DEFAULT_STORE) -> Any:
-    """The ``--store PATH`` option (SQLite curve store)."""
-    return typer.Option(default, "--store", help="Curve store (SQLite file)"
+def store_option(default: Optional[Path] = DEFAULT_STORE, *, writes: bool = False) -> Any:
+    """The ``--store PATH`` option (SQLite curve store); ``writes``: the command writes it,
+    so its folder must exist and be writable (checked before any work)."""
+    def check(value: Optional[Path]) -> Optional[Path]:
+        if value is not None and writes:
+            check_writable(value, "--store")
+        return value
+
+    return typer.Option(default, "--store", callback=check, help="Curve store (SQLite file)"
                         + (f"; default ./{DEFAULT_STORE}." if default else "."))
+
+
+#: Suffixes of the outputs: JSON reports, figures (matplotlib's formats) and curve exports.
+JSON_SUFFIXES = (".json",)
+PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")
+EXPORT_SUFFIXES = (".csv", ".parquet", ".jsonl")
+
+
+def check_writable(path: Path, flag: str, suffixes: Collection[str] | None = None) -> None:
+    """Check that a file can be written at ``path`` (given as ``flag``) before any work.
+
+    Its suffix must be one of ``suffixes`` (when given); it must not be a folder;
+    its folder must exist (none is created) and it, or the file, be writable.
+    """
+    from scalekit.errors import InputError
+
+    path = Path(path)
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a file ending in "
+                         + " or ".join(suffixes) + ".")
+    if path.is_dir():
+        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a file, "
+                         "not a folder.")
+    folder = path.parent
+    if not folder.is_dir():
+        raise InputError(f"The value of `{flag}` is {str(path)!r}, but its folder "
+                         f"{str(folder)!r} does not exist (create it first).")
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        which = f"the file {str(path)!r}" if path.exists() and os.access(folder, os.W_OK) \
+            else f"the folder {str(folder)!r}"
+        raise InputError(f"The value of `{flag}` is {str(path)!r}, but {which} is read-only.")
+
+
+def output_option(flag: str, suffixes: Collection[str], help: str) -> Any:
+    """An optional output-file option, checked by :func:`check_writable` as it is parsed."""
+    def check(value: Optional[Path]) -> Optional[Path]:
+        if value is not None:
+            check_writable(value, flag, suffixes)
+        return value
+
+    return typer.Option(None, flag, callback=check, help=help)
+
+
+def plot_option() -> Any:
+    """The ``--plot PATH`` option (a figure)."""
+    return output_option("--plot", PLOT_SUFFIXES, "Write a PNG/SVG/PDF figure here.")
+
+
+def _choice_check(name: str, choices: Collection[str] | Callable[[], Collection[str]],
+                  many: bool) -> Callable:
+    def check(value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            allowed = tuple(check.choices() if callable(check.choices) else check.choices)
+            for item in (value.split(",") if many else [value]):
+                if item.strip() not in allowed:
+                    from scalekit.checks import fail
+
+                    raise fail(name, item.strip(), ("a comma-separated list of " if many else "")
+                               + "one of " + ", ".join(repr(c) for c in allowed))
+        return value
+
+    check.choices = choices  # read by the tests, which try every declared choice
+    return check
+
+
+def choice_option(default: Optional[str], flag: str,
+                  choices: Collection[str] | Callable[[], Collection[str]], help: str, *,
+                  many: bool = False) -> Any:
+    """An option that takes one of ``choices`` (or, ``many``, a comma-separated list of them).
+
+    ``choices`` may be a function returning them (so that a heavy module is imported only
+    when the option is given). Anything else exits 2 with the sentence
+    "The value of `--flag` is …, but must be one of …" as the option is parsed.
+    """
+    return typer.Option(default, flag, callback=_choice_check(flag, choices, many), help=help)
+
+
+def choice_argument(name: str, choices: Collection[str] | Callable[[], Collection[str]],
+                    help: str) -> Any:
+    """A required argument that takes one of ``choices`` (see :func:`choice_option`)."""
+    return typer.Argument(..., callback=_choice_check(name, choices, False), help=help)
 
 
 def file_argument(what: str = "Curves file") -> Any:
@@ -70,24 +164,48 @@ def map_option(example: Optional[str] = None) -> Any:
                         + (f", e.g. {example}." if example else "."))
 
 
+#: Most bootstrap resamples an option accepts (each is a multi-start fit; the draws are kept).
+MAX_BOOTSTRAP = 1_000_000
+
+
 def bootstrap_option(default: int) -> Any:
-    """The ``--bootstrap N`` option."""
-    return typer.Option(default, "--bootstrap", help="Bootstrap resamples (0 to skip).")
+    """The ``--bootstrap N`` option (0 to :data:`MAX_BOOTSTRAP`)."""
+    def check(value: int) -> int:
+        from scalekit.checks import check_number
+
+        return check_number("--bootstrap", value, low=0, high=MAX_BOOTSTRAP, integer=True)
+
+    return typer.Option(default, "--bootstrap", callback=check,
+                        help="Bootstrap resamples (0 to skip).")
+
+
+def checked_number(flag: str, **rule: Any) -> Callable:
+    """A callback checking a number option as it is parsed (``rule``: the keywords of
+    :func:`scalekit.checks.check_number`); ``None`` (an option not given) passes."""
+    def check(value: Any) -> Any:
+        from scalekit.checks import check_number
+
+        return None if value is None else check_number(flag, value, **rule)
+
+    return check
 
 
 def ci_level_option() -> Any:
-    """The ``--ci-level`` option."""
-    return typer.Option(0.95, "--ci-level", help="Level of every interval.")
+    """The ``--ci-level`` option (strictly between 0 and 1)."""
+    return typer.Option(0.95, "--ci-level", help="Level of every interval.",
+                        callback=checked_number("--ci-level", low=0, high=1, low_open=True,
+                                                high_open=True))
 
 
 def seed_option() -> Any:
-    """The ``--seed`` option."""
-    return typer.Option(0, "--seed", help="Seed of every random choice.")
+    """The ``--seed`` option (numpy seeds are >= 0)."""
+    return typer.Option(0, "--seed", help="Seed of every random choice.",
+                        callback=checked_number("--seed", low=0, integer=True))
 
 
 def json_option() -> Any:
     """The ``--json PATH`` option (the JSON report)."""
-    return typer.Option(None, "--json", help="Write the JSON report here.")
+    return output_option("--json", JSON_SUFFIXES, "Write the JSON report here.")
 
 
 def quiet_option() -> Any:
@@ -106,8 +224,8 @@ def _note_quiet(value: bool) -> bool:
 
 def format_option() -> Any:
     """The ``--format table|tsv|json`` option of commands that print tables."""
-    return typer.Option("table", "--format", help="How to print the tables: table (rich, "
-                        "for reading), tsv or json (for other programs).")
+    return choice_option("table", "--format", ("table", "tsv", "json"), "How to print the "
+                         "tables: table (rich, for reading), tsv or json (for other programs).")
 
 
 def print_tables(tables: list[dict], fmt: str, *, title: Optional[str] = None,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .common import (bootstrap_option, ci_level_option, file_argument, json_option,
+from .common import (checked_number, choice_option, plot_option, bootstrap_option, ci_level_option, file_argument, json_option,
                      map_option, open_frame, parse_mapping, print_renderable, quiet_option,
                      reader_diagnostics, seed_option, store_option)
 
@@ -32,28 +32,34 @@ def all_points_option():
 
 
 def drop_top_option():
-    return typer.Option(0, "--drop-top", help="Drop the K highest values of y first.")
+    return typer.Option(0, "--drop-top", help="Drop the K highest values of y first.",
+                        callback=checked_number("--drop-top", low=0, integer=True))
 
 
 def objective_option():
-    return typer.Option("huber", "--loss", help="Objective on log residuals: huber or squared.")
+    return choice_option("huber", "--loss", ("huber", "squared"),
+                         "Objective on log residuals: huber or squared.")
 
 
 def delta_option():
-    return typer.Option(1e-3, "--delta", help="Huber δ on log residuals.")
+    return typer.Option(1e-3, "--delta", help="Huber δ on log residuals.",
+                        callback=checked_number("--delta", low=0, low_open=True))
 
 
 def n_jobs_option():
-    return typer.Option(None, "--n-jobs", help="Processes for the bootstrap (default: all cores).")
+    return typer.Option(None, "--n-jobs", help="Processes for the bootstrap (default: all "
+                        "cores; at most the cores and the resamples).",
+                        callback=checked_number("--n-jobs", low=1, integer=True))
 
 
 def resample_option():
-    return typer.Option(None, "--resample", help="What a bootstrap resample draws: runs (whole "
-                        "runs; the default when runs have several points) or points.")
+    return choice_option(None, "--resample", RESAMPLE, "What a bootstrap resample draws: runs "
+                         "(whole runs; the default when runs have several points) or points.")
 
 
 def target_compute_option(*names: str):
-    return typer.Option(None, "--target-compute", *names, help="Plan for this compute (FLOPs).")
+    return typer.Option(None, "--target-compute", *names, help="Plan for this compute (FLOPs).",
+                        callback=checked_number("--target-compute", low=0, low_open=True))
 
 
 def fit_settings(*, law, y, all_points, drop_top, loss, delta, bootstrap, ci_level, resample
@@ -97,7 +103,7 @@ def fit(
     n_jobs: Optional[int] = n_jobs_option(),
     target_compute: Optional[float] = target_compute_option(),
     json_out: Optional[Path] = json_option(),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG plot here."),
+    plot: Optional[Path] = plot_option(),
     quiet: bool = quiet_option(),
 ) -> None:
     """Fit a scaling law, with standard errors, bootstrap intervals and a compute plan."""

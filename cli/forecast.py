@@ -7,10 +7,17 @@ from typing import Optional
 
 import typer
 
-from .common import (file_argument, format_option, json_option, map_option, open_frame,
-                     parse_mapping, print_tables, quiet_option, store_option)
+from .common import (choice_option, file_argument, format_option, json_option, map_option,
+                     open_frame, parse_mapping, plot_option, print_tables, quiet_option,
+                     store_option)
 
 FORMAT = "forecast"
+
+
+def _methods() -> tuple[str, ...]:
+    from scalekit.surrogates.forecast import METHODS
+
+    return (*METHODS, "all")
 
 
 def forecast(
@@ -23,12 +30,12 @@ def forecast(
     x: Optional[str] = typer.Option(None, "--x", help="x column (default: step; compute with "
                                     "--to-compute)."),
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
-    method: str = typer.Option("ensemble", "--method",
-                               help="ensemble, average (equal family weights), gp, joint, "
-                               "ensemble+joint, m4-paper (M4 fitted with the settings of "
-                               "Alabdulmohsin et al. 2022), or one family (vap, pow3, "
-                               "loglinear, hill3, logpower, pow4, mmf, exp4, janoschek, weibull, "
-                               "ilog2, satpow, m4)."),
+    method: str = choice_option("ensemble", "--method", _methods,
+                                "ensemble, average (equal family weights), gp, joint, "
+                                "ensemble+joint, m4-paper (M4 fitted with the settings of "
+                                "Alabdulmohsin et al. 2022), or one family (vap, pow3, "
+                                "loglinear, hill3, logpower, pow4, mmf, exp4, janoschek, weibull, "
+                                "ilog2, satpow, m4)."),
     evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
                                   "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
     holdout_column: Optional[str] = typer.Option(
@@ -37,14 +44,15 @@ def forecast(
         "instead of cutting at 10/20/30/50%."),
     by: Optional[str] = typer.Option(None, "--by", help="With --holdout-column: score per "
                                      "value of this column (e.g. Domain)."),
-    reference: str = typer.Option("m4-paper", "--reference", help="With --holdout-column: the "
-                                  "method win rates and ratios compare with."),
-    duplicates: str = typer.Option("error", "--duplicates", help="A step a run logs twice: "
-                                   "error, first or last."),
+    reference: str = choice_option("m4-paper", "--reference", _methods, "With "
+                                   "--holdout-column: the method win rates and ratios compare "
+                                   "with."),
+    duplicates: str = choice_option("error", "--duplicates", ("error", "first", "last"),
+                                    "A step a run logs twice: error, first or last."),
     run: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
     mapping: list[str] = map_option(),
     json_out: Optional[Path] = json_option(),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG plot here."),
+    plot: Optional[Path] = plot_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
 ) -> None:

@@ -9,40 +9,64 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 
-from .common import (bootstrap_option, ci_level_option, file_argument, format_option,
-                     json_option, map_option, open_frame, parse_mapping, print_tables,
-                     quiet_option, seed_option, store_option)
+from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
+                     file_argument, format_option, json_option, map_option, open_frame,
+                     parse_mapping, plot_option, print_tables, quiet_option, seed_option,
+                     store_option)
 
 APPROACHES = ("1", "2", "3", "all")
 
 
 def _convention_options():
-    return (typer.Option("6ND", "--convention", help="FLOPs: 6ND (C = k·N·D) or counted "
-                         "(the compute column as logged)."),
+    return (choice_option("6ND", "--convention", ("6ND", "counted"), "FLOPs: 6ND (C = k·N·D) "
+                          "or counted (the compute column as logged)."),
             typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token",
                          help="k in C = k·N·D."))
+
+
+def _budget_list(text: Optional[str]) -> Optional[str]:
+    """--budgets: positive finite FLOPs (checked as the option is parsed)."""
+    from scalekit.checks import check_number
+
+    for value in _floats("budgets", text) or []:
+        check_number("--budgets", value, low=0, low_open=True)
+    return text
+
+
+def _window(text: str) -> str:
+    """--window: auto, all or a number of sizes (at least 3: a parabola has 3 parameters)."""
+    from scalekit.checks import fail
+
+    if text not in ("auto", "all") and not (text.isdigit() and int(text) >= 3):
+        raise fail("--window", text, "'auto', 'all' or a whole number >= 3")
+    return text
 
 
 def isoflop(
     file: Optional[Path] = file_argument("Points or curves file"),
     store: Optional[Path] = store_option(default=None),
-    approach: str = typer.Option("all", "--approach", help="1 (envelope), 2 (IsoFLOP profiles), "
-                                 "3 (parametric law) or all."),
-    profile: str = typer.Option("params", "--in", help="Approach 2: parabola in log params or "
-                                "log tokens."),
+    approach: str = choice_option("all", "--approach", APPROACHES, "1 (envelope), 2 (IsoFLOP "
+                                  "profiles), 3 (parametric law) or all."),
+    profile: str = choice_option("params", "--in", ("params", "tokens"), "Approach 2: parabola "
+                                 "in log params or log tokens."),
     figures: int = typer.Option(2, "--figures", help="Round budgets to this many significant "
-                                "figures."),
+                                "figures.", callback=checked_number("--figures", low=1,
+                                                                    integer=True)),
     budgets: Optional[str] = typer.Option(None, "--budgets", help="Nominal budgets, "
                                           "comma-separated (e.g. 6e18,1e19,3e19); points join "
-                                          "the nearest."),
+                                          "the nearest.", callback=_budget_list),
     tolerance: float = typer.Option(0.1, "--budget-tolerance", help="Decades a point may lie from "
-                                    "its nominal budget."),
+                                    "its nominal budget.", callback=checked_number(
+                                        "--budget-tolerance", low=0, low_open=True)),
     window: str = typer.Option("auto", "--window", help="Approach 2: the points each parabola "
                                "describes: auto (grown around the lowest loss while the "
                                "parabola fits), all, or a number of sizes around the lowest "
-                               "loss."),
+                               "loss.", callback=_window),
     target_compute: Optional[float] = typer.Option(None, "--target-compute",
-                                                   help="Compare N*, D* at this compute (FLOPs)."),
+                                                   help="Compare N*, D* at this compute (FLOPs).",
+                                                   callback=checked_number(
+                                                       "--target-compute", low=0,
+                                                       low_open=True)),
     bootstrap: int = bootstrap_option(200),
     ci_level: float = ci_level_option(),
     seed: int = seed_option(),
@@ -50,15 +74,13 @@ def isoflop(
     flops_per_param_token: float = _convention_options()[1],
     mapping: list[str] = map_option("params=non_embedding_params"),
     json_out: Optional[Path] = json_option(),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG/SVG figure here."),
+    plot: Optional[Path] = plot_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
 ) -> None:
     """Compute-optimal N*(C) = k_N·C^a and D*(C) = k_D·C^b by three approaches, with intervals."""
-    from scalekit.checks import check_choice
     from scalekit.isoflop.analysis import run_isoflop
 
-    check_choice("approach", approach, APPROACHES)
     frame, input_sha = open_frame(file, store, parse_mapping(mapping))
     settings = {"approach": approach, "profile": profile, "figures": figures,
                 "budgets": _floats("budgets", budgets), "budget_tolerance": tolerance,

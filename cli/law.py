@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from .common import open_frame, parse_mapping, print_renderable, quiet_option, store_option
+from .common import choice_option, json_option, plot_option, open_frame, parse_mapping, print_renderable, quiet_option, store_option
 
 law_app = typer.Typer(help="Fit the depth, class-count or inference-k law and plan with it.",
                       no_args_is_help=True)
@@ -24,10 +24,11 @@ _FILE = typer.Argument(None, help="Measurements file (CSV, JSONL, Parquet, …).
 _MAP = typer.Option([], "--map", help="Column role, as role=column (repeatable).")
 _BOOTSTRAP = typer.Option(0, "--bootstrap", help="Bootstrap resamples (0: normal intervals "
                           "from the standard errors).")
-_LOSS = typer.Option("huber", "--loss", help="Objective on log residuals: huber or squared.")
+_LOSS = choice_option("huber", "--loss", ("huber", "squared"),
+                      "Objective on log residuals: huber or squared.")
 _SEED = typer.Option(0, "--seed", help="Seed of every random choice.")
-_JSON = typer.Option(None, "--json", help="Write the JSON report here.")
-_PLOT = typer.Option(None, "--plot", help="Write a PNG/SVG plot here.")
+_JSON = json_option()
+_PLOT = plot_option()
 _QUIET = quiet_option()
 
 

@@ -7,11 +7,17 @@ from typing import Optional
 
 import typer
 
-from .common import (format_option, parse_mapping, print_tables, reader_diagnostics,
-                     store_option)
+from .common import (check_writable, choice_option, format_option, parse_mapping, print_tables,
+                     reader_diagnostics, store_option)
 
 store_app = typer.Typer(name="store", help="Keep learning curves in a SQLite store "
                         "(import, ls, show, export, rm).", no_args_is_help=True)
+
+
+def _read_formats() -> tuple[str, ...]:
+    from scalekit.curves.readers import FORMATS
+
+    return FORMATS
 
 
 @store_app.command("import")
@@ -20,20 +26,20 @@ def import_(
                                         "W&B CSV, JSONL, Parquet), folders (TensorBoard logs, "
                                         "W&B offline runs, an mlruns folder) or tracking URIs "
                                         "(sqlite:///mlflow.db, sqlite:///optuna.db)."),
-    store: Path = store_option(),
+    store: Path = store_option(writes=True),
     mapping: list[str] = typer.Option([], "--map", help="Column role as role=column "
                                       "(repeatable); run=a,b joins several columns."),
-    format: Optional[str] = typer.Option(None, "--format", help="csv, wandb, jsonl, parquet, "
-                                         "tensorboard, mlflow or optuna (default: from the "
-                                         "suffix, the folder or the SQLite tables)."),
+    format: Optional[str] = choice_option(None, "--format", _read_formats, "csv, wandb, jsonl, "
+                                          "parquet, tensorboard, mlflow or optuna (default: "
+                                          "from the suffix, the folder or the SQLite tables)."),
     metric: str = typer.Option("loss", "--metric", help="The metric to take; where several "
                                "names of it exist (train/loss, val/loss) the validation one "
                                "is taken, and a name with its split (train/loss) takes that."),
     experiment: Optional[str] = typer.Option(None, "--experiment", help="MLflow: read only "
                                              "this experiment (name or id)."),
     study: Optional[str] = typer.Option(None, "--study", help="Optuna: the study to read."),
-    duplicates: str = typer.Option("error", "--duplicates", help="A repeated (run, step): "
-                                   "error, or keep the first or last."),
+    duplicates: str = choice_option("error", "--duplicates", ("error", "first", "last"),
+                                    "A repeated (run, step): error, or keep the first or last."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
 ) -> None:
     """Import curves in one transaction: every row of every source, or nothing."""
@@ -115,17 +121,15 @@ def show(
 
 @store_app.command("export")
 def export(
-    out: Path = typer.Argument(..., help="Output file: .csv, .parquet or .jsonl."),
+    out: Path = typer.Argument(..., callback=lambda out: check_writable(out, "OUT") or out,
+                               help="Output file: .csv, .parquet or .jsonl."),
     store: Path = store_option(),
-    format: Optional[str] = typer.Option(None, "--format", help="csv, parquet or jsonl "
-                                         "(default: from the suffix)."),
+    format: Optional[str] = choice_option(None, "--format", ("csv", "parquet", "jsonl"),
+                                          "csv, parquet or jsonl (default: from the suffix)."),
 ) -> None:
     """Export every run, all metrics side by side; re-importing gives the same curves."""
-    from scalekit.checks import check_choice
     from scalekit.curves import CurveStore
 
-    if format is not None:
-        check_choice("format", format, ("csv", "parquet", "jsonl"))
     with CurveStore(store, create=False) as opened:
         rows = opened.export(out, format=format)
     typer.echo(f"wrote {rows} rows to {out}")
@@ -134,7 +138,7 @@ def export(
 @store_app.command("rm")
 def rm(
     runs: list[str] = typer.Argument(..., help="Run names."),
-    store: Path = store_option(),
+    store: Path = store_option(writes=True),
 ) -> None:
     """Remove runs and their points (all named runs, or none if one is unknown)."""
     from scalekit.curves import CurveStore

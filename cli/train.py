@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from .common import on_interrupt, points_kept, print_renderable, quiet_option, store_option
+from .common import (EXPORT_SUFFIXES, choice_argument, choice_option, on_interrupt, output_option, points_kept,
+                     print_renderable, quiet_option, store_option)
 
 
 def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
@@ -27,6 +28,12 @@ def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
         except ValueError:
             raise fail(name, item, f"a comma-separated list of {kind.__name__} values") from None
     return values
+
+
+def _tasks() -> tuple[str, ...]:
+    from scalekit.train.tasks import available_tasks
+
+    return tuple(available_tasks())
 
 
 def _options(items: list[str]) -> dict:
@@ -66,8 +73,8 @@ def _read_config(path: Path) -> dict:
 
 def train(
     ctx: typer.Context,
-    task: str = typer.Argument(..., help="teacher_student, char_lm, next_pixel, hierarchical or "
-                               "residual_teacher."),
+    task: str = choice_argument("task", _tasks, "teacher_student, char_lm, next_pixel, "
+                                "hierarchical or residual_teacher."),
     widths: Optional[str] = typer.Option(None, "--widths", help="Widths, e.g. 16,32,64."),
     depths: Optional[str] = typer.Option(None, "--depths", help="Depths (hidden layers or blocks)."),
     data: Optional[str] = typer.Option(None, "--data", help="Training-set sizes in samples "
@@ -76,28 +83,32 @@ def train(
     seeds: Optional[str] = typer.Option(None, "--seeds", help="Initialisation seeds."),
     lrs: Optional[str] = typer.Option(None, "--lrs", help="Peak learning rates."),
     dropouts: Optional[str] = typer.Option(None, "--dropouts", help="Average dropout rates."),
-    dropout_schedules: Optional[str] = typer.Option(None, "--dropout-schedules",
-                                                    help="constant and/or front_loaded."),
+    dropout_schedules: Optional[str] = choice_option(None, "--dropout-schedules",
+                                                     ("constant", "front_loaded"),
+                                                     "constant and/or front_loaded.", many=True),
     config: Optional[Path] = typer.Option(None, "--config", help="JSON or TOML sweep file "
                                           "(grid keys and any run setting); options given here win."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Samples per step."),
-    lr_schedule: Optional[str] = typer.Option(None, "--lr-schedule", help="constant or cosine."),
+    lr_schedule: Optional[str] = choice_option(None, "--lr-schedule", ("constant", "cosine"),
+                                               "constant or cosine."),
     evals: Optional[int] = typer.Option(None, "--evals", help="Evaluations per run (log-spaced)."),
     eval_size: Optional[int] = typer.Option(None, "--eval-size", help="Validation samples."),
     data_seed: Optional[int] = typer.Option(None, "--data-seed", help="Seed of the task's data."),
     option: list[str] = typer.Option([], "--option", help="Task setting key=value (repeatable)."),
-    device: str = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, mps."),
+    device: str = choice_option("auto", "--device", ("auto", "cpu", "cuda", "mps"),
+                                "auto (CUDA, then MPS, then CPU), cpu, cuda, mps."),
     compile_model: bool = typer.Option(False, "--compile", help="Wrap models in torch.compile."),
-    executor: str = typer.Option("local", "--executor", help="local (process pool) or ray."),
+    executor: str = choice_option("local", "--executor", ("local", "ray"),
+                                  "local (process pool) or ray."),
     workers: int = typer.Option(1, "--workers", help="Parallel runs (1: in this process)."),
     batched: bool = typer.Option(False, "--batched", help="Train runs that differ only in seed, lr "
                                  "and dropout together with vmap (MLP tasks; no checkpoints)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join."),
-    store: Path = store_option(),
+    store: Path = store_option(writes=True),
     checkpoints: Optional[Path] = typer.Option(None, "--checkpoints", help="Checkpoint folder "
                                                "(default: STORE.checkpoints); rerun to resume."),
-    export: Optional[Path] = typer.Option(None, "--export", help="Also write the store's curves "
-                                          "to this CSV/Parquet file."),
+    export: Optional[Path] = output_option("--export", EXPORT_SUFFIXES, "Also write the store's "
+                                           "curves to this CSV/Parquet/JSONL file."),
     quiet: bool = quiet_option(),
 ) -> None:
     """Train a sweep (every combination of the grids) and log each evaluation to the store."""

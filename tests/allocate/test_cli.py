@@ -106,27 +106,45 @@ def test_run_with_a_budget_too_small_for_any_point_reports_no_best_run(tmp_path,
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--eta", "1"], "The value of `eta` is 1, but must be > 1."),
-    (["--budget", "lots"], "`budget`"),
-    (["--budget", "-5"], "`budget`"),
-    (["--policy", "greedy"], "The value of `policy` is 'greedy'"),
-    (["--resource", "epochs"], "The value of `resource` is 'epochs'"),
-    (["--duplicates", "mean"], "The value of `duplicates` is 'mean'"),
-    (["--min-resource", "0"], "The value of `min_resource` is 0.0, but must be > 0."),
-    (["--seed", "-1"], "The value of `seed` is -1, but must be >= 0."),
-    (["--run", "synthetic", "--seed", "-1"], "The value of `seed` is -1, but must be >= 0."),
-    (["--run", "synthetic", "--workers", "0"], "The value of `workers` is 0, but must be >= 1."),
-    (["--budget", "1e400"], "The value of `budget` is '1e400', but must be a finite number"),
-    (["--plan", "--budget", "5%"], "--replay"),
-    (["--plan", "--run", "synthetic"], "one of --replay, --plan and --run"),
+    (["replay", "--eta", "1"], "The value of `--eta` is 1, but must be an integer > 1."),
+    (["replay", "--budget", "lots"], "`--budget`"),
+    (["replay", "--budget", "-5"], "`--budget`"),
+    (["replay", "--policy", "greedy"], "The value of `--policy` is 'greedy'"),
+    (["plan", "--policy", "uniform"], "The value of `--policy` is 'uniform'"),
+    (["replay", "--resource", "epochs"], "The value of `--resource` is 'epochs'"),
+    (["replay", "--duplicates", "mean"], "The value of `--duplicates` is 'mean'"),
+    (["replay", "--min-resource", "0"], "The value of `--min-resource` is 0.0, but must be > 0."),
+    (["plan", "--max-resource", "-5"], "The value of `--max-resource` is -5.0, but must be > 0."),
+    (["replay", "--seed", "-1"], "The value of `--seed` is -1, but must be >= 0."),
+    (["run", "synthetic", "--seed", "-1"], "The value of `--seed` is -1, but must be >= 0."),
+    (["run", "synthetic", "--workers", "0"], "The value of `--workers` is 0, but must be >= 1."),
+    (["run", "nope"], "The value of `task` is 'nope'"),
+    (["replay", "--budget", "1e400"], "The value of `--budget` is '1e400', but must be a finite"),
+    (["plan", "--budget", "5%"], "allocate replay"),
+    (["--plan", "--run", "synthetic"], "one of --replay, --plan and --run"),  # the old flags
+    (["--replay", "--eta", "1"], "The value of `--eta` is 1"),
 ])
-def test_bad_settings_exit_with_2(curves, capsys, args, message):
-    base = ["allocate", "--curves", str(curves)]
+def test_bad_settings_exit_with_2_and_one_line(tmp_path, curves, capsys, args, message):
+    base = ["allocate", *args[:2 if args[0] == "run" else 1]]
+    base += ["--store", str(tmp_path / "s.db")] if args[0] == "run" else ["--curves", str(curves)]
     if "--budget" not in args:
         base += ["--budget", "1e20"]
-    assert main(base + args) == 2
+    assert main([*base, *args[2 if args[0] == "run" else 1:]]) == 2
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    errors = [line for line in err.splitlines() if not line.startswith("note:")]
+    assert len(errors) == 1 and message in errors[0], err
+
+
+def test_the_old_mode_flags_are_aliases_of_the_subcommands_with_a_note(tmp_path, curves, capsys):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    assert main(["allocate", "--budget", "10%", "--curves", str(curves), "--seeds", "1",
+                 "--policy", "loss", "--replay", "--json", str(old)]) == 0
+    note = capsys.readouterr().err
+    assert "`scalekit allocate --replay` is now `scalekit allocate replay`" in note
+    assert main(["allocate", "replay", "--budget", "10%", "--curves", str(curves), "--seeds",
+                 "1", "--policy", "loss", "--json", str(new)]) == 0
+    assert capsys.readouterr().err == ""
+    assert json.loads(old.read_text())["summary"] == json.loads(new.read_text())["summary"]
 
 
 def test_bad_curves_exit_with_2(tmp_path, capsys):

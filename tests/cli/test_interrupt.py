@@ -92,11 +92,11 @@ def test_an_interrupted_train_exits_130_and_says_what_the_store_keeps(tmp_path):
 
 def test_an_interrupted_allocation_exits_130_and_says_what_it_kept(tmp_path):
     store = tmp_path / "a.db"
-    code, err = _interrupt(["allocate", "--budget", "2e11", "--run", "teacher_student",
+    code, err = _interrupt(["allocate", "run", "teacher_student", "--budget", "2e11",
                             "--store", store, "-q"], lambda: _ledger(store, "%") > 0)
     assert code == 130
     [line] = err.strip().splitlines()
     done = _ledger(store)
-    assert line == (f"interrupted: scalekit allocate stopped by Ctrl-C; the store {store} keeps "
+    assert line == (f"interrupted: scalekit allocate run stopped by Ctrl-C; the store {store} keeps "
                     f"{done} finished advance{'s' * (done != 1)} of task 'teacher_student'; "
                     "run the same command again to resume")

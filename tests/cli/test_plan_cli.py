@@ -106,7 +106,7 @@ def test_plan_from_a_report_that_is_not_a_fit(tmp_path, capsys):
 def test_plan_resample_choice_is_checked(tmp_path, capsys):
     assert main(["plan", _write(tmp_path, sweep()), "--compute", "1e22",
                  "--resample", "run"]) == 2
-    assert "`resample`" in capsys.readouterr().err
+    assert "`--resample`" in capsys.readouterr().err
 
 
 def test_plan_says_which_metric_it_fitted(tmp_path):

@@ -1,0 +1,118 @@
+"""A fuzz table over the CLI: generated bad files and bad option values, for every command
+that reads them. Each must exit 2 with one line on standard error (``error: …``) and print
+nothing else: no report before the error, no traceback, no warning."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scalekit_cli.app import main
+
+GOOD_ROWS = "run,params,tokens,loss\n" + "".join(
+    f"r{i},{n:.6g},{20 * n:.6g},{1.7 + 400 / n ** 0.34 + 2000 / (20 * n) ** 0.37:.6f}\n"
+    for i, n in enumerate(np.geomspace(1e7, 1e9, 6)))
+
+#: Bad files: name -> (suffix, bytes).
+BAD_FILES = {
+    "empty": (".csv", b""),
+    "header only": (".csv", b"run,params,tokens,loss\n"),
+    "binary": (".csv", bytes(range(256)) * 4),
+    "not utf-8": (".csv", "run,params,tokens,loss\nr\xe9,1e7,2e8,3.0\n".encode("latin-1")),
+    "text loss": (".csv", b"run,params,tokens,loss\nr0,1e7,2e8,low\nr1,1e8,2e9,2.5\n"),
+    "negative params": (".csv", b"run,params,tokens,loss\nr0,-1e7,2e8,3.0\nr1,1e8,2e9,2.5\n"),
+    "nan loss": (".csv", b"run,params,tokens,loss\nr0,1e7,2e8,nan\nr1,1e8,2e9,2.5\n"),
+    "inf tokens": (".csv", b"run,params,tokens,loss\nr0,1e7,inf,3.0\nr1,1e8,2e9,2.5\n"),
+    "ragged": (".csv", b"run,params,tokens,loss\nr0,1e7,2e8\nr1,1e8,2e9,2.5,9,9\n"),
+    "no loss column": (".csv", b"run,params,tokens\nr0,1e7,2e8\nr1,1e8,2e9\n"),
+    "step 2**60": (".csv", b"run,step,compute,loss\nr0,1152921504606846976,1e18,3.0\n"),
+    "truncated jsonl": (".jsonl", b'{"run": "r0", "step": 1, "loss": 3.0}\n{"run": "r0", "st'),
+    "jsonl of lists": (".jsonl", b"[1, 2, 3]\n[4, 5, 6]\n"),
+    "bad parquet": (".parquet", b"PAR1 this is not parquet PAR1"),
+    "unknown suffix": (".xlsx", GOOD_ROWS.encode()),
+}
+#: Commands that read a curves FILE (given first), with options that keep them cheap.
+READERS = {
+    "fit": ["fit", "{file}", "--bootstrap", "0"],
+    "plan": ["plan", "{file}", "--bootstrap", "0", "--target-compute", "1e21"],
+    "isoflop": ["isoflop", "{file}", "--bootstrap", "0"],
+    "forecast": ["forecast", "{file}"],
+    "allocate replay": ["allocate", "replay", "--curves", "{file}", "--budget", "5%",
+                        "--seeds", "1"],
+    "store import": ["store", "import", "{file}", "--store", "{store}"],
+}
+#: Bad option values on a good file: (command, extra arguments).
+BAD_OPTIONS = [
+    ("fit", ["--bootstrap", "-1"]), ("fit", ["--bootstrap", "100000000000000000000"]),
+    ("fit", ["--ci-level", "1.5"]), ("fit", ["--ci-level", "nan"]), ("fit", ["--seed", "-3"]),
+    ("fit", ["--drop-top", "-1"]), ("fit", ["--delta", "-1"]), ("fit", ["--n-jobs", "0"]),
+    ("fit", ["--json", "/no/such/folder/out.json"]), ("fit", ["--json", "out.txt"]),
+    ("fit", ["--plot", "out.gif"]), ("fit", ["--target-compute", "-1e21"]),
+    ("fit", ["--map", "params"]), ("fit", ["--law", "E + "]),
+    ("plan", ["--target-compute", "0"]), ("plan", ["--target-compute", "inf"]),
+    ("isoflop", ["--figures", "0"]), ("isoflop", ["--budgets", "-1e20,0"]),
+    ("isoflop", ["--target-compute", "0"]), ("isoflop", ["--window", "-2"]),
+    ("isoflop", ["--approach", "4"]), ("isoflop", ["--budget-tolerance", "-1"]),
+    ("allocate replay", ["--eta", "1"]), ("allocate replay", ["--seeds", "0"]),
+    ("allocate replay", ["--min-resource", "-5"]), ("allocate replay", ["--budget", "150%"]),
+    ("allocate plan", ["--max-resource", "-5"]), ("allocate plan", ["--budget", "5%"]),
+]
+PLAN = ["allocate", "plan", "--curves", "{file}", "--budget", "1e20"]
+
+
+def _write(tmp_path: Path, name: str, suffix: str, data: bytes) -> Path:
+    path = tmp_path / (name.replace(" ", "_").replace("*", "") + suffix)
+    path.write_bytes(data)
+    return path
+
+
+def _expect_one_error_line(args, capsys):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    assert code == 2, (args, code, err[-500:])
+    assert out == "", (args, out[:300])
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), (args, err[:500])
+
+
+CASES = list(itertools.product(BAD_FILES, READERS))
+
+
+@pytest.mark.parametrize("bad, command", CASES, ids=[f"{c}: {b}" for b, c in CASES])
+def test_a_bad_file_exits_2_with_one_line(tmp_path, capsys, bad, command):
+    path = _write(tmp_path, bad, *BAD_FILES[bad])
+    args = [a.format(file=path, store=tmp_path / "s.db") for a in READERS[command]]
+    _expect_one_error_line(args, capsys)
+
+
+def test_a_missing_file_a_folder_and_a_sqlite_file_of_another_tool(tmp_path, capsys):
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE t (x)")
+    for path in (tmp_path / "missing.csv", tmp_path, other):
+        for command in ("fit", "isoflop", "store import"):
+            args = [a.format(file=path, store=tmp_path / "s.db") for a in READERS[command]]
+            _expect_one_error_line(args, capsys)
+    _expect_one_error_line(["store", "ls", "--store", other], capsys)
+
+
+@pytest.mark.parametrize("command, extra", BAD_OPTIONS,
+                         ids=[f"{c} {' '.join(e)}" for c, e in BAD_OPTIONS])
+def test_a_bad_option_value_exits_2_with_one_line(tmp_path, capsys, command, extra):
+    good = _write(tmp_path, "good", ".csv", GOOD_ROWS.encode())
+    args = [a.format(file=good, store=tmp_path / "s.db") for a in READERS.get(command, PLAN)]
+    extra_flags = {e for e in extra if e.startswith("--")}
+    kept, skip = [], False
+    for a in args:  # an option given again replaces the table's default
+        if skip:
+            skip = False
+            continue
+        if a in extra_flags:
+            skip = True
+            continue
+        kept.append(a)
+    _expect_one_error_line([*kept, *extra], capsys)
