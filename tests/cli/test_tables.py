@@ -56,7 +56,7 @@ def test_a_table_at_80_columns_keeps_every_run_name_whole(store, capsys, monkeyp
 
 def test_an_unknown_format_is_refused_by_name(store, capsys):
     assert main(["store", "ls", "--store", str(store), "--format", "xml"]) == 2
-    assert "`format` is 'xml'" in capsys.readouterr().err
+    assert "`--format` is 'xml'" in capsys.readouterr().err
 
 
 def test_repeated_notes_collapse_into_one_line_with_a_count():

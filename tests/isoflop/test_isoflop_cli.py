@@ -144,9 +144,9 @@ def test_a_target_inside_the_budgets_is_no_extrapolation(tmp_path, capsys):
     assert report["verdict"] == "verdict: 2 IsoFLOP profiles: no warnings"
 
 
-@pytest.mark.parametrize("option, value, named", [("--window", "2", "window"),
-                                                  ("--window", "foo", "window"),
-                                                  ("--in", "token", "profile")])
+@pytest.mark.parametrize("option, value, named", [("--window", "2", "--window"),
+                                                  ("--window", "foo", "--window"),
+                                                  ("--in", "token", "--in")])
 def test_a_bad_approach_2_setting_exits_2_even_with_all_approaches(tmp_path, capsys, option,
                                                                    value, named):
     # with several approaches a data problem skips one; a bad setting is the user's error
