@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from scalekit.curves import CurveStore, read_curves
+from scalekit.errors import InputError
 from scalekit_cli.app import main
 
 STEPS = [0, 10, 20, 30, 40]
@@ -260,3 +261,41 @@ def test_tensorboard_sweep_of_final_values_logged_only_with_add_hparams(tmp_path
         assert row["params"] == size
         assert row["loss"] == pytest.approx(_val(size, 40), rel=1e-6)
     assert frame.attrs["metric_choice"]["taken"] == "hparam/val_loss"
+
+
+
+def _mlruns(folder):
+    (folder / "mlruns" / "0").mkdir(parents=True)
+    (folder / "mlruns" / "0" / "meta.yaml").write_text("name: x\n")
+    return folder / "mlruns"
+
+
+def _wandb_log(folder):
+    (folder / "run-x.wandb").write_bytes(b":W&B\xe1\xbe\x00")
+    return folder
+
+
+def _optuna_tables(folder):
+    import sqlite3
+
+    with sqlite3.connect(folder / "optuna.db") as con:
+        for table in ("studies", "trials", "trial_intermediate_values"):
+            con.execute(f"CREATE TABLE {table} (id INTEGER)")
+    return folder / "optuna.db"
+
+
+def _event_file(folder):
+    (folder / "events.out.tfevents.1").write_bytes(b"")
+    return folder
+
+
+@pytest.mark.parametrize("package, make", [("mlflow", _mlruns), ("wandb", _wandb_log),
+                                           ("optuna", _optuna_tables),
+                                           ("tensorboard", _event_file)])
+def test_a_missing_extra_is_named_in_the_error(tmp_path, monkeypatch, package, make):
+    source = make(tmp_path)
+    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, package, None)  # `import package` raises ImportError
+    with pytest.raises(InputError, match=rf"pip install 'scalekit-laws\[{package}\]'"):
+        read_curves(source)
