@@ -164,10 +164,16 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
             value, grads = differentiate(*_namespace(X, theta))
             shape = _shape(X, theta)
             value = np.broadcast_to(value, shape)
-            rows = np.zeros((len(param_names),) + shape)  # built as (P, ..., n), returned as a view
-            for k, grad in grads.items():
+            inverse = 1.0 / value
+            rows = np.empty((len(param_names),) + shape)  # built as (P, ..., n), returned as a view
+            for k in range(len(param_names)):
                 # d log f / d z_k = (df / dtheta_k) (dtheta_k / dz_k) / f
-                rows[k] = grad * (theta[..., k:k + 1] if log_mask[k] else 1.0) / value
+                if k not in grads:
+                    rows[k] = 0.0
+                elif log_mask[k]:
+                    np.multiply(grads[k], theta[..., k:k + 1] * inverse, out=rows[k])
+                else:
+                    np.multiply(grads[k], inverse, out=rows[k])
             return np.log(value), np.moveaxis(rows, 0, -1)
 
     return Law(name=name, inputs=columns, params=parameters, formula=expression,
@@ -367,16 +373,29 @@ _BINARY_RULES = {"add": _add, "sub": _subtract, "mul": _multiply, "div": _divide
                  "maximum": _select(np.greater_equal, np.maximum)}
 
 
+def _times(a, g):
+    """``a * g`` without the work where either factor is the plain number 1 or -1 (the
+    derivatives of sums and of the parameters themselves)."""
+    if isinstance(a, float):
+        if a == 1.0:
+            return g
+        if a == -1.0:
+            return -g
+    if isinstance(g, float) and g == 1.0:
+        return a
+    return a * g
+
+
 def _scaled(slope, grads: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
-    return {k: slope * g for k, g in grads.items()}
+    return {k: _times(slope, g) for k, g in grads.items()}
 
 
 def _sum(da: Mapping[int, np.ndarray], a, db: Mapping[int, np.ndarray], b
          ) -> dict[int, np.ndarray]:
     """``a * da + b * db``, key by key (a missing key is a zero derivative)."""
-    out = {k: a * g for k, g in da.items()}
+    out = {k: _times(a, g) for k, g in da.items()}
     for k, g in db.items():
-        out[k] = out[k] + b * g if k in out else b * g
+        out[k] = out[k] + _times(b, g) if k in out else _times(b, g)
     return out
 
 
