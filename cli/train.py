@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from .common import (EXPORT_SUFFIXES, choice_argument, choice_option, on_interrupt, output_option, points_kept,
-                     print_renderable, quiet_option, store_option)
+from .common import (EXPORT_SUFFIXES, choice_argument, choice_option, on_interrupt, output_option,
+                     points_kept, print_tables, quiet_option, store_option)
 
 
 def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
@@ -142,63 +141,33 @@ def train(
     on_interrupt(lambda: f"the store {store} keeps {points_kept(store, 'scalekit train')} "
                  "logged before it; run the same command again to resume from the checkpoints")
     with running(sweep_executor(executor, max_workers=workers, address=ray_address)) as pool:
-        with _progress(len(configs), quiet) as advance:
-            frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
-                              batched=batched, on_run_done=advance)
+        frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
+                          batched=batched)
     if export is not None:
         from scalekit.curves import CurveStore
 
         with CurveStore(store) as opened:
             opened.export(export)
     if not quiet:
-        print_renderable(_summary(frame, store))
+        print_tables([_summary(frame, store)], "table")
 
 
-class _progress:
-    """A rich progress bar on a terminal; silent otherwise."""
-
-    def __init__(self, total: int, quiet: bool) -> None:
-        self.total, self.bar, self.task = total, None, None
-        if not quiet and sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import Progress
-
-            self.bar = Progress(console=Console(file=sys.stderr), transient=True)
-
-    def __enter__(self):
-        if self.bar is None:
-            return lambda name: None
-        self.bar.start()
-        self.task = self.bar.add_task("training", total=self.total)
-        return lambda name: self.bar.update(self.task, advance=1, description=name)
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-def _summary(frame, store: Path):
+def _summary(frame, store: Path) -> dict:
     """The last point of every run, with the settings that vary across the sweep."""
-    from rich.markup import escape
-    from rich.table import Table
+    from scalekit.report.tables import table_data
 
     last = frame.sort_values("step").groupby("run", sort=False).tail(1).sort_values(["params", "step", "run"])
     varied = [c for c in ("width", "depth", "data", "steps", "lr", "seed", "dropout", "dropout_schedule")
               if c in last and last[c].astype(str).nunique(dropna=False) > 1]
-    table = Table(title=escape(f"{len(last)} runs → {store} (compute: counted FLOPs)"))
     shown = [*varied, "params", "tokens", "compute", "compute_6nd", "loss"]
-    for column in shown:
-        table.add_column(column, justify="right")
-    for _, row in last.iterrows():
-        table.add_row(*(_cell(row[c]) for c in shown))
-    return table
+    return table_data(f"{len(last)} runs → {store} (compute: counted FLOPs)", shown,
+                      [[_whole(row[c]) for c in shown] for _, row in last.iterrows()])
 
 
-def _cell(value) -> str:
-    from scalekit.formatting import format_number
-
-    whole = isinstance(value, float) and value.is_integer() and abs(value) < 1e6
-    return format_number(int(value) if whole else value)
+def _whole(value):
+    """A float holding a whole number below 1e6 (a width, a step) as an int."""
+    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 1e6 \
+        else value
 
 
 def register(app: typer.Typer) -> None:

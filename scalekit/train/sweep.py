@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -169,7 +169,7 @@ def shape_groups(configs: Sequence[TrainConfig]) -> list[list[TrainConfig]]:
 
 def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None,
               checkpoint_dir: str | Path | None = None, executor: Executor | None = None,
-              batched: bool = False, on_run_done: Callable[[str], None] | None = None) -> pd.DataFrame:
+              batched: bool = False) -> pd.DataFrame:
     """Train every run and return all their points as one tidy curve frame.
 
     Parameters
@@ -185,8 +185,8 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
     batched : bool
         Train runs that differ only in seed, learning rate, weight decay and dropout
         together, one job per group (MLP tasks; no checkpoints, see :func:`run_batched_job`).
-    on_run_done : callable, optional
-        Called with each run's name as it finishes (for progress displays).
+
+    Finished jobs are reported to :mod:`scalekit.progress` as the task ``training``.
     """
     from scalekit.train.loop import TrainedRun
 
@@ -208,8 +208,6 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
             done = future.result()
             for result in done if batched else [done]:
                 results[result["name"]] = TrainedRun(**result)
-                if on_run_done is not None:
-                    on_run_done(result["name"])
     if not results:
         return pd.DataFrame()
     return pd.concat([results[name].frame() for name in names], ignore_index=True)
