@@ -45,7 +45,8 @@ def fit_renderables(result, *, notes: Sequence[str] = (), plan: Mapping[str, Any
         parts.append(Text(title, style="bold"))
     parts += [_section("Law"), Text(f"{result.law.name}:  {result.law.formula}"), Text("")]
 
-    parts += [_section("Fit statistics"), _pairs_table(result.stats), Text("")]
+    scalars = {k: v for k, v in result.stats.items() if not isinstance(v, Mapping)}
+    parts += [_section("Fit statistics"), _pairs_table(scalars), Text("")]
 
     params = Table(box=None, pad_edge=False)
     params.add_column("parameter", style="cyan")
