@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from scalekit.executors import process_pool, running
 from scalekit.fit.multistart import minimize_batch
 from scalekit.laws.base import Law
 from scalekit.progress import track
@@ -76,8 +76,8 @@ def bootstrap_fits(law: Law, X, log_y: np.ndarray, counts: np.ndarray, starts: n
                 delta=delta)
     try:
         if n_jobs > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
+            # Forked workers (they share _JOB) that ignore Ctrl-C and end at once on one.
+            with running(process_pool(n_jobs, start="fork")) as pool:
                 parts = list(track(pool.map(_fit_chunk, chunks), "bootstrap",
                                    total=len(chunks)))
         else:
