@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 
 import typer
 from typer.exceptions import TyperException
@@ -72,12 +73,26 @@ def usage_line(exc: TyperException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C)."""
+    """Run the CLI and return its exit code (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C).
+
+    Python warnings raised meanwhile (numpy's RuntimeWarnings, say) are held back: after
+    a success they follow the output as ``warning: …`` lines (none under ``--quiet``);
+    after an error the error's one line is all that is printed.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    with warnings.catch_warnings(record=True) as caught:
+        code = _run(args)
+    if code == 0 and not {"-q", "--quiet"} & set(args):
+        for text in dict.fromkeys(f"warning: {w.category.__name__}: {w.message}"
+                                  for w in caught):
+            typer.echo(text, err=True)
+    return code
+
+
+def _run(args: list[str]) -> int:
+    from .allocate import legacy_args
     from .common import interrupted_line, reset_interrupt_notes
 
-    from .allocate import legacy_args
-
-    args = sys.argv[1:] if argv is None else list(argv)
     reset_interrupt_notes()
     try:
         args, note = legacy_args(args)

@@ -32,6 +32,25 @@ _PLOT = plot_option()
 _QUIET = quiet_option()
 
 
+def _param_count(text: str) -> str:
+    """--param-count parses as a formula in m and l (checked as it is parsed, --plan or not)."""
+    from scalekit.errors import InputError
+    from scalekit.planners.depth import param_count_from_expression
+
+    try:
+        count = float(param_count_from_expression(text)(64.0, 4.0))  # at width 64, depth 4
+    except InputError as exc:  # the library names the parameter, the CLI the flag
+        raise InputError(f"--param-count: {exc}".replace("`param_count`", "`--param-count`")
+                         ) from None
+    except KeyError as exc:  # a name that is neither m nor l
+        raise InputError(f"The value of `--param-count` is {text!r}, but must be a formula in "
+                         f"m and l only (it also names {exc.args[0]})") from None
+    if not count > 0 or count == float("inf"):
+        raise InputError(f"The value of `--param-count` is {text!r}, but must give a positive "
+                         f"finite count (it gives {count:g} at m = 64, l = 4).")
+    return text
+
+
 @law_app.command("depth")
 def depth(
     file: Optional[Path] = _FILE,
@@ -48,7 +67,7 @@ def depth(
     plan: Optional[str] = typer.Option(None, "--plan", help="params=N,tokens=D[,width=m,depth=l]"
                                        "[,integer=1]: best shape for N parameters and D tokens, "
                                        "and the loss lost at width m, depth l."),
-    param_count: str = typer.Option("12*m**2*l", "--param-count",
+    param_count: str = typer.Option("12*m**2*l", "--param-count", callback=_param_count,
                                     help="Parameters as a formula in m (width) and l (depth)."),
     json_out: Optional[Path] = _JSON,
     plot: Optional[Path] = _PLOT,

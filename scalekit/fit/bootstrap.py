@@ -22,11 +22,10 @@ resample checked (``tests/fit/test_real_chinchilla.py`` and
 from __future__ import annotations
 
 import multiprocessing
-import os
 
 import numpy as np
 
-from scalekit.executors import process_pool, running
+from scalekit.executors import process_pool, running, usable_cpus, worker_count
 from scalekit.fit.multistart import minimize_batch
 from scalekit.laws.base import Law
 from scalekit.progress import track
@@ -62,7 +61,8 @@ def bootstrap_fits(law: Law, X, log_y: np.ndarray, counts: np.ndarray, starts: n
     starts : ndarray (B, S, P)
         Starts of each resample (fitting space).
     n_jobs : int
-        Worker processes (``fork``); 1 runs in this process.
+        Worker processes (``fork``), at most the resamples and the CPUs; 1 runs in this
+        process.
 
     Returns
     -------
@@ -71,13 +71,13 @@ def bootstrap_fits(law: Law, X, log_y: np.ndarray, counts: np.ndarray, starts: n
     """
     global _JOB
     B = len(counts)
-    chunks = np.array_split(np.arange(B), max(1, min(B, 4 * n_jobs))) if B else []
+    workers, _ = worker_count(n_jobs, B)  # never more processes than resamples or CPUs
+    chunks = np.array_split(np.arange(B), max(1, min(B, 4 * workers))) if B else []
     _JOB = dict(law=law, X=X, log_y=log_y, counts=counts, starts=starts, loss=loss,
                 delta=delta)
     try:
-        if n_jobs > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
-            # Forked workers (they share _JOB) that ignore Ctrl-C and end at once on one.
-            with running(process_pool(n_jobs, start="fork")) as pool:
+        if workers > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            with running(process_pool(workers, start="fork")) as pool:  # Ctrl-C ends them
                 parts = list(track(pool.map(_fit_chunk, chunks), "bootstrap",
                                    total=len(chunks)))
         else:
@@ -105,9 +105,4 @@ def _fit_chunk(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def default_jobs(n_jobs: int | None) -> int:
     """``n_jobs`` or, when None, the number of CPUs this process may use."""
-    if n_jobs is not None:
-        return n_jobs
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    return usable_cpus() if n_jobs is None else n_jobs
