@@ -22,7 +22,8 @@ from scalekit.surrogates.evaluate import (QUANTILES, Task, averaged_method, cut_
                                           holdout_benchmark, joint_method, paper_m4_method,
                                           remembered, split_tasks)
 
-METHODS = ("ensemble", "average", "gp", "joint", "ensemble+joint", "m4-paper", *FAMILIES)
+METHODS = ("ensemble", "average", "gp", "joint", "ensemble+joint", "m4-paper",
+           "stacked-backtest", *FAMILIES)
 
 
 def _method(name: str):
@@ -40,7 +41,25 @@ def _method(name: str):
         return averaged_method(ensemble_method(), joint_method())
     if name == "m4-paper":
         return paper_m4_method()
+    if name == "stacked-backtest":
+        return default_method()
     return ensemble_method(families=(name,))
+
+
+def default_method(candidates=None):
+    """``stacked-backtest``: M4 (the paper's settings), the ensemble and the equal-weight
+    average, stacked per group with weights and spread learned on backtests of the
+    prefixes (:class:`scalekit.surrogates.backtest_stack.BacktestStacked`).
+
+    ``candidates`` (name to method) replaces those three, e.g. to share runs.
+    """
+    from scalekit.surrogates.backtest_stack import BacktestStacked
+
+    if candidates is None:
+        candidates = {"m4-paper": remembered(paper_m4_method()),
+                      "ensemble": remembered(ensemble_method()),
+                      "average": remembered(ensemble_method(weighting="equal"))}
+    return BacktestStacked(candidates)
 
 
 def _check_columns(frame: pd.DataFrame, *columns: str) -> None:
