@@ -30,8 +30,10 @@ def forecast(
     x: Optional[str] = typer.Option(None, "--x", help="x column (default: step; compute with "
                                     "--to-compute)."),
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
-    method: str = choice_option("ensemble", "--method", _methods,
-                                "ensemble, average (equal family weights), gp, joint, "
+    method: str = choice_option("stacked-backtest", "--method", _methods,
+                                "stacked-backtest (default: M4, ensemble and average stacked "
+                                "by backtests of the prefixes), ensemble, average (equal family "
+                                "weights), gp, joint, "
                                 "ensemble+joint, m4-paper (M4 fitted with the settings of "
                                 "Alabdulmohsin et al. 2022), or one family (vap, pow3, "
                                 "loglinear, hill3, logpower, pow4, mmf, exp4, janoschek, weibull, "

@@ -70,7 +70,7 @@ def _check_columns(frame: pd.DataFrame, *columns: str) -> None:
 
 
 def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = "loss",
-                   method: str = "ensemble", points: int = 40, min_points: int = 5):
+                   method: str = "stacked-backtest", points: int = 40, min_points: int = 5):
     """Forecast every run of ``frame`` from its last point to ``x = to``.
 
     Parameters
@@ -83,7 +83,8 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         The x column (``step``, ``tokens``, ``compute``, …) and the metric column
         (lower is better).
     method : str
-        ``ensemble``, ``average`` (the ensemble with equal family weights),
+        ``stacked-backtest`` (:func:`default_method`), ``ensemble``, ``average``
+        (the ensemble with equal family weights), ``m4-paper``,
         ``gp``, ``joint``, ``ensemble+joint`` (their quantiles averaged in log
         space) or one family name.
     points : int
