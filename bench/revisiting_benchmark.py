@@ -23,8 +23,16 @@ The target lines check the issue's target for the default method
 NMT; <= M4 + 0.0005 on LM; 80% coverage within 75-85% per domain (LM and NMT
 also pooled, being small).
 
-Run: ``python bench/revisiting_benchmark.py [--quick]`` (several minutes on 2
-shared cores; ``--quick`` keeps every fourth image-classification curve).
+With ``--ceiling`` it also prints, per domain, hindsight references (truths
+read, so no method could claim them): the best of the candidates and the
+twelve single families picked on the held-out points, and the best fixed
+log-space combination of all of them with weights fitted to those very
+points (minimising their mean absolute log error) -- about the most any
+stacking of them, however learned, could reach.
+
+Run: ``python bench/revisiting_benchmark.py [--quick] [--ceiling]`` (several
+minutes on 2 shared cores; ``--quick`` keeps every fourth image-classification
+curve).
 """
 
 from __future__ import annotations
@@ -37,8 +45,10 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from scalekit.surrogates.evaluate import (ensemble_method, holdout_benchmark, paper_m4_method,
-                                          remembered, split_tasks)
+from scalekit.surrogates.curve_families import DEFAULT_FAMILIES
+from scalekit.surrogates.evaluate import (QUANTILES, ensemble_method, holdout_benchmark,
+                                          paper_m4_method, remembered, split_tasks,
+                                          stacking_weights)
 from scalekit.surrogates.forecast import default_method
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
@@ -79,10 +89,36 @@ def targets(table: pd.DataFrame, tasks_) -> None:
     print(f"LM+NMT pooled: 80% coverage {c:.3f}: {'met' if 0.75 <= c <= 0.85 else 'NOT met'}")
 
 
+def ceiling(all_tasks, candidates) -> None:
+    """Hindsight references per domain (see the module docstring)."""
+    median = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
+    members = {**candidates, **{name: remembered(ensemble_method(families=(name,)))
+                                for name in DEFAULT_FAMILIES}}
+    logs = {name: [np.log(np.asarray(q)[: t.x_target.size, median])
+                   for q, t in zip(method(all_tasks), all_tasks)]
+            for name, method in members.items()}
+    names = list(members)
+    for domain in sorted({t.group for t in all_tasks}):
+        idx = [i for i, t in enumerate(all_tasks) if t.group == domain]
+        errors = [np.column_stack([logs[n][i] for n in names])
+                  - np.log(all_tasks[i].y_target)[:, None] for i in idx]
+        rmse = np.array([np.sqrt((e ** 2).mean(axis=0)) for e in errors]).mean(axis=0)
+        best = int(np.argmin(rmse))
+        weights = stacking_weights(np.vstack(errors))
+        stacked = np.mean([np.sqrt(((e @ weights) ** 2).mean()) for e in errors])
+        m4 = rmse[names.index("m4-paper")]
+        kept = {n: round(w, 2) for n, w in zip(names, weights) if w > 0.01}
+        print(f"{domain} hindsight: best single {names[best]} {rmse[best]:.4f} "
+              f"({rmse[best] / m4:.2f} x M4); truth-fitted stacking {stacked:.4f} "
+              f"({stacked / m4:.2f} x M4) with {kept}; the target is <= {0.8 * m4:.4f}")
+
+
 def main() -> None:
     threadpool_limits(1)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every fourth IC curve")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="also print hindsight references (truths read)")
     args = parser.parse_args()
     all_tasks = tasks("lang") + tasks("vision", 4 if args.quick else 1)
     candidates = {"m4-paper": remembered(paper_m4_method()),
@@ -104,6 +140,8 @@ def main() -> None:
         kept = {k: round(v, 3) for k, v in weights.items() if v > 1e-3}
         print(f"{DEFAULT} weights ({domain}, learned on the prefixes): {kept}; "
               f"spread s = {stacked.spread_[domain]:.4f}")
+    if args.ceiling:
+        ceiling(all_tasks, candidates)
     print(f"\ntotal {time.perf_counter() - start:.0f} s, {len(all_tasks)} evaluations; "
           f"mean points held out {np.mean([t.x_target.size for t in all_tasks]):.0f}")
 
