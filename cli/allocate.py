@@ -16,8 +16,9 @@ from typing import Optional
 
 import typer
 
-from .common import (choice_argument, choice_option, json_option, on_interrupt, open_frame, parse_mapping,
-                     plot_option, print_renderable, quiet_option, store_option)
+from .common import (choice_argument, choice_option, format_option, json_option, on_interrupt,
+                     open_frame, parse_mapping, plot_option, print_renderable, print_tables,
+                     quiet_option, store_option)
 
 MODES = ("replay", "plan", "run")
 allocate_app = typer.Typer(name="allocate", no_args_is_help=True,
@@ -86,6 +87,7 @@ _DUPLICATES = choice_option("error", "--duplicates", ("error", "first", "last"),
                             "last one.")
 _JSON = json_option()
 _QUIET = quiet_option()
+_FORMAT = format_option()
 
 
 @allocate_app.command("replay")
@@ -106,16 +108,16 @@ def replay_command(
                                              help="Runs drawn per seed (default: all)."),
     group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
     json_out: Optional[Path] = _JSON, plot: Optional[Path] = plot_option(),
-    quiet: bool = _QUIET,
+    quiet: bool = _QUIET, fmt: str = _FORMAT,
 ) -> None:
     """Simulate the policies on complete curves at several budgets and seeds."""
     from scalekit.allocate.budget import parse_budget
 
     budgets = [_budget(text, "replay", parse_budget) for text in budget]
     sweep, digest = _sweep(curves, store, mapping, group, resource, None, duplicates)
-    report, table = _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed,
+    report, shown = _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed,
                             candidates, plot)
-    _render("replay", report, table, json_out, quiet, digest, seed, dict(
+    _render("replay", report, shown, fmt, json_out, quiet, digest, seed, dict(
         budgets=budget, policy=policy, eta=eta, min_resource=min_resource, resource=resource,
         surrogate=surrogate, seeds=seeds, candidates=candidates, group=group,
         duplicates=duplicates))
@@ -133,15 +135,15 @@ def plan_command(
                                                  "(default: its last point)."),
     resource: str = _RESOURCE, surrogate: str = _SURROGATE, seed: int = _SEED,
     group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
-    json_out: Optional[Path] = _JSON, quiet: bool = _QUIET,
+    json_out: Optional[Path] = _JSON, quiet: bool = _QUIET, fmt: str = _FORMAT,
 ) -> None:
     """Print the next actions for partial curves."""
     from scalekit.allocate.budget import parse_budget
 
     flops = _budget(budget, "plan", parse_budget)
     sweep, digest = _sweep(curves, store, mapping, group, resource, max_resource, duplicates)
-    report, table = _plan(sweep, flops, policy, eta, min_resource, surrogate, seed)
-    _render("plan", report, table, json_out, quiet, digest, seed, dict(
+    report, shown = _plan(sweep, flops, policy, eta, min_resource, surrogate, seed)
+    _render("plan", report, shown, fmt, json_out, quiet, digest, seed, dict(
         budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
         max_resource=max_resource, resource=resource, surrogate=surrogate, group=group,
         duplicates=duplicates))
@@ -168,14 +170,15 @@ def run_command(
     if store is None:
         raise InputError("allocate run writes into a store: give --store DB")
     flops = _budget(budget, "run", parse_budget)
-    report, table = _run(task, store, flops, policy, eta, min_resource, surrogate, seed,
+    report, shown = _run(task, store, flops, policy, eta, min_resource, surrogate, seed,
                          workers, quiet)
-    _render("run", report, table, json_out, quiet, None, seed, dict(
+    _render("run", report, shown, "table", json_out, quiet, None, seed, dict(
         budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
         surrogate=surrogate, task=task, workers=workers))
 
 
-def _render(mode, report, table, json_out, quiet, digest, seed, settings) -> None:
+def _render(mode, report, shown, fmt, json_out, quiet, digest, seed, settings) -> None:
+    """Write the JSON report and print ``shown`` (header lines and tables as data) in ``fmt``."""
     from scalekit import serialise
 
     report["compute_convention"] = ("counted: the compute column as logged, or 6·N·D where "
@@ -184,7 +187,8 @@ def _render(mode, report, table, json_out, quiet, digest, seed, settings) -> Non
         serialise.write_report(json_out, "allocate", report, input_sha256=digest,
                                seed=seed, settings=dict(mode=mode, **settings))
     if not quiet:
-        print_renderable(table)
+        header, tables = shown
+        print_tables(tables, fmt, header=header)
 
 
 def legacy_args(args: list[str]) -> tuple[list[str], str | None]:
@@ -266,10 +270,10 @@ def _policy_factory(surrogate):
 
 
 def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, candidates, plot):
-    from rich.table import Table
-
     from scalekit.allocate.replay import replay
     from scalekit.allocate.schedules import format_rung_table
+    from scalekit.formatting import format_number
+    from scalekit.report.tables import table_data
 
     # uniform and budget-matched plain SH (loss) are the two baselines every policy is read against
     wanted = ["uniform", "loss", "forecast", "frontier"] if policy is None else (
@@ -278,18 +282,15 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
                     seeds=list(range(seed, seed + seeds)), eta=eta, min_resource=min_resource,
                     n_candidates=candidates, policy_factory=_policy_factory(surrogate),
                     completion=surrogate)
-    table = Table(title=f"replay over {seeds} seeds; exhaustive sweep "
-                        f"{result.exhaustive_compute:.3g} FLOPs")
-    for column in ("budget", "policy", "best loss", "vs uniform", "vs plain SH", "compute used",
-                   "law error @max", "law error @10x", "completed @max", "all completed @max"):
-        table.add_column(column, justify="right")
-    for row in result.averages.itertuples():
-        table.add_row(_share(row.budget), row.policy, f"{row.best_loss:.4f}",
-                      f"{row.improvement_vs_uniform:+.2%}", f"{row.improvement_vs_sh:+.2%}",
-                      f"{row.compute_fraction:.2%}",
-                      _pct(row.frontier_error_at_max), _pct(row.frontier_error_at_10x),
-                      _pct(row.completed_frontier_error_at_max),
-                      _pct(row.all_completed_frontier_error_at_max))
+    table = table_data(
+        f"replay over {seeds} seeds; exhaustive sweep {format_number(result.exhaustive_compute)} "
+        "FLOPs; shares as fractions", ["policy", "budget", "best loss", "vs uniform",
+                                       "vs plain SH", "compute used", "law error @max",
+                                       "law error @10x", "completed @max", "all completed @max"],
+        [[row.policy, row.budget, row.best_loss, row.improvement_vs_uniform,
+          row.improvement_vs_sh, row.compute_fraction, row.frontier_error_at_max,
+          row.frontier_error_at_10x, row.completed_frontier_error_at_max,
+          row.all_completed_frontier_error_at_max] for row in result.averages.itertuples()])
     brackets = {b: pair[1] for (b, name), pair in result.examples.items() if pair[1] is not None}
     rung_tables = {_share(b): format_rung_table(br, unit=sweep.resource_name)
                    for b, br in brackets.items()}
@@ -304,38 +305,26 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
               "summary": result.averages.to_dict(orient="records"),
               "rows": result.rows.to_dict(orient="records"),
               "rung_tables": rung_tables, "warnings": []}
-    from rich.console import Group
-    from rich.text import Text
-
-    shown = [Text(f"rungs at budget {b}:\n{t}") for b, t in rung_tables.items()][:1]
-    return report, Group(*shown, table)
+    shown = [f"rungs at budget {b}:\n{t}" for b, t in rung_tables.items()][:1]
+    return report, (shown, [table])
 
 
 def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
-    from rich.console import Group
-    from rich.markup import escape
-    from rich.table import Table
-    from rich.text import Text
-
     from scalekit.allocate.next_actions import plan_next
     from scalekit.allocate.policies import get_policy
     from scalekit.allocate.schedules import format_rung_table
+    from scalekit.report.tables import table_data
 
     plan = plan_next(sweep, get_policy(policy, surrogate=surrogate, seed=seed), budget,
                      eta=eta, min_resource=min_resource, seed=seed)
     step = ("finished: every rung is trained, nothing left to do" if plan.rung is None
             else f"next actions (rung {plan.rung})")
-    table = Table(title=f"{step}; projected saving {plan.projected_saving:.1%} of the "
-                        "exhaustive sweep")
-    for column in ("run", "action", "from", "to", "FLOPs"):
-        table.add_column(column, justify="right")
-    for action in plan.actions:
-        table.add_row(escape(action["run"]), action["action"],
-                      f"{action.get('from', action.get('at')):.4g}",
-                      f"{action['to']:.4g}" if "to" in action else "",
-                      f"{action['flops']:.3g}" if "flops" in action else "")
-    rungs = Text(format_rung_table(plan.bracket, unit=sweep.resource_name))
-    return {"mode": "plan", **plan.to_dict(), "warnings": []}, Group(rungs, table)
+    table = table_data(f"{step}; projected saving {plan.projected_saving:.1%} of the "
+                       "exhaustive sweep", ["run", "action", "from", "to", "FLOPs"],
+                       [[a["run"], a["action"], a.get("from", a.get("at")), a.get("to"),
+                         a.get("flops")] for a in plan.actions])
+    rungs = format_rung_table(plan.bracket, unit=sweep.resource_name)
+    return {"mode": "plan", **plan.to_dict(), "warnings": []}, ([rungs], [table])
 
 
 def _trainer(task: str, *, seed: int, store: Path):
@@ -380,7 +369,7 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
               "best_run": best[1], "best_loss": best[0],
               "rungs": [{"rung": r.index, "runs": r.runs, "resource": r.resource}
                         for r in result.bracket.rungs], "warnings": []}
-    return report, Text(text)
+    return report, (text.splitlines(), [])
 
 
 def _finished(store, task) -> str:
@@ -395,10 +384,6 @@ def _finished(store, task) -> str:
 
 def _share(budget: float) -> str:
     return f"{budget:.1%}" if budget <= 1 else f"{budget:.3g}"
-
-
-def _pct(value: float) -> str:
-    return "n/a" if value != value else f"{value:.2%}"
 
 
 def register(app: typer.Typer) -> None:

@@ -29,26 +29,49 @@ def table_data(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
             "digits": digits}
 
 
-def rich_table(table: Mapping[str, Any]):
-    """The table as a :class:`rich.table.Table` (cells as text, never read as markup)."""
+def rich_table(table: Mapping[str, Any], *, width: int | None = None) -> list:
+    """The table as :class:`rich.table.Table` s (cells as text, never read as markup).
+
+    When its columns do not fit in ``width`` (default: the terminal's, 80 when
+    there is none), the columns are split over several tables, each repeating
+    the first column, as a wide frame is printed in parts.
+    """
+    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    grid = Table(title=escape(table["title"]) if table.get("title") else None,
-                 title_justify="left")
+    width = width or Console().width
     digits = table.get("digits", 4)
     rows = [[_text(cell, digits) for cell in row] for row in table["rows"]]
-    for i, column in enumerate(table["columns"]):
-        numeric = bool(rows) and all(_is_number(row[i]) for row in table["rows"])
-        # numbers are never wrapped; text (run names first) folds onto more lines
-        # instead of being cut with an ellipsis when the terminal is narrow
-        grid.add_column(escape(column), justify="right" if numeric else "left",
-                        no_wrap=numeric, overflow="fold",
-                        min_width=max([len(column), *(len(row[i]) for row in rows)])
-                        if numeric else min(len(column), 12))
-    for row in rows:
-        grid.add_row(*(escape(cell) for cell in row))
-    return grid
+    columns = list(table["columns"])
+    need = [max([len(c), *(len(row[i]) for row in rows)]) + 3 for i, c in enumerate(columns)]
+    numeric = [bool(rows) and all(_is_number(row[i]) for row in table["rows"])
+               for i in range(len(columns))]
+    # long text (run names, paths) folds when it must: within a third of the width for
+    # the first column, a quarter for the others
+    plan = [n if numeric[i] else min(n, max(15, width // (3 if i == 0 else 4)))
+            for i, n in enumerate(need)]
+    parts, current = [], [0]
+    for i in range(1, len(columns)):
+        if current != [0] and 1 + sum(plan[j] for j in current) + plan[i] > width:
+            parts.append(current)
+            current = [0]
+        current.append(i)
+    parts.append(current)
+    grids = []
+    for k, part in enumerate(parts):
+        title = table.get("title") if k == 0 else None
+        grid = Table(title=escape(title) if title else None, title_justify="left")
+        for i in part:
+            # numbers are never wrapped; text (run names first) folds onto more lines
+            # instead of being cut with an ellipsis when it is wider than the terminal
+            grid.add_column(escape(columns[i]), justify="right" if numeric[i] else "left",
+                            no_wrap=numeric[i], overflow="fold",
+                            min_width=need[i] - 3 if numeric[i] else min(need[i] - 3, 12))
+        for row in rows:
+            grid.add_row(*(escape(row[i]) for i in part))
+        grids.append(grid)
+    return grids
 
 
 def tsv(table: Mapping[str, Any]) -> str:
@@ -85,7 +108,7 @@ def render_tables(tables: Sequence[Mapping[str, Any]], fmt: str, *, title: str |
 
     parts: list[Any] = [Text(title, style="bold")] if title else []
     parts += [Text(line) for line in header]
-    parts += [rich_table(t) for t in tables]
+    parts += [grid for t in tables for grid in rich_table(t)]
     parts += [Text(line) for line in collapse_notes(lines)]
     return Group(*parts)
 

@@ -68,3 +68,20 @@ def test_repeated_notes_collapse_into_one_line_with_a_count():
                                          (float("nan"), "–"), (True, "yes"), (0.0, "0")])
 def test_the_one_number_formatter(value, text):
     assert format_number(value) == text
+
+
+def test_a_table_wider_than_80_columns_is_split_repeating_its_first_column():
+    from rich.console import Console
+
+    from scalekit.report.tables import rich_table, table_data
+
+    columns = ["policy", *(f"measure number {i}" for i in range(8))]
+    rows = [[name, *(0.001234 * (i + 1) for i in range(8))] for name in ("uniform", "forecast")]
+    grids = rich_table(table_data("wide", columns, rows), width=80)
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    for grid in grids:
+        console.print(grid)
+    text = console.file.getvalue()
+    assert len(grids) > 1 and max(len(line) for line in text.splitlines()) <= 80
+    assert all(f"measure number {i}" in text for i in range(8))
+    assert text.count("forecast") == len(grids) and "0.009872" in text
