@@ -107,7 +107,7 @@ def ceiling(all_tasks, candidates) -> None:
         weights = stacking_weights(np.vstack(errors))
         stacked = np.mean([np.sqrt(((e @ weights) ** 2).mean()) for e in errors])
         m4 = rmse[names.index("m4-paper")]
-        kept = {n: round(w, 2) for n, w in zip(names, weights) if w > 0.01}
+        kept = {n: round(float(w), 2) for n, w in zip(names, weights) if w > 0.01}
         print(f"{domain} hindsight: best single {names[best]} {rmse[best]:.4f} "
               f"({rmse[best] / m4:.2f} x M4); truth-fitted stacking {stacked:.4f} "
               f"({stacked / m4:.2f} x M4) with {kept}; the target is <= {0.8 * m4:.4f}")
