@@ -39,6 +39,7 @@ from scalekit.allocate.sweep import RESOURCES, Curve, Sweep
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
 from scalekit.formatting import format_number
+from scalekit.progress import track
 from scalekit.results import ResultProtocol
 
 
@@ -200,7 +201,7 @@ def _allocate(store_path, task, trainer, policy, *, budget, eta, min_resource, s
         def execute(batch: list[Advance]) -> dict[str, Curve]:
             ledger = state.ledger(task)
             pending, failures = {}, []
-            for advance in batch:
+            for advance in track(batch, f"rung {batch[0].rung}" if batch else "rung"):
                 entry = ledger.get((advance.rung, advance.run))
                 if entry is not None and (entry["status"] == "done" or len(stored(advance))):
                     if entry["status"] != "done":

@@ -83,3 +83,19 @@ def test_no_bar_when_standard_error_is_not_a_terminal(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "c.csv"), "--law", "saturating_power", "--x", "x",
                  "--bootstrap", "10"]) == 0
     assert "bootstrap" not in capsys.readouterr().err
+
+
+def test_an_allocation_run_reports_each_rung(tmp_path):
+    from scalekit.allocate.policies import LossPolicy
+    from scalekit.allocate.runner import run_allocation
+    from scalekit.allocate.toy import SyntheticTrainer
+
+    seen = []
+    trainer = SyntheticTrainer(seed=0, sizes=9, variants=1, max_compute=1e18, points=9)
+    with reporting(lambda *event: seen.append(event)):
+        result = run_allocation(tmp_path / "s.db", "toy", trainer, LossPolicy(), budget=3e18)
+    finals = {task: done for task, done, total in seen if done == total}
+    trained = {}
+    for advance in result.allocation.advances:
+        trained[f"rung {advance.rung}"] = trained.get(f"rung {advance.rung}", 0) + 1
+    assert finals == trained and len(trained) > 1
