@@ -15,9 +15,9 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
-from .common import (bootstrap_option, ci_level_option, file_argument, json_option,
-                     map_option, open_frame, parse_mapping, print_renderable, quiet_option,
-                     reader_diagnostics, seed_option, store_option)
+from .common import (bootstrap_option, ci_level_option, file_argument, format_option,
+                     json_option, map_option, open_frame, parse_mapping, print_tables,
+                     quiet_option, reader_diagnostics, seed_option, store_option)
 from .fit import (all_points_option, delta_option, drop_top_option, fit_rows, fit_settings,
                   law_option, n_jobs_option, objective_option, resample_option,
                   target_compute_option, y_option)
@@ -51,6 +51,7 @@ def plan(
     n_jobs: Optional[int] = n_jobs_option(),
     json_out: Optional[Path] = json_option(),
     quiet: bool = quiet_option(),
+    fmt: str = format_option(),
 ) -> None:
     """Plan from a fitted law: by compute, by target loss, or against a chosen N, D."""
     from scalekit import serialise
@@ -78,7 +79,7 @@ def plan(
     body = plan_body(result, notes, read, compute=compute, target_loss=target_loss, compare=pair,
                      k=flops_per_param_token)
     if not quiet:
-        print_renderable(_renderables(body, result.ci_level))
+        _print(body, result.ci_level, fmt)
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha, seed=seed,
                                settings=settings)
@@ -163,8 +164,8 @@ def _pair(text: Optional[str]) -> Optional[tuple[float, float]]:
     return values[0], values[1]
 
 
-def _renderables(body: dict, level: float):
-    from scalekit.report.tables import render_tables, table_data
+def _print(body: dict, level: float, fmt: str) -> None:
+    from scalekit.report.tables import table_data
 
     rows = []
     if "by_compute" in body:
@@ -191,8 +192,8 @@ def _renderables(body: dict, level: float):
         lines += [f"note: {n}" for n in body["notes"]]
         lines += [f"{d['severity']}: {d['message']}" for d in body["diagnostics"]]
     lines.append(body["verdict"])
-    return render_tables([table], "table", title="Compute plan",
-                         header=[f"FLOPs: {body['convention']}"], lines=lines)
+    print_tables([table], fmt, title="Compute plan", header=[f"FLOPs: {body['convention']}"],
+                 lines=lines)
 
 
 def _g(value, digits: int = 3) -> str:
