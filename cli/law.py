@@ -15,7 +15,8 @@ from typing import Optional
 
 import typer
 
-from .common import choice_option, json_option, plot_option, open_frame, parse_mapping, print_renderable, quiet_option, store_option
+from .common import (choice_option, json_option, open_frame, parse_mapping, plot_option,
+                     print_renderable, quiet_option, store_option)
 
 law_app = typer.Typer(help="Fit the depth, class-count or inference-k law and plan with it.",
                       no_args_is_help=True)
@@ -137,10 +138,8 @@ def classes(
     frame, digest = open_frame(file, store, parse_mapping(mapping), metric=y)
     rows = _last_points(frame)
     _require_columns(rows, ["classes", y], file)
-    if (rows["classes"] < 2).any():
-        raise _input_error("every class count must be at least 2", file, "classes")
-    if ((rows[y] <= 0) | (rows[y] >= 1)).any():
-        raise _input_error("every error must lie strictly between 0 and 1", file, y)
+    _check_range(rows, "classes", rows["classes"] < 2, "at least 2", file)
+    _check_range(rows, y, (rows[y] <= 0) | (rows[y] >= 1), "strictly between 0 and 1", file)
     result, prepared = _fit(rows, "class_count", y, 0, loss, bootstrap, seed, file)
     planned = None
     if plan is not None:
@@ -290,6 +289,19 @@ def _require_columns(rows, columns, file) -> None:
         raise _input_error(f"needs the column(s) {', '.join(missing)} (found: "
                            f"{', '.join(map(str, rows.columns))}); name them with --map role=column",
                            file, None)
+
+
+def _check_range(rows, column, bad, rule, file) -> None:
+    """Refuse the first row where ``bad`` holds, naming its run (or row) and value."""
+    import numpy as np
+
+    if not bad.any():
+        return
+    where = int(np.flatnonzero(np.asarray(bad))[0])
+    row = rows.iloc[where]
+    which = f"run {row['run']!r}" if "run" in rows else f"row {where + 1}"
+    raise _input_error(f"{which} has {column} = {row[column]:g}, but every value must be {rule}",
+                       file, column)
 
 
 def _input_error(reason, file, column):

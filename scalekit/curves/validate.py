@@ -120,7 +120,11 @@ def to_step(values: pd.Series | np.ndarray, column: str, where: Locator) -> np.n
         out = raw.astype(np.int64)
     else:
         floats = to_float(raw, column, where)
-        bad = (floats != np.round(floats)) | (np.abs(floats) > 2 ** 53)
+        large = np.abs(floats) > MAX_WHOLE  # beyond 2**53 a float no longer holds every whole number
+        if large.any():
+            row = int(np.flatnonzero(large)[0])
+            raise where.error(f"the step {float(floats[row])!r} {TOO_LARGE}", row, column)
+        bad = floats != np.round(floats)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise where.error(f"the step {float(floats[row])!r} is not a whole number", row, column)
