@@ -109,9 +109,9 @@ def forecast(
         shown_table = _table("forecast evaluation (cut at 10/20/30/50%)", shown)
     else:
         target = to_compute if to_compute is not None else to
-        table, warnings = forecast_frame(frame, to=target, x=axis, y=y, method=method)
-        notes += warnings
-        final = table.groupby("run").tail(1).reset_index(drop=True)
+        result = forecast_frame(frame, to=target, x=axis, y=y, method=method)
+        table, final = result.table, result.final
+        notes += result.warnings
         shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
             columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
                      "q0.025": "95% low", "q0.975": "95% high"})

@@ -164,3 +164,22 @@ def test_isoflop_report_follows_the_protocol():
     assert sections[0] == "FLOPs" and sections[1] == report.tables[0]["title"]
     assert repr(report) == "IsoFLOPReport(what=IsoFLOP analysis, approaches=2, tables=%d)" % len(
         report.tables)
+
+
+def test_a_forecast_follows_the_protocol():
+    import pandas as pd
+
+    from scalekit.surrogates.forecast import Forecast, forecast_frame
+
+    steps = np.arange(1, 41)
+    frame = pd.concat([pd.DataFrame({"run": name, "step": steps,
+                                     "loss": 2.0 + scale * steps ** -0.5})
+                       for name, scale in (("a", 3.0), ("b", 5.0))], ignore_index=True)
+    result = forecast_frame(frame, to=400, method="satpow")
+    back = Forecast.from_dict(json.loads(dumps(result.to_dict())))
+    pd.testing.assert_frame_equal(back.table, result.table, check_dtype=False)
+    assert list(result.final["run"]) == ["a", "b"] and (result.final["x"] == 400).all()
+    assert _sections(result.summary()) == ["Final forecasts"]
+    assert repr(result) == "Forecast(method=satpow, runs=2, to=400)"
+    # the exact curve is E + A x^-0.5: the median at 400 lies near it
+    assert result.final["q0.5"].to_numpy() == pytest.approx([2.15, 2.25], abs=0.02)

@@ -9,12 +9,15 @@ them, and scores each method (:mod:`scalekit.surrogates.evaluate`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
+from scalekit.formatting import collapse_notes, format_interval, format_number
+from scalekit.results import ResultProtocol
 from scalekit.surrogates.base import check_curve
 from scalekit.surrogates.curve_families import FAMILIES
 from scalekit.surrogates.evaluate import (QUANTILES, Task, averaged_method, cut_curves,
@@ -69,8 +72,64 @@ def _check_columns(frame: pd.DataFrame, *columns: str) -> None:
                              "--x (step, tokens, compute) or map a column to it", column=column)
 
 
+@dataclass(repr=False)
+class Forecast(ResultProtocol):
+    """Quantile forecasts of the runs of a curve frame (:func:`forecast_frame`).
+
+    Attributes
+    ----------
+    method, x, y : str
+        The surrogate, the x column and the metric forecast.
+    to : float
+        Where every run was forecast to, in units of ``x``.
+    table : DataFrame
+        ``run``, ``x`` and one ``q<level>`` column per quantile level.
+    warnings : list of str
+        Runs that were not forecast, and why.
+    """
+
+    method: str
+    x: str
+    y: str
+    to: float
+    table: pd.DataFrame
+    warnings: list = field(default_factory=list)
+
+    @property
+    def final(self) -> pd.DataFrame:
+        """Each run's forecast at ``to`` (the last row of each run)."""
+        return self.table.groupby("run").tail(1).reset_index(drop=True)
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "x": self.x, "y": self.y, "to": self.to,
+                "forecasts": self.table.to_dict(orient="records"),
+                "warnings": list(self.warnings)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Forecast":
+        table = pd.DataFrame(data["forecasts"]).fillna(np.nan).infer_objects()
+        return cls(data["method"], data["x"], data["y"], float(data["to"]), table,
+                   list(data["warnings"]))
+
+    def _summary_title(self) -> str:
+        return f"Forecast of {self.y} at {self.x} = {format_number(self.to)} ({self.method})"
+
+    def _summary_sections(self):
+        rows = [(row.run, f"median {format_number(row._3)}, 80% "
+                          f"{format_interval((row._2, row._4))}, 95% "
+                          f"{format_interval((row._1, row._5))}")
+                for row in self.final[["run", "q0.025", "q0.1", "q0.5", "q0.9", "q0.975"]]
+                .itertuples(index=False, name="Row")]
+        return [("Final forecasts", rows), ("Notes and warnings", collapse_notes(self.warnings))]
+
+    def _repr_fields(self) -> dict:
+        return {"method": self.method, "runs": int(self.table["run"].nunique()),
+                "to": self.to}
+
+
 def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = "loss",
-                   method: str = "stacked-backtest", points: int = 40, min_points: int = 5):
+                   method: str = "stacked-backtest", points: int = 40, min_points: int = 5
+                   ) -> Forecast:
     """Forecast every run of ``frame`` from its last point to ``x = to``.
 
     Parameters
@@ -95,11 +154,10 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
 
     Returns
     -------
-    forecasts : DataFrame
-        ``run``, ``x``, one column ``q<level>`` per level of
-        :data:`~scalekit.surrogates.evaluate.QUANTILES`; the last row of each run
-        is at ``to``.
-    warnings : list of str
+    Forecast
+        ``table``: ``run``, ``x``, one column ``q<level>`` per level of
+        :data:`~scalekit.surrogates.evaluate.QUANTILES` (the last row of each run
+        is at ``to``); ``warnings``: the runs not forecast and why.
     """
     check_number("to", to, low=0.0, low_open=True)
     check_number("points", points, low=1, integer=True)
@@ -138,7 +196,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         part.insert(0, "x", task.x_target)
         part.insert(0, "run", task.run)
         rows.append(part)
-    return pd.concat(rows, ignore_index=True), warnings
+    return Forecast(method, x, y, float(to), pd.concat(rows, ignore_index=True), warnings)
 
 
 def evaluate_frame(frame: pd.DataFrame, *, methods: Sequence[str], x: str = "step",
