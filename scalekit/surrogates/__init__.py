@@ -7,15 +7,18 @@
   parametric mean (:mod:`scalekit.surrogates.gp`);
 - :class:`JointSurrogate` — one law across all runs of a sweep
   (:mod:`scalekit.surrogates.joint`);
-- :func:`forecast_frame` / :func:`evaluate_frame` — the same on a tidy curve
-  frame (:mod:`scalekit.surrogates.forecast`); the evaluation harness lives in
-  :mod:`scalekit.surrogates.evaluate`.
+- :class:`PaperM4` — M4 as Alabdulmohsin et al. (2022) fit it, the benchmark's
+  reference (:mod:`scalekit.surrogates.paper_m4`);
+- :func:`forecast_frame` / :func:`evaluate_frame` / :func:`holdout_frame` — the
+  same on a tidy curve frame (:mod:`scalekit.surrogates.forecast`); the
+  evaluation harness lives in :mod:`scalekit.surrogates.evaluate`.
 """
 
 from scalekit.surrogates.ensemble import ParametricEnsemble, forecast_batch
-from scalekit.surrogates.forecast import evaluate_frame, forecast_frame
+from scalekit.surrogates.forecast import evaluate_frame, forecast_frame, holdout_frame
 from scalekit.surrogates.gp import ExponentialDecay, GPSurrogate
 from scalekit.surrogates.joint import JointSurrogate
+from scalekit.surrogates.paper_m4 import PaperM4
 
 __all__ = ["ParametricEnsemble", "GPSurrogate", "JointSurrogate", "ExponentialDecay",
-           "forecast_batch", "forecast_frame", "evaluate_frame"]
+           "PaperM4", "forecast_batch", "forecast_frame", "evaluate_frame", "holdout_frame"]

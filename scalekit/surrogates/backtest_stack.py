@@ -92,8 +92,9 @@ class BacktestStacked:
                 errors = np.vstack([np.column_stack([back[n][j] for n in names])
                                     - np.log(pseudo[j].y_target)[:, None] for j in rows])
                 weights = stacking_weights(errors)
-                ratios = np.concatenate([(errors_j @ weights) / self._reach(pseudo[j])
-                                         for j, errors_j in zip(rows, _split(errors, pseudo, rows))])
+                blocks = zip(rows, _split(errors, pseudo, rows))
+                ratios = np.concatenate([(block @ weights) / self._reach(pseudo[j])
+                                         for j, block in blocks])
                 spread = float(np.sqrt(np.mean(ratios ** 2)))
             self.weights_[label] = dict(zip(names, weights.tolist()))
             self.spread_[label] = spread
