@@ -65,10 +65,10 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
         ``params``, ``tokens``, ``compute``).
     y : 1-d array
         Positive observations (loss), same length as the inputs.
-    loss : {"huber", "squared"}
-        Loss on the log residuals, summed over points (:mod:`scalekit.fit.objective`).
+    loss : {"huber", "squared", "soft_l1"}
+        Loss on the log residuals, summed over points (:mod:`scalekit.fit.robust`).
     delta : float
-        Huber threshold (Hoffmann et al. 2022 use 1e-3).
+        Huber threshold (Hoffmann et al. 2022 use 1e-3), or the soft-L1 scale.
     starts : array (S, P), optional
         Starts in the fitting space (free parameters only), all of which run; the law's
         grid by default.

@@ -2,7 +2,7 @@
 
 ``objective(z) = sum_i c_i rho(log f(x_i; z) - log y_i)`` where ``c_i`` are point
 weights (1, or bootstrap counts) and ``rho`` is a loss of :mod:`scalekit.fit.robust`
-(``"huber"``, Hoffmann et al. 2022 use ``delta = 1e-3``, or ``"squared"``).
+(``"huber"``, Hoffmann et al. 2022 use ``delta = 1e-3``; ``"soft_l1"``; ``"squared"``).
 
 The sum, not the mean, is what Besiroglu et al. (2024) minimise; their refit of the
 Chinchilla points reaches 1.0183e-3 on this scale.

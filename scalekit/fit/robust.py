@@ -1,7 +1,10 @@
 """The robust losses of every fit, in one place.
 
 * ``rho(r, "huber", delta)``: ``r^2 / 2`` for ``|r| <= delta``, ``delta (|r| - delta / 2)``
-  beyond (``scipy.special.huber``), and ``rho(r, "squared", delta) = r^2 / 2``, with
+  beyond (``scipy.special.huber``); ``rho(r, "soft_l1", delta)``:
+  ``delta^2 (sqrt(1 + (r / delta)^2) - 1)``, quadratic near 0 and linear beyond
+  ``delta`` like Huber's but smooth (scipy's ``least_squares(loss="soft_l1",
+  f_scale=delta)``); and ``rho(r, "squared", delta) = r^2 / 2``, with
   their derivatives and the Gauss–Newton curvature weights the law fits use
   (:mod:`scalekit.fit.objective`, :mod:`scalekit.fit.multistart`);
 * iteratively reweighted least squares for Huber's loss at a threshold set from the
@@ -16,11 +19,11 @@ import numpy as np
 
 from scalekit.checks import check_choice, check_number
 
-LOSSES = ("huber", "squared")
+LOSSES = ("huber", "squared", "soft_l1")
 
 
 def check_loss(loss: str, delta: float) -> None:
-    """Validate the loss name and the Huber threshold."""
+    """Validate the loss name and its threshold ``delta`` (Huber, soft-L1)."""
     check_choice("loss", loss, LOSSES)
     check_number("delta", delta, low=0, low_open=True)
 
@@ -29,6 +32,8 @@ def rho(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
     """Per-point loss of residuals ``r``."""
     if loss == "squared":
         return 0.5 * r * r
+    if loss == "soft_l1":
+        return delta * delta * (np.sqrt(1.0 + (r / delta) ** 2) - 1.0)
     a = np.abs(r)
     m = np.minimum(a, delta)
     return m * (a - 0.5 * m)
@@ -36,11 +41,15 @@ def rho(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
 
 def psi(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
     """Derivative of :func:`rho`."""
+    if loss == "soft_l1":
+        return r / np.sqrt(1.0 + (r / delta) ** 2)
     return r if loss == "squared" else np.clip(r, -delta, delta)
 
 
 def psi_prime(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
-    """Second derivative of :func:`rho` (1 inside the Huber threshold, 0 beyond)."""
+    """Second derivative of :func:`rho` (for Huber 1 inside the threshold, 0 beyond)."""
+    if loss == "soft_l1":
+        return (1.0 + (r / delta) ** 2) ** -1.5
     return np.ones_like(r) if loss == "squared" else (np.abs(r) <= delta).astype(float)
 
 
@@ -51,10 +60,13 @@ def curvature_weights(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
     0 beyond: the exact curvature of the piecewise-quadratic loss) plus a tenth of
     ``psi(r) / r`` (the weights of the quadratic that majorises ``rho``, as in
     iteratively reweighted least squares), which keeps the matrix well posed when
-    few residuals lie inside ``delta``.
+    few residuals lie inside ``delta``. For soft-L1 they are those of its majorising
+    quadratic, ``psi(r) / r = (1 + (r / delta)^2)^(-1/2)``.
     """
     if loss == "squared":
         return np.ones_like(r)
+    if loss == "soft_l1":
+        return 1.0 / np.sqrt(1.0 + (r / delta) ** 2)
     a = np.abs(r)
     return np.where(a <= delta, 1.1, 0.1 * delta / np.maximum(a, delta))
 

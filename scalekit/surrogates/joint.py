@@ -10,24 +10,29 @@ quirks such as a different learning rate), and its uncertainty grows with the
 horizon at the rate measured by hiding the tails of the observed prefixes and
 forecasting them (:func:`scalekit.surrogates.base.horizon_rate`).
 
-Fitted with :func:`scipy.optimize.least_squares` on log residuals with a soft-L1
-(robust) loss, every parameter as a logarithm.
+The law is :func:`scalekit.laws.shared_curve.shared_curve_law`, fitted by the
+engine's batched minimiser (:func:`scalekit.fit.multistart.minimize_batch`) on log
+residuals with the soft-L1 loss of :mod:`scalekit.fit.robust` (scale
+``SOFT_L1_SCALE``), every parameter as a logarithm.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import least_squares
-from scipy.sparse import lil_matrix
 
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
+from scalekit.fit.multistart import minimize_batch
+from scalekit.laws.shared_curve import shared_curve_law
 from scalekit.surrogates.base import (DIRECTIONS, Surrogate, check_quantiles, check_x,
                                       horizon_rate, mixture_quantiles)
 
+#: Scale of the soft-L1 loss on log residuals: residuals beyond about 2% weigh less.
+SOFT_L1_SCALE = 0.02
+
 
 class _Design:
-    """Runs, normalised inputs and which parameters each point uses."""
+    """Runs, normalised inputs and the shared-curve law they are fitted with."""
 
     def __init__(self, x, y, run_index, n_runs, sizes, x_ref, size_ref):
         """``sizes``: one per run (or None for free per-run levels)."""
@@ -37,34 +42,22 @@ class _Design:
         self.n_runs = n_runs
         self.tied = sizes is not None
         self.ln_size = None if sizes is None else np.log(sizes / size_ref)
+        self.law = shared_curve_law(None if self.tied else n_runs)
 
-    @property
-    def n_params(self) -> int:
-        return 2 + (3 if self.tied else self.n_runs)
-
-    def log_level(self, p):
-        """log E_r per run, shape (n_runs,)."""
-        if self.tied:
-            log_e, log_a, log_alpha = p[2:5]
-            return np.logaddexp(log_e, log_a - np.exp(log_alpha) * self.ln_size)
-        return p[2:]
+    def inputs(self, lx, run):
+        """The law's inputs for points at ``lx`` of runs ``run``."""
+        return ({"lx": lx, "ln_size": self.ln_size[run]} if self.tied
+                else {"lx": lx, "run": run.astype(float)})
 
     def log_predict(self, p, lx, run):
-        log_b, log_beta = p[0], p[1]
-        return np.logaddexp(self.log_level(p)[run], log_b - np.exp(log_beta) * lx)
-
-    def sparsity(self):
-        pattern = lil_matrix((self.lx.size, self.n_params), dtype=int)
-        pattern[:, :2] = 1
-        if self.tied:
-            pattern[:, 2:5] = 1
-        else:
-            pattern[np.arange(self.lx.size), 2 + self.run] = 1
-        return pattern
+        return self.law.log_predict_fitting(self.inputs(lx, run), p)
 
 
-def _fit_design(design: _Design, y_min_per_run: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    best, best_cost = None, np.inf
+def _fit_design(design: _Design, y_min_per_run: np.ndarray) -> np.ndarray:
+    """Fitting-space parameters of the shared-curve law: the best of four data-based starts,
+    each minimised by :func:`scalekit.fit.multistart.minimize_batch` (soft-L1 loss on log
+    residuals, scale 0.02)."""
+    starts = []
     for beta in (0.3, 0.7):
         for share in (0.5, 0.85):
             level = np.log(share * y_min_per_run)
@@ -75,21 +68,12 @@ def _fit_design(design: _Design, y_min_per_run: np.ndarray, weights: np.ndarray)
                 start_level = list(level)
             drop = np.exp(design.ly) - share * y_min_per_run[design.run]
             log_b = np.median(np.log(np.maximum(drop, 1e-6)) + beta * design.lx)
-            p0 = np.array([log_b, np.log(beta), *start_level])
-
-            def residuals(p):
-                r = (design.log_predict(p, design.lx, design.run) - design.ly) * weights
-                return np.where(np.isfinite(r), r, 1e3)
-            try:
-                sol = least_squares(residuals, p0, jac_sparsity=design.sparsity(), loss="soft_l1",
-                                    f_scale=0.02, x_scale="jac", max_nfev=300, method="trf")
-            except ValueError:
-                continue
-            if sol.cost < best_cost:
-                best, best_cost = sol.x, sol.cost
-    if best is None:
+            starts.append([log_b, np.log(beta), *start_level])
+    batch = minimize_batch(design.law, design.inputs(design.lx, design.run), design.ly,
+                           np.array(starts), loss="soft_l1", delta=SOFT_L1_SCALE)
+    if not np.isfinite(batch.objective).any():
         raise InputError("the joint law could not be fitted to these curves.")
-    return best
+    return batch.z[np.argmin(batch.objective)]
 
 
 class JointSurrogate(Surrogate):
@@ -209,7 +193,7 @@ class JointSurrogate(Surrogate):
         design = _Design(x[use], loss[use], remap[index[use]], present.size, sizes,
                          self.x_ref_, self.size_ref_)
         y_min = np.array([loss[use][remap[index[use]] == r].min() for r in range(present.size)])
-        p = _fit_design(design, y_min, np.ones(use.sum()))
+        p = _fit_design(design, y_min)
         resid = design.ly - design.log_predict(p, design.lx, design.run)
         offsets = np.zeros(n_runs)
         recent = {}

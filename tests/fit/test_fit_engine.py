@@ -34,6 +34,20 @@ def test_squared_loss_matches_scipy_least_squares():
     assert fit.stats["objective"] == pytest.approx(reference.cost, rel=1e-9)
 
 
+def test_soft_l1_loss_matches_scipy_least_squares():
+    X, y = saturating_points(seed=3, noise=0.05)
+    fit = fit_law("saturating_power", X, y, loss="soft_l1", delta=0.02)
+
+    def residuals(z):
+        E, A, alpha = np.exp(z[0]), np.exp(z[1]), z[2]
+        return np.log(E + A * X["x"] ** -alpha) - np.log(y)
+
+    reference = least_squares(residuals, [0.0, 1.0, 0.3], loss="soft_l1", f_scale=0.02,
+                              xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    np.testing.assert_allclose(fit.law.to_fitting(fit.theta), reference.x, rtol=1e-5)
+    assert fit.stats["objective"] == pytest.approx(reference.cost, rel=1e-8)
+
+
 def test_huber_objective_is_the_scipy_huber_sum_and_no_worse_than_lbfgsb():
     X, y = saturating_points(seed=1)
     fit = fit_law("saturating_power", X, y, delta=1e-3)

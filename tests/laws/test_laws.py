@@ -231,3 +231,26 @@ def test_embedded_expression_cannot_close_its_parentheses():
         param_count_from_expression("m) + (l")
     count = param_count_from_expression("12*m**2*l")
     assert count(np.array([64.0]), np.array([2.0]))[0] == pytest.approx(12 * 64 ** 2 * 2)
+
+
+@pytest.mark.parametrize("n_runs", [3, None])
+def test_shared_curve_law_jacobian_and_formula(n_runs):
+    from scalekit.laws.shared_curve import shared_curve_law
+
+    law = shared_curve_law(n_runs)
+    rng = np.random.default_rng(5)
+    lx = rng.uniform(-3, 3, 12)
+    run = np.arange(12) % 3
+    X = {"lx": lx, "run": run.astype(float), "ln_size": rng.uniform(-2, 2, 3)[run]}
+    theta = np.exp(rng.uniform(-1, 1, (2, len(law.params))))
+    level = (theta[:, 2:3] + theta[:, 3:4] * np.exp(X["ln_size"]) ** -theta[:, 4:5]
+             if n_runs is None else theta[:, 2 + run])
+    np.testing.assert_allclose(law.predict(X, theta),
+                               level + theta[:, :1] * np.exp(lx) ** -theta[:, 1:2], rtol=1e-12)
+    z = law.to_fitting(theta)
+    _, J = law.log_value_and_jacobian(X, z)
+    for k in range(len(law.params)):
+        h = np.zeros(len(law.params))
+        h[k] = 1e-6
+        numeric = (law.log_predict_fitting(X, z + h) - law.log_predict_fitting(X, z - h)) / 2e-6
+        np.testing.assert_allclose(J[..., k], numeric, rtol=1e-5, atol=1e-8)
