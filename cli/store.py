@@ -44,6 +44,7 @@ def import_(
 ) -> None:
     """Import curves in one transaction: every row of every source, or nothing."""
     from scalekit.curves import CurveStore, read_curves
+    from scalekit.formatting import collapse_notes
 
     roles = parse_mapping(mapping)
     frames = [read_curves(source, format=format, mapping=roles, metric=metric,
@@ -57,7 +58,7 @@ def import_(
     for source, frame, summary in zip(sources, frames, summaries):
         typer.echo(f"{source}: imported {summary.points} points of {summary.runs} runs "
                    f"into {store}")
-        for note in frame.attrs.get("notes", []):
+        for note in collapse_notes(frame.attrs.get("notes", [])):
             typer.echo(f"  note: {note}")
         for diagnostic in reader_diagnostics(frame):
             typer.echo(f"  {diagnostic.line()}")

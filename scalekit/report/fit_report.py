@@ -15,6 +15,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from scalekit.formatting import collapse_notes
 from scalekit.formatting import format_interval as _interval
 from scalekit.formatting import format_number as _num
 
@@ -75,7 +76,9 @@ def fit_renderables(result, *, notes: Sequence[str] = (), plan: Mapping[str, Any
     diagnostics = list(result.diagnostics) + list((plan or {}).get("diagnostics", []))
     if notes or diagnostics:
         parts.append(_section("Notes and warnings"))
-        parts += [Text(f"note: {n}") for n in notes]
+        parts += [Text(line) for line in collapse_notes(f"note: {n}" for n in notes)]
         styles = {"info": "", "warning": "yellow", "error": "bold red"}
-        parts += [Text(d.line(), style=styles.get(d.severity, "")) for d in diagnostics]
+        severity = {d.line(): d.severity for d in diagnostics}
+        parts += [Text(line, style=styles.get(severity.get(line.rsplit(" (×", 1)[0]), ""))
+                  for line in collapse_notes(d.line() for d in diagnostics)]
     return Group(*parts)

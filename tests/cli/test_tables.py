@@ -85,3 +85,19 @@ def test_a_table_wider_than_80_columns_is_split_repeating_its_first_column():
     assert len(grids) > 1 and max(len(line) for line in text.splitlines()) <= 80
     assert all(f"measure number {i}" in text for i in range(8))
     assert text.count("forecast") == len(grids) and "0.009872" in text
+
+
+def test_the_fit_report_writes_a_repeated_note_once_with_its_count():
+    import numpy as np
+    from rich.console import Console
+
+    from scalekit.fit import fit_law
+    from scalekit.report.fit_report import fit_renderables
+
+    x = np.geomspace(1, 1e4, 20)
+    fit = fit_law("saturating_power", {"x": x}, 0.5 + 3 * x ** -0.5)
+    console = Console(width=100, file=io.StringIO(), color_system=None)
+    console.print(fit_renderables(fit, notes=["dropped a run", "dropped a run", "other"]))
+    text = console.file.getvalue()
+    assert text.count("dropped a run") == 1 and "note: dropped a run (×2)" in text
+    assert "note: other" in text
