@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN, tokens_for_compute
 from scalekit.report.figures import axes, finish
 
 
@@ -82,7 +83,8 @@ def _plan_point(ax, x: float, plan: Mapping, label: str) -> None:
 
 
 def efficient_frontier(result, compute: np.ndarray, n_range: tuple[float, float], *,
-                       flops_per_param_token: float = 6.0) -> tuple[np.ndarray, np.ndarray]:
+                       flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN
+                       ) -> tuple[np.ndarray, np.ndarray]:
     """Loss-minimising ``(N, D)`` for each compute ``C = k·N·D``, searched over ``n_range``.
 
     The search grid reaches 1000× beyond ``n_range`` on both sides; a compute
@@ -91,7 +93,8 @@ def efficient_frontier(result, compute: np.ndarray, n_range: tuple[float, float]
     show as a vertical line.
     """
     n_fine = np.geomspace(n_range[0] / 1e3, n_range[1] * 1e3, 3000)
-    tokens = compute[:, None] / flops_per_param_token / n_fine
+    tokens = tokens_for_compute(compute[:, None], n_fine,
+                                flops_per_param_token=flops_per_param_token)
     losses = result.predict({"params": np.tile(n_fine, len(compute)),
                              "tokens": tokens.ravel()}).reshape(len(compute), -1)
     losses = np.where(np.isfinite(losses), losses, np.inf)
@@ -102,7 +105,8 @@ def efficient_frontier(result, compute: np.ndarray, n_range: tuple[float, float]
 
 
 def plot_surface(result, X: Mapping[str, np.ndarray], y: np.ndarray,
-                 path: str | Path | None = None, *, ax=None, flops_per_param_token: float = 6.0,
+                 path: str | Path | None = None, *, ax=None,
+                 flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN,
                  plan: Mapping | None = None, title: str | None = None):
     """Iso-loss contours of an L(N, D) law with the data and the efficient frontier.
 
