@@ -107,10 +107,11 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
         block_size = int(np.clip(2 ** 16 // max(len(log_y), 1), 64, 4096))
     if weights is not None:
         weights = np.broadcast_to(weights, (S, len(log_y)))
-    parts = [_minimize_block(law, X, log_y, starts[i:i + block_size],
-                             None if weights is None else weights[i:i + block_size],
-                             loss, delta, max_iter, ftol, xtol)
-             for i in range(0, S, block_size)]
+    with np.errstate(all="ignore"):      # non-finite values are refused steps, by design
+        parts = [_minimize_block(law, X, log_y, starts[i:i + block_size],
+                                 None if weights is None else weights[i:i + block_size],
+                                 loss, delta, max_iter, ftol, xtol)
+                 for i in range(0, S, block_size)]
     return BatchResult(*(np.concatenate(column) for column in zip(*parts)))
 
 
