@@ -7,8 +7,9 @@ from typing import Optional
 
 import typer
 
-from .common import (EXPORT_SUFFIXES, choice_argument, choice_option, on_interrupt, output_option,
-                     points_kept, print_tables, quiet_option, store_option)
+from .common import (EXPORT_SUFFIXES, checked_number, choice_argument, choice_option,
+                     on_interrupt, output_option, points_kept, print_tables, quiet_option,
+                     store_option)
 
 
 def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
@@ -99,7 +100,10 @@ def train(
     compile_model: bool = typer.Option(False, "--compile", help="Wrap models in torch.compile."),
     executor: str = choice_option("local", "--executor", ("local", "ray"),
                                   "local (process pool) or ray."),
-    workers: int = typer.Option(1, "--workers", help="Parallel runs (1: in this process)."),
+    workers: int = typer.Option(1, "--workers", callback=checked_number("--workers", low=1,
+                                                                        integer=True),
+                                help="Parallel runs (1: in this process; at most the runs and "
+                                "the CPUs)."),
     batched: bool = typer.Option(False, "--batched", help="Train runs that differ only in seed, lr "
                                  "and dropout together with vmap (MLP tasks; no checkpoints)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join."),
@@ -135,8 +139,12 @@ def train(
     from scalekit.train.tasks import get_task
 
     get_task(task)  # reject an unknown task before any work
-    from scalekit.executors import running
+    from scalekit.executors import running, worker_count
 
+    if executor == "local":  # a local pool: no more processes than runs or CPUs, and say so
+        workers, note = worker_count(workers, len(configs))
+        if note and not quiet:
+            typer.echo(f"--workers: {note}", err=True)
     checkpoint_dir = checkpoints or store.with_name(store.name + ".checkpoints")
     on_interrupt(lambda: f"the store {store} keeps {points_kept(store, 'scalekit train')} "
                  "logged before it; run the same command again to resume from the checkpoints")
