@@ -74,14 +74,21 @@ def fit_settings(*, law, y, all_points, drop_top, loss, delta, bootstrap, ci_lev
 
 
 def fit_rows(rows, settings: dict, *, x=None, seed: int, n_jobs):
-    """:func:`scalekit.fit.fit_frame` of ``rows`` with the shared settings."""
+    """:func:`scalekit.fit.fit_frame` of ``rows`` with the shared settings; a note says when
+    fewer bootstrap workers run than ``--n-jobs`` asked for."""
+    from scalekit.executors import worker_count
     from scalekit.fit.frame import fit_frame
 
-    return fit_frame(rows, law=settings["law"], x=x, y=settings["y"],
-                     all_points=settings["all_points"], drop_top=settings["drop_top"],
-                     loss=settings["loss"], delta=settings["delta"],
-                     bootstrap=settings["bootstrap"], ci_level=settings["ci_level"], seed=seed,
-                     n_jobs=n_jobs, resample=settings["resample"])
+    result, prepared = fit_frame(rows, law=settings["law"], x=x, y=settings["y"],
+                                 all_points=settings["all_points"], drop_top=settings["drop_top"],
+                                 loss=settings["loss"], delta=settings["delta"],
+                                 bootstrap=settings["bootstrap"], ci_level=settings["ci_level"],
+                                 seed=seed, n_jobs=n_jobs, resample=settings["resample"])
+    if n_jobs is not None and settings["bootstrap"]:
+        capped = worker_count(n_jobs, settings["bootstrap"])[1]
+        if capped:
+            prepared.notes.append(f"bootstrap: {capped} (--n-jobs {n_jobs})")
+    return result, prepared
 
 
 def fit(

@@ -134,3 +134,18 @@ def test_all_points_of_runs_are_resampled_by_run_and_said(tmp_path):
     assert main(["fit", str(path), "--x", "x", "--all-points", "--bootstrap", "10", "--n-jobs",
                  "1", "--resample", "points", "--quiet", "--json", str(out)]) == 0
     assert strict_json(out)["stats"]["resample"] == "points"
+
+
+def test_more_jobs_than_resamples_run_as_many_workers_as_resamples_and_say_so(per_run_csv,
+                                                                                tmp_path):
+    import os
+
+    out = tmp_path / "fit.json"
+    assert main(["fit", str(per_run_csv), "--bootstrap", "3", "--n-jobs", "100000", "--quiet",
+                 "--json", str(out)]) == 0
+    cpus = len(os.sched_getaffinity(0))
+    workers = min(3, cpus)
+    reason = "3 jobs" if 3 <= cpus else f"{cpus} CPU{'s' * (cpus != 1)}"
+    expected = (f"bootstrap: {workers} worker{'s' * (workers != 1)} instead of 100000: "
+                f"{reason} (--n-jobs 100000)")
+    assert expected in json.loads(out.read_text())["notes"]
