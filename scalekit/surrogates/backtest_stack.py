@@ -24,6 +24,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from scalekit.checks import check_number
+from scalekit.progress import track
 from scalekit.surrogates.evaluate import QUANTILES, Method, Task, stacking_weights
 
 _MEDIAN = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
@@ -77,10 +78,14 @@ class BacktestStacked:
         learn = [i for i, b in enumerate(backs) if b is not None]
         pseudo = [backs[i] for i in learn]
         names = list(self.candidates)
-        full = {n: [np.log(np.asarray(q)[: t.x_target.size, _MEDIAN]) for q, t in
-                    zip(self.candidates[n](tasks), tasks)] for n in names}
-        back = ({n: [np.log(np.asarray(q)[: t.x_target.size, _MEDIAN]) for q, t in
-                     zip(self.candidates[n](pseudo), pseudo)] for n in names} if pseudo else {})
+        jobs = [("full", n, tasks) for n in names] + [("back", n, pseudo) for n in names
+                                                      if pseudo]
+        medians = {}
+        for phase, name, batch in track(jobs, "forecast"):  # the CLI's progress bar
+            medians[phase, name] = [np.log(np.asarray(q)[: t.x_target.size, _MEDIAN])
+                                    for q, t in zip(self.candidates[name](batch), batch)]
+        full = {n: medians["full", n] for n in names}
+        back = {n: medians["back", n] for n in names} if pseudo else {}
         self.weights_, self.spread_ = {}, {}
         out: list[np.ndarray | None] = [None] * len(tasks)
         z = ndtri(QUANTILES)

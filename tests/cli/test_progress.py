@@ -99,3 +99,19 @@ def test_an_allocation_run_reports_each_rung(tmp_path):
     for advance in result.allocation.advances:
         trained[f"rung {advance.rung}"] = trained.get(f"rung {advance.rung}", 0) + 1
     assert finals == trained and len(trained) > 1
+
+
+def test_the_default_forecast_reports_each_candidate_fit_and_forecasts_the_same():
+    from scalekit.surrogates.forecast import forecast_frame
+
+    steps = np.geomspace(10, 1000, 12)
+    frame = pd.DataFrame([dict(run=f"r{i}", step=s, loss=2 + (1 + i) * s ** -0.4)
+                          for i in range(3) for s in steps])
+    seen = []
+    with reporting(lambda *event: seen.append(event)):
+        listened = forecast_frame(frame, to=5000)
+    quiet = forecast_frame(frame, to=5000)
+    done = [d for task, d, total in seen if task == "forecast"]
+    total = {t for task, d, t in seen if task == "forecast"}
+    assert len(total) == 1 and done == list(range(total.pop() + 1)) and len(done) > 2
+    pd.testing.assert_frame_equal(listened.table, quiet.table)
