@@ -300,14 +300,18 @@ def _check_range(rows, column, bad, rule, file) -> None:
     where = int(np.flatnonzero(np.asarray(bad))[0])
     row = rows.iloc[where]
     which = f"run {row['run']!r}" if "run" in rows else f"row {where + 1}"
+    lines = rows.attrs.get("source_lines")  # the reader's file line of each (run, step)
+    line = (lines.line(row["run"], row["step"])
+            if lines is not None and {"run", "step"} <= set(rows.columns) else None)
     raise _input_error(f"{which} has {column} = {row[column]:g}, but every value must be {rule}",
-                       file, column)
+                       file, column, line=line)
 
 
-def _input_error(reason, file, column):
+def _input_error(reason, file, column, *, line=None):
     from scalekit.errors import InputError
 
-    return InputError(reason, source=None if file is None else str(file), column=column)
+    return InputError(reason, source=None if file is None else str(file), column=column,
+                      line=line)
 
 
 def _parse_plan(text: str, *, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:

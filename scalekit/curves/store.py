@@ -192,7 +192,7 @@ class CurveStore:
         Runs that exist already must have the same attributes; their new points
         must not repeat a stored (step, metric).
         """
-        where = Locator(str(source), None)
+        where = Locator(str(source), None, source_lines=frame.attrs.get("source_lines"))
         metrics, config = _classify(frame, metrics)
         points = _numeric_points(frame, metrics, where)
         codes, order = check_frame(points, where, metrics=metrics, config=config)
@@ -284,9 +284,10 @@ class CurveStore:
                 clash = np.isin(steps[logged], [s for s, _ in inside])
                 if clash.any():
                     row = int(logged[np.flatnonzero(clash)[0]])
-                    raise where.error(f"duplicate point: run {points['run'].iloc[row]!r} already "
-                                      f"has {metric!r} at step {steps[row]} in the store",
-                                      int(order[row]), "step")
+                    run = points["run"].iloc[row]
+                    raise where.error_at_point(f"duplicate point: run {run!r} already has "
+                                               f"{metric!r} at step {steps[row]} in the store",
+                                               int(order[row]), run, int(steps[row]), "step")
                 if compute is None:
                     continue
                 before = con.execute("SELECT step, compute FROM points WHERE run_id = ? AND "

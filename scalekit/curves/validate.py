@@ -24,17 +24,56 @@ MAX_WHOLE = 2 ** 53
 TOO_LARGE = "is too large to be held exactly; whole numbers up to 2**53 are supported"
 
 
+class SourceLines:
+    """The file line of each (run, step) of a tidy frame read from a text file.
+
+    Readers keep it in ``frame.attrs["source_lines"]`` so that a check made later,
+    on the frame as it is then (the store's test against the points it holds),
+    can still name the line. It is looked up by (run, step), so reordering or
+    filtering the frame does not misplace it, and pandas shares it between the
+    frames it derives instead of copying it.
+    """
+
+    def __init__(self, runs: np.ndarray, steps: np.ndarray, lines: np.ndarray) -> None:
+        self.runs, self.steps, self.lines = np.asarray(runs), np.asarray(steps), np.asarray(lines)
+
+    def line(self, run: str, step: int) -> int | None:
+        """The file line of the point of ``run`` at ``step`` (None when there is none)."""
+        hit = np.flatnonzero((self.steps == step) & (self.runs == run))
+        return int(self.lines[hit[0]]) if hit.size else None
+
+    def __deepcopy__(self, memo) -> "SourceLines":
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = object.__hash__
+
+
 class Locator:
     """Turns a row position of a table into the place reported to the user.
 
     With ``lines`` (text files) a row is reported as its file line; without
-    (Parquet, data frames) as its 1-based row number, written into the reason.
+    (Parquet, data frames) as its 1-based row number, written into the reason,
+    unless ``source_lines`` knows the file line of the row's (run, step).
     """
 
-    def __init__(self, source: str | None, lines: Sequence[int] | np.ndarray | None) -> None:
+    def __init__(self, source: str | None, lines: Sequence[int] | np.ndarray | None, *,
+                 source_lines: SourceLines | None = None) -> None:
         self.source = source
         self.lines = None if lines is None else np.asarray(lines)
         self.rows: np.ndarray | None = None
+        self.source_lines = source_lines
+
+    def error_at_point(self, reason: str, row: int, run: str, step: int,
+                       column: str | None = None) -> InputError:
+        """:meth:`error` for the row at position ``row``, the point of ``run`` at ``step``:
+        at its file line when ``source_lines`` knows it."""
+        line = None if self.source_lines is None else self.source_lines.line(run, step)
+        if line is None:
+            return self.error(reason, row, column)
+        return InputError(reason, source=self.source, line=line, column=column)
 
     def number(self, row: int) -> int:
         """The file line (text files) or 1-based row number of the row at position ``row``."""

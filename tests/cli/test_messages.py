@@ -50,11 +50,11 @@ def test_a_step_beyond_2_53_is_too_large_not_fractional(tmp_path, capsys):
         "exactly; whole numbers up to 2**53 are supported\n")
 
 
-def test_a_class_count_out_of_range_names_the_file_the_run_and_the_value(tmp_path, capsys):
+def test_a_class_count_out_of_range_names_the_file_line_the_run_and_the_value(tmp_path, capsys):
     path = tmp_path / "classes.csv"
     path.write_text("run,classes,error\nb,3,0.2\na,1,0.3\n")
     assert main(["law", "classes", str(path), "-q"]) == 2
-    assert capsys.readouterr().err == (f"error: {path}, column 'classes': run 'a' has "
+    assert capsys.readouterr().err == (f"error: {path}:3, column 'classes': run 'a' has "
                                        "classes = 1, but every value must be at least 2\n")
     path.write_text("run,classes,error\nb,3,0.2\nc,4,1.5\n")
     assert main(["law", "classes", str(path), "-q"]) == 2

@@ -161,3 +161,19 @@ def test_import_of_published_checkpoints_with_composite_run(tmp_path, capsys, pu
     stored = {(*run.split("/"), step): loss
               for run, step, loss in zip(curves["run"], curves["step"], curves["loss"])}
     assert stored == firsts
+
+
+def test_a_point_the_store_already_holds_is_named_by_its_file_line(tmp_path, capsys):
+    db = tmp_path / "s.db"
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    first.write_text("run,step,loss\na,1,3.0\na,2,2.5\nb,1,3.1\n")
+    # b's step 2 is new; a's step 2 (file line 4, after sorting it is not the first row) is not
+    second.write_text("run,step,loss\nb,2,2.6\nb,3,2.4\na,2,2.5\n")
+    assert main(["store", "import", str(first), "--store", str(db)]) == 0
+    before = store_files_digest(db)
+    capsys.readouterr()
+    assert main(["store", "import", str(second), "--store", str(db)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {second}:4, column 'step': duplicate point: run 'a' already has "
+                   "'loss' at step 2 in the store"]
+    assert store_files_digest(db) == before

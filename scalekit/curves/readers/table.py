@@ -13,7 +13,7 @@ from scalekit.curves.readers.metric_choice import MetricChoice, choose_metric
 from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, INTEGER_RUN_COLUMNS, KEY_COLUMNS,
                                     METRIC_PREFIX, POINT_COLUMNS, RUN_COLUMNS, is_metric_name,
                                     resolve_roles)
-from scalekit.curves.validate import Locator, check_frame, to_float, to_step
+from scalekit.curves.validate import Locator, SourceLines, check_frame, to_float, to_step
 from scalekit.errors import InputError
 
 
@@ -110,6 +110,9 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
         if column in frame and not frame[column].isna().any():
             frame[column] = frame[column].astype(np.int64)
     frame = frame.iloc[order].reset_index(drop=True)
+    if where.lines is not None:
+        frame.attrs["source_lines"] = SourceLines(frame["run"].to_numpy(),
+                                                  frame["step"].to_numpy(), where.lines[order])
     ordered = _ordered(frame.columns, metrics, config_columns)
     frame = frame[ordered + [c for c in keep if c not in ordered]]
     frame.attrs.update(notes=notes, metrics=metrics, config_columns=config_columns,
