@@ -59,7 +59,7 @@ def constrained_law(law: Law, *, fixed: Mapping[str, float] | None = None,
             fixed[p.name] = value
     free = np.array([p.name not in fixed for p in params])
     template = np.array([fixed.get(p.name, np.nan) for p in params], dtype=float)
-    z_template = np.where(law.log_mask, np.log(np.where(law.log_mask, template, 1.0)), template)
+    z_template = law.to_fitting(template)
 
     def full(theta, values):
         theta = np.asarray(theta, dtype=float)

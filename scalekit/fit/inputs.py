@@ -12,9 +12,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from scalekit.errors import InputError
+from scalekit.laws.expression import SYMBOLS as EXPRESSION_SYMBOLS
 
-#: The usual symbol of each input column.
-SYMBOLS = {"params": "N", "tokens": "D", "compute": "C"}
+#: The usual symbol of each input column (those of the expression language).
+SYMBOLS = {column: symbol for symbol, column in EXPRESSION_SYMBOLS.items() if symbol != column}
 
 
 def law_inputs(law, X: Mapping) -> dict[str, np.ndarray]:

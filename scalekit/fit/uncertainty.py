@@ -127,12 +127,12 @@ def function_intervals(function, law: Law, z: np.ndarray, cov: np.ndarray | None
     positive value (built in the log, so it stays positive), ``value ± t_{dof} se``
     otherwise. NaN where neither is defined.
     """
-    center = np.atleast_1d(np.asarray(function(law.to_natural(z)), dtype=float))
     if draws is not None and len(draws):
         values = np.array([np.atleast_1d(function(theta)) for theta in draws], dtype=float)
         tail = expanded_tail(level, dof, len(z))
         with np.errstate(invalid="ignore"):
             return np.nanpercentile(values, [tail, 100.0 - tail], axis=0).T
+    center = np.atleast_1d(np.asarray(function(law.to_natural(z)), dtype=float))
     if cov is None or not np.isfinite(cov).all():
         return np.full((center.size, 2), np.nan)
     P = len(z)

@@ -25,9 +25,10 @@ from scipy.special import ndtri
 
 from scalekit.checks import check_number
 from scalekit.progress import track
-from scalekit.surrogates.evaluate import QUANTILES, Method, Task, stacking_weights
+from scalekit.surrogates.evaluate import (QUANTILES, Method, Task, horizon_reach, median_column,
+                                          stacking_weights)
 
-_MEDIAN = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
+_MEDIAN = median_column()
 
 
 def backtest_task(task: Task, *, min_points: int) -> Task | None:
@@ -98,19 +99,16 @@ class BacktestStacked:
                                     - np.log(pseudo[j].y_target)[:, None] for j in rows])
                 weights = stacking_weights(errors)
                 blocks = zip(rows, _split(errors, pseudo, rows))
-                ratios = np.concatenate([(block @ weights) / self._reach(pseudo[j])
+                ratios = np.concatenate([(block @ weights) / horizon_reach(pseudo[j], self.h0)
                                          for j, block in blocks])
                 spread = float(np.sqrt(np.mean(ratios ** 2)))
             self.weights_[label] = dict(zip(names, weights.tolist()))
             self.spread_[label] = spread
             for i in members:
                 median = sum(w * full[n][i] for w, n in zip(weights, names))
-                out[i] = np.exp(median[:, None] + spread * self._reach(tasks[i])[:, None] * z)
+                reach = horizon_reach(tasks[i], self.h0)
+                out[i] = np.exp(median[:, None] + spread * reach[:, None] * z)
         return out
-
-    def _reach(self, task: Task) -> np.ndarray:
-        h = np.maximum(np.log(task.x_target / task.x[-1]), 0.0)
-        return np.sqrt(self.h0 ** 2 + h ** 2)
 
 
 def _split(errors: np.ndarray, pseudo: Sequence[Task], rows: Sequence[int]) -> list[np.ndarray]:

@@ -31,8 +31,16 @@ QUANTILES = np.array([0.025, 0.1, 0.25, 0.5, 0.75, 0.9, 0.975])
 LEVELS = (0.5, 0.8, 0.95)
 
 
-def _median_column() -> int:
+def median_column() -> int:
+    """Column of the median in quantile arrays laid out by :data:`QUANTILES`."""
     return int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
+
+
+def horizon_reach(task: "Task", h0: float) -> np.ndarray:
+    """``sqrt(h0² + h²)``, ``h`` the log-distance of each target beyond the last observed x:
+    the scale a stacked forecast's spread grows with."""
+    h = np.maximum(np.log(task.x_target / task.x[-1]), 0.0)
+    return np.sqrt(h0 ** 2 + h ** 2)
 
 
 @dataclass(frozen=True)
@@ -149,7 +157,7 @@ def run_method(method: Method, tasks: Sequence[Task],
 def score(tasks: Sequence[Task], forecasts: Forecasts) -> dict:
     """Scores of one method on ``tasks`` (see the module docstring)."""
     final, mape, inside = [], [], {level: [] for level in LEVELS}
-    median = _median_column()
+    median = median_column()
     for task, q in zip(tasks, forecasts.quantiles):
         q = np.asarray(q)[: task.x_target.size]
         if not np.isfinite(q).all():
@@ -181,7 +189,7 @@ def conformal_scales(tasks: Sequence[Task], quantiles: Sequence[np.ndarray]) -> 
     ``ceil((n + 1) * level) / n`` empirical quantile of the scores, so multiplying
     every log half-width by it covers ``level`` of exchangeable new points.
     """
-    median = _median_column()
+    median = median_column()
     scales = {}
     for level in LEVELS:
         lo, hi = _level_columns(level)
@@ -200,7 +208,7 @@ def conformal_scales(tasks: Sequence[Task], quantiles: Sequence[np.ndarray]) -> 
 
 def rescale(quantiles: np.ndarray, scales: dict[float, float]) -> np.ndarray:
     """Widen (or narrow) each central interval of ``quantiles`` (m, Q) in log units."""
-    median = _median_column()
+    median = median_column()
     lq = np.log(np.asarray(quantiles))
     out = lq.copy()
     for level, factor in scales.items():
@@ -457,7 +465,7 @@ class StackedMethod:
         check_number("h0", self.h0, low=0.0, low_open=True)
         runs = [[np.log(np.asarray(q)[: t.x_target.size]) for q, t in zip(m(tasks), tasks)]
                 for m in self.candidates.values()]
-        median = _median_column()
+        median = median_column()
         calibration = np.asarray(calibration, dtype=int)
         errors = np.array([[run[i][-1, median] - np.log(tasks[i].y_target[-1]) for run in runs]
                            for i in calibration]).reshape(calibration.size, len(runs))
@@ -476,21 +484,18 @@ class StackedMethod:
         self.spread_ = None
         if calibration.size == 0:
             return [np.exp(q) for q in combined]
-
-        def reach(task):
-            h = np.maximum(np.log(task.x_target / task.x[-1]), 0.0)
-            return np.sqrt(self.h0 ** 2 + h ** 2)
         ratios = np.concatenate([(combined[i][:, median] - np.log(tasks[i].y_target))
-                                 / reach(tasks[i]) for i in calibration])
+                                 / horizon_reach(tasks[i], self.h0) for i in calibration])
         self.spread_ = float(np.sqrt(np.mean(ratios ** 2)))
         z = ndtri(QUANTILES)
-        return [np.exp(q[:, median, None] + self.spread_ * reach(t)[:, None] * z[None, :])
+        return [np.exp(q[:, median, None]
+                       + self.spread_ * horizon_reach(t, self.h0)[:, None] * z[None, :])
                 for q, t in zip(combined, tasks)]
 
 
 def rmse_log(task: Task, quantiles: np.ndarray) -> float:
     """Root mean square of ln(median forecast) - ln(truth) over the task's held-out points."""
-    median = np.asarray(quantiles)[: task.x_target.size, _median_column()]
+    median = np.asarray(quantiles)[: task.x_target.size, median_column()]
     return float(np.sqrt(np.mean((np.log(median) - np.log(task.y_target)) ** 2)))
 
 
