@@ -49,7 +49,7 @@ class Policy(Protocol):
                context: PromotionContext) -> list[str]: ...
 
 
-def _last_loss(curve: Curve) -> float:
+def last_loss(curve: Curve) -> float:
     return float(curve.loss[-1]) if len(curve) else np.inf
 
 
@@ -60,7 +60,7 @@ def rank(scores: dict[str, float], keep: int, rng: np.random.Generator,
     runs = list(scores)
     values = np.array([scores[r] for r in runs], dtype=float)
     values = np.where(np.isfinite(values), values, np.inf)
-    current = np.array([_last_loss(observed[r]) for r in runs])
+    current = np.array([last_loss(observed[r]) for r in runs])
     order = np.lexsort((rng.permutation(len(runs)), current, values))
     return [runs[i] for i in order[:keep]]
 
@@ -72,7 +72,7 @@ class LossPolicy:
     name: str = "loss"
 
     def select(self, observed, keep, context):
-        scores = {r: _last_loss(c) for r, c in observed.items()}
+        scores = {r: last_loss(c) for r, c in observed.items()}
         return rank(scores, keep, context.rng, observed)
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 from scalekit.allocate import metrics
 from scalekit.allocate.engine import Allocation, drive, successive_halving
 from scalekit.allocate.forecasters import make_forecaster
-from scalekit.allocate.policies import POLICIES, Policy, rank
+from scalekit.allocate.policies import POLICIES, Policy, last_loss, rank
 from scalekit.allocate.schedules import SuccessiveHalving, bracket_to, check_eta, floor_log
 from scalekit.allocate.sweep import Sweep
 from scalekit.checks import check_choice, check_number, fail
@@ -104,7 +104,7 @@ class ClairvoyantPolicy:
 
     def select(self, observed, keep, context):
         ahead = {r: self.sweep.curves[r].until(context.target) for r in observed}
-        scores = {r: float(c.loss[-1]) if len(c) else np.inf for r, c in ahead.items()}
+        scores = {r: last_loss(c) for r, c in ahead.items()}
         return rank(scores, keep, context.rng, observed)
 
 
@@ -240,7 +240,8 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         largest = max(c.compute[-1] for c in sub.curves.values())
         fit_frontier = partial(metrics.fit_frontier, seed=seed, min_compute=frontier_min_compute)
         reference = fit_frontier(sub.curves) if frontier else None
-        reference_miss = metrics.frontier_miss(reference, sub.curves, largest)
+        reference_miss = (metrics.frontier_miss(reference, sub.curves, largest) if frontier
+                          else np.nan)
         exhaustive_best = min(sub.final_loss(r) for r in pool)
         for budget in budgets:
             flops = budget * total if budget <= 1 else float(budget)

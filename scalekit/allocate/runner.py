@@ -138,26 +138,25 @@ def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *
     """
     check_number("budget", budget, low=0, low_open=True)
     check_number("workers", workers, low=1, integer=True)
-    if executor is not None:
-        return _allocate(store_path, task, trainer, policy, budget=budget, eta=eta,
-                         min_resource=min_resource, seed=seed, executor=executor,
-                         metric=metric, settings=settings)
     sweep = candidate_sweep(trainer)
-    first = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
-    workers, note = worker_count(workers, first.rungs[0].runs)
+    bracket = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
+    shared = dict(budget=budget, eta=eta, min_resource=min_resource, seed=seed, metric=metric,
+                  settings=settings)
+    if executor is not None:
+        return _allocate(store_path, task, trainer, policy, sweep, bracket, executor=executor,
+                         **shared)
+    workers, note = worker_count(workers, bracket.rungs[0].runs)
     with running(process_pool(workers) if workers > 1 else InlineExecutor()) as pool:
-        result = _allocate(store_path, task, trainer, policy, budget=budget, eta=eta,
-                           min_resource=min_resource, seed=seed, executor=pool,
-                           metric=metric, settings=settings)
+        result = _allocate(store_path, task, trainer, policy, sweep, bracket, executor=pool,
+                           **shared)
     result.workers, result.notes = workers, [f"workers: {note}"] if note else []
     return result
 
 
-def _allocate(store_path, task, trainer, policy, *, budget, eta, min_resource, seed, executor,
-              metric, settings) -> AllocationRunResult:
+def _allocate(store_path, task, trainer, policy, sweep, bracket, *, budget, eta, min_resource,
+              seed, executor, metric, settings) -> AllocationRunResult:
     from scalekit.curves import CurveStore
 
-    sweep = candidate_sweep(trainer)
     recorded = dict(settings or {}, budget=float(budget), policy=policy.name, eta=eta,
                     min_resource=min_resource, seed=seed, resource=sweep.resource_name,
                     runs=sweep.runs)
@@ -168,7 +167,6 @@ def _allocate(store_path, task, trainer, policy, *, budget, eta, min_resource, s
             store.add_run(run, source=f"allocate:{task}",
                           attrs={"params": sweep.params.get(run)} if np.isfinite(
                               sweep.params.get(run, np.nan)) else None)
-        bracket = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
         loop = HalvingLoop(sweep, bracket, RecordedPolicy(policy, state, task), budget,
                            seed=seed)
         counts = {"trained": 0, "reused": 0}

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from scalekit.checks import check_number
-from scalekit.compute import FLOPS_PER_PARAM_TOKEN, tokens_for_compute, training_flops
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule, tokens_for_compute, training_flops
 from scalekit.errors import InputError
 
 _LOG_C_RANGE = (np.log(1e6), np.log(1e40))
@@ -70,7 +70,7 @@ def plan_for_loss(result, target_loss: float, *,
         raise InputError(f"The value of `target_loss` is {target_loss!r}, but must be above the "
                          f"loss the fitted law approaches with unlimited compute ({floor:.4g}).")
     n_star, d_star, _ = optimal_loss(law, theta, compute, flops_per_param_token=k)
-    plan = {"target_loss": target_loss, "compute": compute, "convention": f"C = {k:g}·N·D",
+    plan = {"target_loss": target_loss, "compute": compute, "convention": flops_rule(k),
             "params": n_star, "tokens": d_star, "tokens_per_param": d_star / n_star}
     boot = getattr(result, "bootstrap_values", None)
     if boot is not None and len(boot):
@@ -104,7 +104,7 @@ def compare_allocation(result, params: float, tokens: float, *,
     return {"params": params, "tokens": tokens, "compute": chosen, "loss": loss,
             "optimal_compute": optimal, "optimal_params": n_star, "optimal_tokens": d_star,
             "extra": extra, "extra_percent": 100 * extra / optimal,
-            "saving_percent": 100 * extra / chosen, "convention": f"C = {k:g}·N·D"}
+            "saving_percent": 100 * extra / chosen, "convention": flops_rule(k)}
 
 
 def _law_and_theta(result):

@@ -205,7 +205,7 @@ def fit_power_law(compute, values, *, replicates=None, weights=None,
                                np.ones_like(log_rep) if weights is None else weights)
         lines = lines[np.isfinite(lines).all(axis=1)]
     if lines is not None and len(lines):
-        return _with_replicates(result, lines, method="bootstrap percentile")
+        return _with_replicates(result, lines)
     n = int(keep.sum())
     intercept, slope = np.log(result.values["A"]), -result.values["alpha"]
     residual = log_y[keep] - (intercept + slope * log_c[keep])
@@ -242,16 +242,16 @@ def derived_power_law(line, replicates, *, ci_level: float, n_points: int,
         replicates = replicates[np.isfinite(replicates).all(axis=1)]
     if replicates is None or not len(replicates):
         return PowerLawFit(result)
-    return _with_replicates(result, replicates, method="bootstrap percentile")
+    return _with_replicates(result, replicates)
 
 
-def _with_replicates(result: FitResult, lines: np.ndarray, *, method: str) -> PowerLawFit:
+def _with_replicates(result: FitResult, lines: np.ndarray) -> PowerLawFit:
     """``result`` with the replicates' lines as its bootstrap parameter sets and intervals."""
     tails = [50 * (1 - result.ci_level), 50 * (1 + result.ci_level)]
     (i_lo, i_hi), (s_lo, s_hi) = np.percentile(lines, tails, axis=0).T
     ci = {"A": (float(np.exp(i_lo)), float(np.exp(i_hi))), "alpha": (float(-s_hi), float(-s_lo))}
     boot = np.column_stack([np.exp(lines[:, 0]), -lines[:, 1]])
-    stats_ = {**result.stats, "ci_method": method, "bootstrap": int(len(lines))}
+    stats_ = {**result.stats, "ci_method": "bootstrap percentile", "bootstrap": int(len(lines))}
     return PowerLawFit(replace(result, ci=ci, stats=stats_, bootstrap_values=boot))
 
 

@@ -64,10 +64,6 @@ class Windows:
     misfit_p: np.ndarray
     method: str
 
-    @property
-    def sizes(self) -> np.ndarray:
-        return self.stop - self.start
-
     def mask(self, n: int) -> np.ndarray:
         """Boolean mask over the ``n`` sorted points: inside a chosen window."""
         keep = np.zeros(n, bool)

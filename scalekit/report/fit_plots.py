@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalekit.compute import FLOPS_PER_PARAM_TOKEN, tokens_for_compute
+from scalekit.compute import FLOPS_PER_PARAM_TOKEN, tokens_for_compute, training_flops
 from scalekit.report.figures import axes, finish
 
 
@@ -101,7 +101,8 @@ def efficient_frontier(result, compute: np.ndarray, n_range: tuple[float, float]
     index = np.argmin(losses, axis=1)
     interior = (index > 0) & (index < len(n_fine) - 1) & np.isfinite(losses.min(axis=1))
     best = n_fine[index[interior]]
-    return best, compute[interior] / flops_per_param_token / best
+    return best, tokens_for_compute(compute[interior], best,
+                                    flops_per_param_token=flops_per_param_token)
 
 
 def plot_surface(result, X: Mapping[str, np.ndarray], y: np.ndarray,
@@ -138,8 +139,8 @@ def plot_surface(result, X: Mapping[str, np.ndarray], y: np.ndarray,
     ax.scatter(n, d, c=y, s=12, cmap="viridis", norm=norm, edgecolors="k", linewidths=0.2)
     bar = ax.figure.colorbar(ScalarMappable(norm, "viridis"), ax=ax, label="loss")
     bar.add_lines(contours)
-    c_lo = flops_per_param_token * n_lo * d_lo
-    c_hi = flops_per_param_token * n_hi * d_hi
+    c_lo = training_flops(n_lo, d_lo, flops_per_param_token=flops_per_param_token)
+    c_hi = training_flops(n_hi, d_hi, flops_per_param_token=flops_per_param_token)
     best_n, best_d = efficient_frontier(result, np.geomspace(c_lo, c_hi, 200), (n_lo, n_hi),
                                         flops_per_param_token=flops_per_param_token)
     ax.plot(best_n, best_d, color="C3", lw=2,
