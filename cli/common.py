@@ -237,11 +237,9 @@ def print_tables(tables: list[dict], fmt: str, *, title: Optional[str] = None,
     repeats collapsed) go to standard output; in ``tsv`` and ``json`` only the
     tables do, and the other lines go to standard error.
     """
-    from scalekit.checks import check_choice
     from scalekit.formatting import collapse_notes
-    from scalekit.report.tables import FORMATS, render_tables
+    from scalekit.report.tables import render_tables
 
-    check_choice("format", fmt, FORMATS)
     out = render_tables(tables, fmt, title=title, header=header, lines=lines)
     if fmt == "table":
         print_renderable(out)

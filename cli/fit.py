@@ -64,11 +64,8 @@ def target_compute_option(*names: str):
 
 def fit_settings(*, law, y, all_points, drop_top, loss, delta, bootstrap, ci_level, resample
                  ) -> dict:
-    """The settings of the shared options, checked, as the JSON report records them."""
-    from scalekit.checks import check_choice
-
-    if resample is not None:
-        check_choice("resample", resample, RESAMPLE)
+    """The settings of the shared options (checked as they are parsed), as the JSON report
+    records them."""
     return {"law": law, "y": y, "all_points": all_points, "drop_top": drop_top, "loss": loss,
             "delta": delta, "bootstrap": bootstrap, "ci_level": ci_level, "resample": resample}
 

@@ -60,7 +60,6 @@ def forecast(
 ) -> None:
     """Forecast learning curves (median and 50/80/95% intervals), or score the surrogates."""
     from scalekit import serialise
-    from scalekit.checks import check_choice
     from scalekit.errors import InputError
     from scalekit.formatting import collapse_notes
     from scalekit.surrogates.forecast import METHODS, evaluate_frame, forecast_frame, holdout_frame
@@ -75,7 +74,6 @@ def forecast(
         raise InputError("--holdout-column and --by go with --evaluate")
     if by is not None and holdout_column is None:
         raise InputError("--by goes with --holdout-column")
-    check_choice("duplicates", duplicates, ("error", "first", "last"))
     axis = x or ("compute" if to_compute is not None else "step")
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y,
                                   keep=[holdout_column or "", by or ""],

@@ -272,11 +272,10 @@ def _last_points(frame):
 
 
 def _fit(rows, law, y, drop_top, loss, bootstrap, seed, file):
-    from scalekit.checks import check_choice, check_number
+    from scalekit.checks import check_number
     from scalekit.fit.frame import fit_frame
     from scalekit.laws import get_law
 
-    check_choice("loss", loss, ("huber", "squared"))
     check_number("bootstrap", bootstrap, low=0, integer=True)
     _require_columns(rows, list(get_law(law).inputs) + [y], file)
     return fit_frame(rows, law=law, y=y, drop_top=drop_top, loss=loss, bootstrap=bootstrap,

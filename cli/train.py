@@ -136,9 +136,6 @@ def train(
         settings["options"] = {**settings.get("options", {}), **_options(option)}
     spec = SweepSpec.from_mapping(settings, source=str(config) if config else None)
     configs = spec.configs()
-    from scalekit.train.tasks import get_task
-
-    get_task(task)  # reject an unknown task before any work
     from scalekit.executors import running, worker_count
 
     if executor == "local":  # a local pool: no more processes than runs or CPUs, and say so
