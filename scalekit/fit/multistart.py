@@ -21,6 +21,12 @@ The starts are processed in blocks of ``block_size`` rows so that the
 per-point arrays stay in the CPU cache; within a block every start advances in
 the same vectorised iteration and finished starts leave the block.
 
+A batch may also fit many data sets at once, one per row of starts (*per-row
+data*: ``log_y`` of shape (S, n), inputs of shape (S, n), point weights as masks
+and a Huber threshold per row), as the learning-curve families of
+:mod:`scalekit.surrogates.curve_families` do for thousands of curves; rows never
+interact, so a row's result does not depend on what else is in the batch.
+
 :func:`multistart` runs a start grid in rounds (128 starts, then at least doubling
 the total), in a random order, and stops once every local optimum is believed found
 by the Bayesian stopping rule of Boender and Rinnooy Kan (1987), "Bayesian
@@ -78,22 +84,26 @@ class BatchResult:
 
 
 def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: str,
-                   delta: float, weights: np.ndarray | None = None, max_iter: int = 500,
-                   ftol: float = 1e-10, xtol: float = 1e-7, block_size: int | None = None
-                   ) -> BatchResult:
+                   delta: float | np.ndarray, weights: np.ndarray | None = None,
+                   max_iter: int = 500, ftol: float = 1e-10, xtol: float = 1e-7,
+                   block_size: int | None = None) -> BatchResult:
     """Minimise the objective from every row of ``starts``.
 
     Parameters
     ----------
     law : Law
-    X : mapping of str to ndarray (n,)
-    log_y : ndarray (n,)
+    X : mapping of str to ndarray (n,) or (S, n)
+        Inputs; an (S, n) array gives each start its own values (per-row data).
+    log_y : ndarray (n,) or (S, n)
+        Log targets, shared by every start or one row per start.
     starts : ndarray (S, P)
         Starting points in the fitting space.
     loss, delta
-        See :mod:`scalekit.fit.objective`.
+        See :mod:`scalekit.fit.objective`; ``delta`` may be one threshold per start,
+        shape (S,).
     weights : ndarray (n,) or (S, n), optional
-        Point weights per start (bootstrap counts); 1 by default.
+        Point weights per start (bootstrap counts; 0 masks a point out, whose input
+        must still be one where the law is finite: 0 x inf is nan); 1 by default.
     max_iter, ftol, xtol
         Iteration cap and stopping tolerances (see the module docstring).
     block_size : int, optional
@@ -103,16 +113,50 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
     """
     starts = np.atleast_2d(np.asarray(starts, dtype=float))
     S = len(starts)
+    data = _Data.of(X, log_y, delta, S)
+    n = np.shape(data.log_y)[-1]
     if block_size is None:
-        block_size = int(np.clip(2 ** 16 // max(len(log_y), 1), 64, 4096))
+        block_size = int(np.clip(2 ** 16 // max(n, 1), 64, 4096))
     if weights is not None:
-        weights = np.broadcast_to(weights, (S, len(log_y)))
+        weights = np.broadcast_to(weights, (S, n))
     with np.errstate(all="ignore"):      # non-finite values are refused steps, by design
-        parts = [_minimize_block(law, X, log_y, starts[i:i + block_size],
+        parts = [_minimize_block(law, data.take(slice(i, i + block_size)),
+                                 starts[i:i + block_size],
                                  None if weights is None else weights[i:i + block_size],
-                                 loss, delta, max_iter, ftol, xtol)
+                                 loss, max_iter, ftol, xtol)
                  for i in range(0, S, block_size)]
     return BatchResult(*(np.concatenate(column) for column in zip(*parts)))
+
+
+@dataclass(frozen=True)
+class _Data:
+    """The inputs, log targets and Huber threshold of a batch; ``per_row`` when each
+    start has its own (arrays with one row per start), else shared by every start."""
+
+    X: dict
+    log_y: np.ndarray
+    delta: float | np.ndarray
+    per_row: bool
+
+    @classmethod
+    def of(cls, X, log_y, delta, S: int) -> "_Data":
+        log_y = np.asarray(log_y, dtype=float)
+        per_row = log_y.ndim == 2
+        X = {k: np.asarray(v, dtype=float) for k, v in X.items()}
+        if per_row:
+            if len(log_y) != S or any(v.ndim == 2 and len(v) != S for v in X.values()):
+                raise ValueError(f"per-row data must have one row per start ({S})")
+            delta = np.broadcast_to(np.asarray(delta, dtype=float), (S,))[:, None]
+        elif np.ndim(delta):
+            raise ValueError("one delta per start needs per-row data (log_y of shape (S, n))")
+        return cls(X, log_y, delta, per_row)
+
+    def take(self, rows) -> "_Data":
+        """The data of the starts ``rows`` (an index array or slice)."""
+        if not self.per_row:
+            return self
+        return _Data({k: v[rows] if v.ndim == 2 else v for k, v in self.X.items()},
+                     self.log_y[rows], self.delta[rows], True)
 
 
 @dataclass(frozen=True)
@@ -218,11 +262,11 @@ def distinct_optima(z: np.ndarray, objective: np.ndarray, count: int, *, decimal
     return order[np.sort(first)[:count]]
 
 
-def _evaluate(law, X, log_y, z, weights, loss, delta):
+def _evaluate(law, data, z, weights, loss):
     """Objective (a,), residuals (a, n) and Jacobian (a, n, P) at ``z`` (a, P)."""
-    log_pred, J = log_value_and_jacobian(law, X, z)
-    r = log_pred - log_y
-    per_point = rho(r, loss, delta)
+    log_pred, J = log_value_and_jacobian(law, data.X, z)
+    r = log_pred - data.log_y
+    per_point = rho(r, loss, data.delta)
     if weights is not None:
         per_point *= weights
     f = per_point.sum(axis=-1)
@@ -248,19 +292,20 @@ def _normal_equations(J, r, weights, loss, delta):
     return H, g
 
 
-def _minimize_block(law, X, log_y, starts, weights, loss, delta, max_iter, ftol, xtol):
+def _minimize_block(law, data, starts, weights, loss, max_iter, ftol, xtol):
     """Run the damped Gauss–Newton iteration on one block; finished rows leave it."""
     lower, upper = law.fitting_bounds()
     S, P = starts.shape
     z_out = np.clip(starts, lower, upper)
-    f, r, J = _evaluate(law, X, log_y, z_out, weights, loss, delta)
+    f, r, J = _evaluate(law, data, z_out, weights, loss)
     f_out = f.copy()
     converged = np.zeros(S, dtype=bool)
     iterations = np.zeros(S, dtype=int)
     rows = np.flatnonzero(np.isfinite(f))          # block rows still iterating
     z, f = z_out[rows], f[rows]
     w = None if weights is None else weights[rows]
-    H, g = _normal_equations(J[rows], r[rows], w, loss, delta)
+    data = data.take(rows)
+    H, g = _normal_equations(J[rows], r[rows], w, loss, data.delta)
     lam = np.full(len(rows), _LAMBDA_START)
     cap = np.ones(len(rows))
     eye = np.eye(P)
@@ -283,7 +328,7 @@ def _minimize_block(law, X, log_y, starts, weights, loss, delta, max_iter, ftol,
         longest = np.abs(step).max(axis=-1, keepdims=True)
         step *= np.minimum(1.0, cap[:, None] / np.maximum(longest, 1e-300))
         z_try = np.clip(z + step, lower, upper)
-        f_try, r_try, J_try = _evaluate(law, X, log_y, z_try, w, loss, delta)
+        f_try, r_try, J_try = _evaluate(law, data, z_try, w, loss)
         accept = f_try < f
         iterations[rows] += 1
         small = (np.abs(z_try - z) <= xtol * (1.0 + np.abs(z))).all(axis=-1)
@@ -296,7 +341,7 @@ def _minimize_block(law, X, log_y, starts, weights, loss, delta, max_iter, ftol,
                        np.maximum(cap * 0.5, _MAX_STEP[0]))
         update = accept & ~done
         if update.any():
-            H_try, g_try = _normal_equations(J_try, r_try, w, loss, delta)
+            H_try, g_try = _normal_equations(J_try, r_try, w, loss, data.delta)
             H[update], g[update] = H_try[update], g_try[update]
         if done.any():
             z_out[rows], f_out[rows] = z, f
@@ -305,5 +350,6 @@ def _minimize_block(law, X, log_y, starts, weights, loss, delta, max_iter, ftol,
             rows, z, f, lam, H, g = rows[keep], z[keep], f[keep], lam[keep], H[keep], g[keep]
             cap = cap[keep]
             w = None if w is None else w[keep]
+            data = data.take(keep)
     z_out[rows], f_out[rows] = z, f
     return z_out, f_out, converged, iterations

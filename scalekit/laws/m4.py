@@ -25,6 +25,8 @@ only ``Linf >= 0`` and ``L0 > 0`` and is not finite where ``L0 <= Linf``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from scalekit.laws.base import Law, Param
@@ -75,10 +77,10 @@ def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60) -> np
     return np.where(zero, saturated, u)
 
 
-def _parts(X, z):
+def _parts(X, z, name):
     z = np.asarray(z, dtype=float)
     linf, l0, alpha, log_beta, c = (z[..., k:k + 1] for k in range(5))
-    log_x = np.log(X["x"])
+    log_x = np.log(X[name])
     with np.errstate(invalid="ignore", divide="ignore"):
         b = l0 - linf
         log_b = np.log(b)
@@ -89,12 +91,12 @@ def _parts(X, z):
     return log_l, linf, alpha, b, log_b, u, log_x
 
 
-def _log_function(X, z):
-    return _parts(X, z)[0]
+def _log_function(X, z, name="x"):
+    return _parts(X, z, name)[0]
 
 
-def _log_value_and_jacobian(X, z):
-    log_l, linf, alpha, b, log_b, u, log_x = _parts(X, z)
+def _log_value_and_jacobian(X, z, name="x"):
+    log_l, linf, alpha, b, log_b, u, log_x = _parts(X, z, name)
     s, rest = _sigmoid(u), _sigmoid(-u)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         scale = np.exp(-log_l)                        # d ln L = dL / L
@@ -110,13 +112,13 @@ def _log_value_and_jacobian(X, z):
     return log_l, np.moveaxis(rows, 0, -1)
 
 
-def _function(X, theta):
+def _function(X, theta, name="x"):
     z = np.asarray(theta, dtype=float).copy()
     z[..., 3] = np.log(z[..., 3])
-    return np.exp(_log_function(X, z))
+    return np.exp(_log_function(X, z, name))
 
 
-def _data_grid(X, y):
+def _data_grid(X, y, name="x"):
     """Starts near the paper's: Linf just below the lowest loss or at half of it, c = 0.5.
 
     ``log beta`` is set so that the law passes through the median point for each
@@ -129,26 +131,30 @@ def _data_grid(X, y):
     l0 = (hi + MARGIN, 1.5 * hi + MARGIN)
     alphas, cs = (0.0, 1.0), (0.5,)
     ym = float(np.median(y))
-    log_xm = float(np.median(np.log(X["x"])))
+    log_xm = float(np.median(np.log(X[name])))
     betas = [np.log(max(ym - a, 1e-9)) - al * np.log(max(b - ym, 1e-9)) + c * log_xm
              for a in linf for b in l0 for al in alphas for c in cs]
     return {"Linf": linf, "L0": l0, "alpha": alphas, "c": cs,
             "beta": tuple(float(v) for v in np.quantile(betas, (0.1, 0.5, 0.9)))}
 
 
-def m4_law(*, linf_max: float = np.inf, l0_min: float = 0.0, l0_max: float = np.inf) -> Law:
+def m4_law(*, linf_max: float = np.inf, l0_min: float = 0.0, l0_max: float = np.inf,
+           input: str = "x") -> Law:
     """M4 with bounds ``0 <= Linf <= linf_max`` and ``l0_min <= L0 <= l0_max``.
 
-    :func:`paper_bounds` gives the paper's bounds for one curve's losses.
+    :func:`paper_bounds` gives the paper's bounds for one curve's losses; ``input``
+    names the law's input column (the learning-curve family reads ``"t"``).
     """
     return Law(
-        name="m4", inputs=("x",),
+        name="m4", inputs=(input,),
         params=(Param("Linf", 0.0, linf_max), Param("L0", l0_min, l0_max),
                 Param("alpha", 0.0, np.inf), Param("beta", 0.0, np.inf, log=True),
                 Param("c", 0.0, np.inf)),
         formula="(L - Linf) / (L0 - L)^alpha = beta * x^-c",
-        function=_function, log_function=_log_function,
-        log_value_and_jacobian=_log_value_and_jacobian, data_grid=_data_grid,
+        function=functools.partial(_function, name=input),
+        log_function=functools.partial(_log_function, name=input),
+        log_value_and_jacobian=functools.partial(_log_value_and_jacobian, name=input),
+        data_grid=functools.partial(_data_grid, name=input),
         description="Estimator M4 of Alabdulmohsin, Neyshabur & Zhai (2022), solved for L.")
 
 

@@ -9,10 +9,15 @@ language and vision" (NeurIPS): ``(L - Linf) / (L0 - L)^alpha = beta x^c``
 (there c < 0; here written ``t^-c`` with c > 0, and ``L0 = Linf + D``), a power
 law in the excess loss that bends over to the initial loss ``L0`` at small x.
 
-Every family is written on normalised axes of one curve: ``t = x / x_last`` and
-``tau = x / x_first`` (``x_first``, ``x_last``: first and last fitted point) and
-on the loss divided by its last fitted value, so that one start grid serves
-every curve. ``y0`` is the first normalised loss.
+Every family is a :class:`~scalekit.laws.base.Law` on normalised axes of one
+curve: ``t = x / x_last`` and ``tau = x / x_first`` (``x_first``, ``x_last``:
+first and last fitted point) and the loss divided by its last fitted value, so
+that one start rule serves every curve; ``y0`` is the first normalised loss.
+Twelve are expressions of :func:`~scalekit.laws.expression.law_from_expression`
+(exact derivatives), M4 is :func:`~scalekit.laws.m4.m4_law` (implicit
+differentiation). They are fitted by the engine's batched minimiser,
+:func:`scalekit.fit.multistart.minimize_batch`, thousands of curves at once
+with per-row data and masks (:func:`fit_family`).
 
 Adaptation to losses: families that rise to an asymptote in the paper (pow3,
 pow4, MMF, exp4, Janoschek, Weibull, ilog2) keep their form with the sign of the
@@ -22,8 +27,11 @@ the first observed point, ``y0 - Hill3(t - t_first)``, and log-log-linear the
 loss as ``c - a ln(b + ln tau)``. As in the paper some
 families share a function class (exp4, Janoschek and Weibull are one class in
 three parametrisations); the parametrisation still changes where a fit lands.
-No family assumes the data are monotone or convex: residuals are robust
-(Huber) and relative, ``(f - y) / y``.
+No family assumes the data are monotone or convex; residuals are those of every
+fit of the engine, ``log f - log y``, under Huber's loss at a threshold set from
+each curve's own scatter, so one spike does not bend a fit. A logistic
+``1 / (1 + e^w)`` is written ``0.5 - 0.5 tanh(w / 2)``, which saturates instead of
+overflowing, and exponents that could overflow are clamped to [-50, 50].
 """
 
 from __future__ import annotations
@@ -33,55 +41,46 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scalekit.fit.multistart import minimize_batch
+from scalekit.fit.objective import log_residuals
 from scalekit.fit.robust import irls_weights, robust_scale
+from scalekit.laws.base import Law
+from scalekit.laws.expression import law_from_expression
+from scalekit.laws.m4 import m4_law
 
-Axes = tuple[np.ndarray, ...]  # t, tau, y0, ln t, ln tau — broadcastable
+#: The normalised axes a family reads (see the module docstring).
+AXES = ("t", "tau", "y0")
+#: Least-squares steps every start of every curve takes before each curve goes on from
+#: its best start only, under Huber's loss.
+FIRST_ROUND = 9
+#: Of those, the least-squares steps taken before the Huber threshold is set.
+SQUARED_STEPS = 4
 
 
 @dataclass(frozen=True)
-class Family:
-    """One parametric curve family on normalised axes.
+class CurveFamily:
+    """A learning-curve family: a law on the normalised axes and its start rule.
 
     Parameters
     ----------
-    name : str
-        Short name (``"pow3"``).
-    params : tuple of str
-        Parameter names, in the order of the last axis of ``theta``.
-    positive : tuple of bool
-        Parameters fitted as logarithms (they stay positive).
-    formula : str
-        The curve, for reports (``t = x/x_last``, ``tau = x/x_first``).
-    function : callable
-        ``function((t, tau, y0, ln t, ln tau), theta) -> y``; ``theta`` has
-        shape (B, P) and the axes shape (B, n).
+    law : Law
+        The curve, reading ``t``, ``tau`` and ``y0`` (see the module docstring).
     starts : callable
-        ``starts(y0, R) -> (B, S, P)`` natural start values from the first
-        normalised loss ``y0`` and ``R = x_last / x_first`` (both shape (B,)).
+        ``starts(y0, R) -> (B, S, P)`` start values in natural units (the law's
+        parameter order) from the first normalised loss ``y0`` and ``R = x_last /
+        x_first`` (both shape (B,)).
     """
 
-    name: str
-    params: tuple[str, ...]
-    positive: tuple[bool, ...]
-    formula: str
-    function: Callable[[Axes, np.ndarray], np.ndarray]
+    law: Law
     starts: Callable[[np.ndarray, np.ndarray], np.ndarray]
 
     @property
+    def name(self) -> str:
+        return self.law.name
+
+    @property
     def n_params(self) -> int:
-        return len(self.params)
-
-    def to_free(self, theta: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.positive, np.log(np.abs(theta) + 1e-300), theta)
-
-    def to_natural(self, u: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            return np.where(self.positive, np.exp(np.clip(u, -700, 700)), u)
-
-
-def _cols(theta: np.ndarray) -> list[np.ndarray]:
-    return [theta[:, k:k + 1] for k in range(theta.shape[1])]
+        return len(self.law.params)
 
 
 def _grid(*columns) -> np.ndarray:
@@ -94,10 +93,13 @@ def _drop(y0):
     return np.maximum(y0 - 1.0, 1e-3)
 
 
-def _vap(ax, th):
-    _, tau, _, _, ltau = ax
-    a, b, c = _cols(th)
-    return np.exp(np.clip(a + b / tau + c * ltau, -50, 50))
+def _clamped(w: str) -> str:
+    return f"minimum(maximum({w}, -50), 50)"
+
+
+def _logistic(w: str) -> str:
+    """``1 / (1 + exp(w))`` as an expression that saturates instead of overflowing."""
+    return f"(0.5 - 0.5*tanh(0.5*({w})))"
 
 
 def _vap_starts(y0, R):
@@ -107,25 +109,10 @@ def _vap_starts(y0, R):
     return _grid(-c * lr, b, c)
 
 
-def _pow3(ax, th):
-    c, a, alpha = _cols(th)
-    return c + a * np.exp(-alpha * ax[3])
-
-
 def _pow3_starts(y0, R):
     c = np.array([0.5, 0.9, 0.5])[None, :] + 0 * y0[:, None]
     alpha = np.array([0.3, 0.5, 1.0])[None, :] + 0 * c
     return _grid(c, 1.0 - c, alpha)
-
-
-def _satpow(ax, th):
-    e, a, alpha = _cols(th)
-    return e + a * np.exp(-alpha * ax[3])
-
-
-def _loglinear(ax, th):
-    c, a, b = _cols(th)
-    return c - a * np.log(b + ax[4])
 
 
 def _loglinear_starts(y0, R):
@@ -134,33 +121,16 @@ def _loglinear_starts(y0, R):
     return _grid(y0[:, None] + a * np.log(b), a, b)
 
 
-def _hill3(ax, th):
-    m, kappa, eta = _cols(th)
-    with np.errstate(divide="ignore"):
-        log_gap = np.log(ax[0] - ax[0] / ax[1])     # ln(t - t_first): 0 drop at the first point
-    return ax[2] - m / (1.0 + np.exp(np.clip(eta * (np.log(kappa) - log_gap), -50, 50)))
-
-
 def _hill3_starts(y0, R):
     kappa = np.array([0.1, 0.5, 1.0])[None, :] + 0 * y0[:, None]
     eta = np.ones_like(kappa)
     return _grid(_drop(y0)[:, None] * (1 + kappa), kappa, eta)
 
 
-def _logpower(ax, th):
-    a, b, c = _cols(th)
-    return a / (1.0 + np.exp(np.clip(c * (ax[3] - b), -50, 50)))
-
-
 def _logpower_starts(y0, R):
     a = np.maximum(y0, 1.0 + 1e-3)[:, None] * np.array([1.05, 1.5, 3.0])
     c = np.array([1.0, 0.5, 0.3])[None, :] + 0 * a
     return _grid(a, -np.log(np.maximum(a - 1.0, 1e-3)) / c, c)
-
-
-def _pow4(ax, th):
-    c, a, b, alpha = _cols(th)
-    return c + np.exp(-alpha * np.log(a * ax[0] + b))
 
 
 def _pow4_starts(y0, R):
@@ -171,22 +141,12 @@ def _pow4_starts(y0, R):
     return _grid(c, base - b, b, alpha)
 
 
-def _mmf(ax, th):
-    alpha, d, kappa, delta = _cols(th)
-    return alpha + d / (1.0 + np.exp(np.clip(delta * (np.log(kappa) + ax[3]), -50, 50)))
-
-
 def _mmf_starts(y0, R):
     alpha = np.array([0.5, 0.9])[None, :] + 0 * y0[:, None]
     d = np.maximum(y0[:, None] - alpha, 1e-3) * 1.2
     delta = np.array([0.5, 1.0])[None, :] + 0 * alpha
     kappa = np.maximum(d / (1.0 - alpha) - 1.0, 1e-3) ** (1.0 / delta)
     return _grid(alpha, d, kappa, delta)
-
-
-def _exp4(ax, th):
-    c, a, alpha, b = _cols(th)
-    return c + np.exp(np.clip(-a * np.exp(alpha * ax[3]) + b, -50, 50))
 
 
 def _exp4_starts(y0, R):
@@ -197,11 +157,6 @@ def _exp4_starts(y0, R):
     return _grid(c, a, alpha, b)
 
 
-def _janoschek(ax, th):
-    alpha, d, kappa, delta = _cols(th)
-    return alpha + d * np.exp(-kappa * np.exp(delta * ax[3]))
-
-
 def _janoschek_starts(y0, R):
     alpha = np.array([0.5, 0.9])[None, :] + 0 * y0[:, None]
     d = np.maximum(y0[:, None] - alpha, 1e-3) * 1.2
@@ -210,20 +165,10 @@ def _janoschek_starts(y0, R):
     return _grid(alpha, d, kappa, delta)
 
 
-def _weibull(ax, th):
-    alpha, d, kappa, delta = _cols(th)
-    return alpha + d * np.exp(-np.exp(np.clip(delta * (np.log(kappa) + ax[3]), -50, 50)))
-
-
 def _weibull_starts(y0, R):
     grid = _janoschek_starts(y0, R)
     grid[..., 2] = grid[..., 2] ** (1.0 / grid[..., 3])
     return grid
-
-
-def _ilog2(ax, th):
-    c, a = _cols(th)
-    return c + a / np.log(1.0 + ax[1])
 
 
 def _ilog2_starts(y0, R):
@@ -233,29 +178,6 @@ def _ilog2_starts(y0, R):
     return _grid(1.0 - (1.0 - c[:, None]) * scale, a[:, None] * scale)
 
 
-def _satpow_starts(y0, R):
-    return _pow3_starts(y0, R)
-
-
-def _m4(ax, th, *, newton: int = 8):
-    """M4: solve (L - Linf) / (L0 - L)^alpha = beta * t^-c for L in (Linf, L0).
-
-    With L = Linf + D * s(u) (D = L0 - Linf, s the logistic function) the
-    equation reads g(u) = ln s(u) - alpha ln s(-u) - k = 0 with
-    k = ln beta - c ln t - (1 - alpha) ln D; g rises in u with slope
-    s(-u) + alpha s(u), between min(1, alpha) and max(1, alpha), so Newton
-    steps from the alpha = 1 solution u = k converge fast.
-    """
-    linf, dspan, alpha, beta, c = _cols(th)
-    k = np.log(beta) - c * ax[3] - (1.0 - alpha) * np.log(dspan)
-    u = k.copy()
-    for _ in range(newton):
-        g = -np.logaddexp(0.0, -u) + alpha * np.logaddexp(0.0, u) - k
-        s = 0.5 * (1.0 + np.tanh(0.5 * u))
-        u = u - g / ((1.0 - s) + alpha * s)
-    return linf + dspan * 0.5 * (1.0 + np.tanh(0.5 * u))
-
-
 def _m4_starts(y0, R):
     linf = np.array([0.5, 0.8, 0.5, 0.8])[None, :] + 0 * y0[:, None]
     top = np.maximum(y0, 1.0 + 1e-3)[:, None] * 1.2
@@ -263,36 +185,43 @@ def _m4_starts(y0, R):
     alpha = np.array([0.5, 0.5, 1.5, 1.5])[None, :] + 0 * linf
     s1 = (1.0 - linf) / dspan                      # L = 1 at t = 1
     beta = np.exp((1.0 - alpha) * np.log(dspan) + np.log(s1) - alpha * np.log(1.0 - s1))
-    return _grid(linf, dspan, alpha, beta, 0.5 + 0 * linf)
+    return _grid(linf, top, alpha, beta, 0.5 + 0 * linf)
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("vap", ("a", "b", "c"), (False, False, False),
-           "exp(a + b/tau + c*ln(tau))", _vap, _vap_starts),
-    Family("pow3", ("c", "a", "alpha"), (False, True, True),
-           "c + a*t^-alpha", _pow3, _pow3_starts),
-    Family("loglinear", ("c", "a", "b"), (False, True, True),
-           "c - a*ln(b + ln(tau))", _loglinear, _loglinear_starts),
-    Family("hill3", ("m", "kappa", "eta"), (True, True, True),
-           "y0 - m/(1 + (kappa/(t - t_first))^eta)", _hill3, _hill3_starts),
-    Family("logpower", ("a", "b", "c"), (True, False, True),
-           "a/(1 + (t/e^b)^c)", _logpower, _logpower_starts),
-    Family("pow4", ("c", "a", "b", "alpha"), (False, True, True, True),
-           "c + (a*t + b)^-alpha", _pow4, _pow4_starts),
-    Family("mmf", ("alpha", "d", "kappa", "delta"), (False, True, True, True),
-           "alpha + d/(1 + (kappa*t)^delta)", _mmf, _mmf_starts),
-    Family("exp4", ("c", "a", "alpha", "b"), (False, True, True, False),
-           "c + exp(-a*t^alpha + b)", _exp4, _exp4_starts),
-    Family("janoschek", ("alpha", "d", "kappa", "delta"), (False, True, True, True),
-           "alpha + d*exp(-kappa*t^delta)", _janoschek, _janoschek_starts),
-    Family("weibull", ("alpha", "d", "kappa", "delta"), (False, True, True, True),
-           "alpha + d*exp(-(kappa*t)^delta)", _weibull, _weibull_starts),
-    Family("ilog2", ("c", "a"), (False, True),
-           "c + a/ln(1 + tau)", _ilog2, _ilog2_starts),
-    Family("satpow", ("E", "A", "alpha"), (True, True, True),
-           "E + A*t^-alpha, E >= 0", _satpow, _satpow_starts),
-    Family("m4", ("Linf", "D", "alpha", "beta", "c"), (True, True, True, True, True),
-           "(L - Linf)/(Linf + D - L)^alpha = beta*t^-c", _m4, _m4_starts),
+#: Range of a positive parameter on the normalised axes: a value that runs off to 0 or
+#: infinity in a flat direction (pow4's b where the curve is a pow3) stops at a bound.
+POSITIVE_RANGE = (1e-12, 1e12)
+
+
+def _family(name: str, expression: str, signed: tuple[str, ...], starts) -> CurveFamily:
+    """A family from its expression on ``t``, ``tau``, ``y0``; parameters are positive
+    (fitted as logarithms, within ``POSITIVE_RANGE``) except those in ``signed``."""
+    lower, upper = POSITIVE_RANGE
+    params = {p: {"log": False} if p in signed else {"lower": lower, "upper": upper}
+              for p in law_from_expression(expression, inputs=AXES).param_names}
+    return CurveFamily(law_from_expression(expression, inputs=AXES, name=name, params=params),
+                       starts)
+
+
+FAMILIES: dict[str, CurveFamily] = {f.name: f for f in (
+    _family("vap", "exp(" + _clamped("a + b/tau + c*log(tau)") + ")", ("a", "b", "c"),
+            _vap_starts),
+    _family("pow3", "c + a*t**-alpha", ("c",), _pow3_starts),
+    _family("loglinear", "c - a*log(b + log(tau))", ("c",), _loglinear_starts),
+    _family("hill3",                      # the drop since the first point, t_first = t/tau
+            "y0 - m*" + _logistic("(log(kappa) - log(maximum(t - t/tau, 1e-12)))*eta"), (),
+            _hill3_starts),
+    _family("logpower", "a*" + _logistic("(log(t) - b)*c"), ("b",), _logpower_starts),
+    _family("pow4", "c + (a*t + b)**-alpha", ("c",), _pow4_starts),
+    _family("mmf", "alpha + d*" + _logistic("(log(kappa) + log(t))*delta"), ("alpha",),
+            _mmf_starts),
+    _family("exp4", "c + exp(" + _clamped("-a*t**alpha + b") + ")", ("c", "b"), _exp4_starts),
+    _family("janoschek", "alpha + d*exp(-kappa*t**delta)", ("alpha",), _janoschek_starts),
+    _family("weibull", "alpha + d*exp(-exp(" + _clamped("(log(kappa) + log(t))*delta") + "))",
+            ("alpha",), _weibull_starts),
+    _family("ilog2", "c + a/log(1 + tau)", ("c",), _ilog2_starts),
+    _family("satpow", "E + A*t**-alpha", (), _pow3_starts),
+    CurveFamily(m4_law(input="t"), _m4_starts),
 )}
 """Every family by name; ``satpow`` is the saturating power law E + A x^-alpha and
 ``m4`` the estimator M4 of Alabdulmohsin, Neyshabur & Zhai (2022)."""
@@ -320,14 +249,16 @@ class CurveScale:
         rows = np.arange(x.shape[0])
         return cls(x[rows, first], x[rows, last], y[rows, last], y[rows, first])
 
-    def axes(self, x: np.ndarray) -> Axes:
-        t = x / self.x_last[:, None]
-        tau = x / self.x_first[:, None]
-        return t, tau, (self.y_first / self.y_last)[:, None] + 0 * t, np.log(t), np.log(tau)
+    def take(self, rows: np.ndarray) -> "CurveScale":
+        """The scales of the curves ``rows``."""
+        return CurveScale(self.x_first[rows], self.x_last[rows], self.y_last[rows],
+                          self.y_first[rows])
 
-    def repeat(self, s: int) -> "CurveScale":
-        return CurveScale(*(np.repeat(a, s) for a in
-                            (self.x_first, self.x_last, self.y_last, self.y_first)))
+    def axes(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """The normalised inputs ``t``, ``tau`` and ``y0`` at ``x`` (B, m), each (B, m)."""
+        t = x / self.x_last[:, None]
+        return {"t": t, "tau": x / self.x_first[:, None],
+                "y0": np.broadcast_to((self.y_first / self.y_last)[:, None], t.shape)}
 
 
 @dataclass(frozen=True)
@@ -341,14 +272,14 @@ class FamilyFit:
     scale : CurveScale
         The normalisation the parameters refer to.
     rms : ndarray (B,)
-        Root mean square relative residual of the fit (robust weights applied).
+        Root mean square log residual of the fit (Huber's weights applied).
     ok : ndarray of bool (B,)
         The fit converged to finite values.
     start : ndarray of int (B,)
         Which entry of the start grid led to the fit.
     """
 
-    family: Family
+    family: CurveFamily
     theta: np.ndarray
     scale: CurveScale
     rms: np.ndarray
@@ -359,15 +290,22 @@ class FamilyFit:
         """Loss at ``x`` (B, m); NaN where the fit failed or the curve leaves y > 0."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
         with np.errstate(all="ignore"):
-            y = self.family.function(self.scale.axes(x), self.theta) * self.scale.y_last[:, None]
+            y = self.family.law.function(self.scale.axes(x), self.theta) * self.scale.y_last[:, None]
         bad = ~np.isfinite(y) | (y <= 0) | ~self.ok[:, None]
         return np.where(bad, np.nan, y)
 
 
-def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
+def fit_family(family: CurveFamily, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
                iterations: int = 60, huber: float = 2.5,
                start: np.ndarray | None = None) -> FamilyFit:
-    """Fit ``family`` to B padded curves at once (batched Levenberg–Marquardt).
+    """Fit ``family`` to B padded curves at once, by the engine's batched minimiser.
+
+    Every start of every curve takes ``FIRST_ROUND`` least-squares steps; each curve
+    then goes on from its best start only, under Huber's loss with the threshold
+    ``huber`` robust standard deviations of that start's residuals
+    (:func:`scalekit.fit.robust.robust_scale`), so one spike does not bend a fit.
+    Curves are fitted in groups of equal length (rounded up to 8 points), so that a
+    curve's fit does not depend, not even in the last bit, on the curves beside it.
 
     Parameters
     ----------
@@ -376,12 +314,9 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
     mask : ndarray of bool (B, n)
         Which points belong to each curve (at least ``P + 1`` per row).
     iterations : int
-        Levenberg–Marquardt steps; every start of every curve moves together
-        until step 9, after which only each curve's best start goes on.
+        Levenberg–Marquardt steps in all (both rounds).
     huber : float
-        Residuals beyond ``huber`` robust standard deviations are down-weighted
-        (iteratively reweighted least squares for Huber's loss,
-        :func:`scalekit.fit.robust.irls_weights`), so one spike does not bend a fit.
+        Huber threshold in robust standard deviations; 0 fits least squares throughout.
     start : ndarray of int (B,), optional
         Use only this entry of the family's start grid for each curve (e.g. the
         one that won on a shorter prefix of the same curve) instead of all.
@@ -390,91 +325,59 @@ def fit_family(family: Family, x: np.ndarray, y: np.ndarray, mask: np.ndarray, *
     y = np.asarray(y, dtype=float)
     mask = np.asarray(mask, dtype=bool)
     scale = CurveScale.from_data(x, np.where(mask, y, 1.0), mask)
-    B, n = x.shape
-    y0 = scale.y_first / scale.y_last
-    R = np.maximum(scale.x_last / scale.x_first, 1.0 + 1e-9)
-    starts = family.starts(y0, R)                       # (B, S, P)
+    B = x.shape[0]
+    starts = family.starts(scale.y_first / scale.y_last,
+                           np.maximum(scale.x_last / scale.x_first, 1.0 + 1e-9))
     if start is not None:
         starts = starts[np.arange(B), np.asarray(start)][:, None, :]
-    S, P = starts.shape[1], starts.shape[2]
-    rep = scale.repeat(S)
-    ax = rep.axes(np.repeat(x, S, axis=0))
-    yn = np.repeat(np.where(mask, y, 1.0) / scale.y_last[:, None], S, axis=0)
-    m = np.repeat(mask, S, axis=0).astype(float)
-    u_all = family.to_free(starts.reshape(B * S, P))
-    cost_all = np.full(B * S, np.inf)
-    weights_all = m.copy()
-    rows = np.arange(B * S)              # rows still iterating
-    u, weights, lam = u_all.copy(), m.copy(), np.full(B * S, 1e-2)
-    reweight_at = (4, 8) if huber else ()
-    prune_at = max(reweight_at, default=6) + 1
+    # each curve's points first, then padding at its first x (where the law is finite
+    # if it is anywhere), in groups of one width
+    order = np.argsort(~mask, axis=1, kind="stable")
+    x, y, mask = (np.take_along_axis(a, order, axis=1) for a in (x, y, mask))
+    x = np.where(mask, x, scale.x_first[:, None])
+    log_y = np.where(mask, np.log(np.where(mask, y, 1.0) / scale.y_last[:, None]), 0.0)
+    widths = np.maximum(-(-mask.sum(axis=1) // 8) * 8, 8)
+    if widths.max() > x.shape[1]:
+        extra = ((0, 0), (0, widths.max() - x.shape[1]))
+        x, log_y, mask = np.pad(x, extra, mode="edge"), np.pad(log_y, extra), np.pad(mask, extra)
+    P = family.n_params
+    theta, rms, best = np.empty((B, P)), np.empty(B), np.zeros(B, dtype=int)
+    for width in np.unique(widths):
+        rows = np.flatnonzero(widths == width)
+        X = scale.take(rows).axes(x[rows, :width])
+        theta[rows], rms[rows], best[rows] = _fit_group(
+            family.law, X, log_y[rows, :width], mask[rows, :width].astype(float),
+            starts[rows], iterations=iterations, huber=huber)
+    ok = np.isfinite(theta).all(axis=1) & np.isfinite(rms) & (rms < 1e3)
+    return FamilyFit(family, theta, scale, rms, ok, best if start is None else np.asarray(start))
 
-    inv_y = 1.0 / yn
 
-    def residuals(uu):
-        with np.errstate(all="ignore"):
-            r = family.function(ax, family.to_natural(uu)) * inv_y - 1.0
-            r *= weights
-        return np.nan_to_num(r, copy=False, nan=1e6, posinf=1e6, neginf=-1e6)
-
-    r = residuals(u)
-    cost = (r * r).sum(axis=1)
-    eye = np.eye(P)
-    for it in range(iterations):
-        if it in reweight_at:
-            raw = np.where(m > 0, r / np.maximum(weights, 1e-12), 0.0)
-            sd = robust_scale(raw, m) + 1e-4
-            weights = m * np.sqrt(irls_weights(raw, huber * sd[:, None]))
-            r = residuals(u)
-            cost = (r * r).sum(axis=1)
-        h = 1e-7 * (1.0 + np.abs(u))
-        J = np.empty(r.shape + (P,))
-        for k in range(P):
-            du = u.copy()
-            du[:, k] += h[:, k]
-            J[:, :, k] = (residuals(du) - r) / h[:, k:k + 1]
-        Jt = J.transpose(0, 2, 1)
-        A = Jt @ J
-        g = (Jt @ r[:, :, None])[:, :, 0]
-        diag = np.einsum("bkk->bk", A)
-        damped = A + (lam[:, None] * (diag + 1e-9))[:, :, None] * eye
-        try:
-            step = np.linalg.solve(damped, -g[:, :, None])[:, :, 0]
-        except np.linalg.LinAlgError:
-            step = -g / (lam[:, None] * (diag + 1e-9) + 1e-12)
-        u_new = u + np.clip(step, -5.0, 5.0)
-        r_new = residuals(u_new)
-        cost_new = (r_new * r_new).sum(axis=1)
-        better = np.isfinite(cost_new) & (cost_new < cost)
-        small = better & (cost - cost_new <= 1e-6 * (1e-6 + cost))
-        u = np.where(better[:, None], u_new, u)
-        r = np.where(better[:, None], r_new, r)
-        cost = np.where(better, cost_new, cost)
-        lam = np.clip(np.where(better, lam * 0.3, lam * 4.0), 1e-12, 1e12)
-        finished = small | (lam > 1e6) if it >= max(reweight_at, default=0) else np.zeros_like(small)
-        if it == prune_at and S > 1:      # go on with each curve's most promising start only
-            current = cost_all.copy()
-            current[rows] = cost
-            leader = np.argmin(current.reshape(B, S), axis=1) + np.arange(B) * S
-            finished |= rows != leader[rows // S]
-        if finished.any() or it == iterations - 1:
-            if it == iterations - 1:
-                finished[:] = True
-            done_rows = rows[finished]
-            u_all[done_rows], cost_all[done_rows] = u[finished], cost[finished]
-            weights_all[done_rows] = weights[finished]
-            keep = ~finished
-            if not keep.any():
-                break
-            rows, u, r, cost, lam, weights = rows[keep], u[keep], r[keep], cost[keep], lam[keep], weights[keep]
-            ax = tuple(a[keep] for a in ax)
-            yn, m, inv_y = yn[keep], m[keep], inv_y[keep]
-    cost = cost_all.reshape(B, S)
-    best = np.argmin(np.where(np.isfinite(cost), cost, np.inf), axis=1)
-    theta = family.to_natural(u_all.reshape(B, S, P)[np.arange(B), best])
-    best_cost = cost[np.arange(B), best]
-    used = weights_all.reshape(B, S, n)[np.arange(B), best]
-    rms = np.sqrt(best_cost / np.maximum((used ** 2).sum(axis=1), 1.0))
-    ok = np.isfinite(theta).all(axis=1) & (rms < 1e3)
-    chosen = best if start is None else np.asarray(start)
-    return FamilyFit(family, theta, scale, rms, ok, chosen)
+def _fit_group(law: Law, X, log_y, weights, starts, *, iterations: int, huber: float):
+    """The rounds of :func:`fit_family` on curves of one width: natural parameters
+    (B, P), rms log residuals (B,) and the index of each curve's best start (B,)."""
+    B, S, P = starts.shape
+    rep = {k: np.repeat(v, S, axis=0) for k, v in X.items()}
+    log_y_rep, weights_rep = np.repeat(log_y, S, axis=0), np.repeat(weights, S, axis=0)
+    z = law.to_fitting(starts.reshape(B * S, P))
+    z = minimize_batch(law, rep, log_y_rep, z, loss="squared", delta=1.0, weights=weights_rep,
+                       max_iter=min(SQUARED_STEPS, iterations), ftol=1e-6, xtol=np.inf).z
+    loss, delta = "squared", np.ones(B * S)
+    if huber:
+        loss = "huber"
+        delta = huber * (robust_scale(np.nan_to_num(log_residuals(law, rep, log_y_rep, z)),
+                                      weights_rep) + 1e-4)
+    first = minimize_batch(law, rep, log_y_rep, z, loss=loss, delta=delta, weights=weights_rep,
+                           max_iter=max(min(FIRST_ROUND, iterations) - SQUARED_STEPS, 0),
+                           ftol=1e-6, xtol=np.inf)
+    objective = first.objective.reshape(B, S)
+    best = np.argmin(np.where(np.isfinite(objective), objective, np.inf), axis=1)
+    leader = np.arange(B) * S + best
+    z, delta = first.z[leader], delta[leader]
+    if iterations > FIRST_ROUND:
+        z = minimize_batch(law, X, log_y, z, loss=loss, delta=delta, weights=weights,
+                           max_iter=iterations - FIRST_ROUND, ftol=1e-6, xtol=np.inf).z
+    r = log_residuals(law, X, log_y, z)
+    used = weights * (irls_weights(r, delta[:, None]) if huber else 1.0)
+    with np.errstate(invalid="ignore"):
+        rms = np.sqrt((used * r * r).sum(axis=1) / np.maximum(used.sum(axis=1), 1e-300))
+    return law.to_natural(z), rms, best

@@ -77,6 +77,33 @@ def test_batch_rows_are_independent_of_their_neighbours():
         np.testing.assert_allclose(alone.z[0], together.z[k], rtol=1e-12)
 
 
+def test_per_row_data_fits_each_row_as_its_own_data_set():
+    """Per-row data (inputs, targets, masks and Huber thresholds of their own) give each
+    row the optimum of a separate call on that row's points alone."""
+    law = get_law("saturating_power")
+    rows = [saturating_points(seed=s, n=n) for s, n in ((3, 40), (4, 25), (5, 33))]
+    width = 40
+    x = np.ones((3, width))
+    log_y = np.zeros((3, width))
+    mask = np.zeros((3, width))
+    for i, (X, y) in enumerate(rows):
+        x[i], mask[i] = X["x"][0], 0.0        # padding at a point where the law is finite
+        x[i, :len(y)], log_y[i, :len(y)], mask[i, :len(y)] = X["x"], np.log(y), 1.0
+    log_y[1, 30:] = 50.0                      # masked points hold nonsense: it must not count
+    deltas = np.array([1e-3, 0.05, 1.0])
+    start = np.array([[0.0, 1.0, 0.5]] * 3)
+    together = minimize_batch(law, {"x": x}, log_y, start, loss="huber", delta=deltas,
+                              weights=mask)
+    for i, (X, y) in enumerate(rows):
+        alone = minimize_batch(law, X, np.log(y), start[i:i + 1], loss="huber", delta=deltas[i])
+        np.testing.assert_allclose(together.z[i], alone.z[0], rtol=1e-9, atol=1e-12)
+        assert together.objective[i] == pytest.approx(alone.objective[0], rel=1e-12)
+    with pytest.raises(ValueError, match="one row per start"):
+        minimize_batch(law, {"x": x}, log_y[:2], start, loss="huber", delta=1e-3)
+    with pytest.raises(ValueError, match="per-row data"):
+        minimize_batch(law, rows[0][0], np.log(rows[0][1]), start, loss="huber", delta=deltas)
+
+
 def test_every_start_is_counted():
     X, y = saturating_points()
     S = len(get_law("saturating_power").start_grid())
