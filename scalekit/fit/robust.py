@@ -7,10 +7,10 @@
   f_scale=delta)``); and ``rho(r, "squared", delta) = r^2 / 2``, with
   their derivatives and the Gauss–Newton curvature weights the law fits use
   (:mod:`scalekit.fit.objective`, :mod:`scalekit.fit.multistart`);
-* iteratively reweighted least squares for Huber's loss at a threshold set from the
-  data, ``k`` robust standard deviations of the residuals (:func:`robust_scale`,
-  :func:`irls_weights`), used by the learning-curve families of
-  :mod:`scalekit.surrogates.curve_families`.
+* a Huber threshold set from the data, ``k`` robust standard deviations of the
+  residuals (:func:`robust_scale`), and Huber's reweighting (:func:`irls_weights`),
+  with which the learning-curve families of :mod:`scalekit.surrogates.curve_families`
+  set each curve's threshold and report its robust scatter.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ import numpy as np
 from scalekit.fit.multistart import minimize_batch
 from scalekit.fit.objective import log_residuals
 from scalekit.fit.robust import irls_weights, robust_scale
-from scalekit.laws.base import Law
+from scalekit.laws.base import Law, Param
 from scalekit.laws.expression import law_from_expression
 from scalekit.laws.m4 import m4_law
 
@@ -185,12 +185,46 @@ def _m4_starts(y0, R):
     alpha = np.array([0.5, 0.5, 1.5, 1.5])[None, :] + 0 * linf
     s1 = (1.0 - linf) / dspan                      # L = 1 at t = 1
     beta = np.exp((1.0 - alpha) * np.log(dspan) + np.log(s1) - alpha * np.log(1.0 - s1))
-    return _grid(linf, top, alpha, beta, 0.5 + 0 * linf)
+    return _grid(linf, dspan, alpha, beta, 0.5 + 0 * linf)
 
 
 #: Range of a positive parameter on the normalised axes: a value that runs off to 0 or
 #: infinity in a flat direction (pow4's b where the curve is a pow3) stops at a bound.
 POSITIVE_RANGE = (1e-12, 1e12)
+
+
+def _m4_family_law() -> Law:
+    """M4 (:func:`~scalekit.laws.m4.m4_law` on ``t``) with every parameter positive and
+    fitted as a logarithm, ``L0 = Linf + D``: ``(Linf, D, alpha, beta, c)``."""
+    base = m4_law(input="t")
+    lower, upper = POSITIVE_RANGE
+
+    def to_base(z):
+        v = np.exp(z)
+        return np.stack([v[..., 0], v[..., 0] + v[..., 1], v[..., 2], z[..., 3], v[..., 4]],
+                        axis=-1), v
+
+    def log_value_and_jacobian(X, z):
+        zb, v = to_base(np.asarray(z, dtype=float))
+        value, J = base.log_value_and_jacobian(X, zb)
+        out = np.empty_like(J)
+        out[..., 0] = (J[..., 0] + J[..., 1]) * v[..., 0:1]
+        out[..., 1] = J[..., 1] * v[..., 1:2]
+        out[..., 2] = J[..., 2] * v[..., 2:3]
+        out[..., 3] = J[..., 3]
+        out[..., 4] = J[..., 4] * v[..., 4:5]
+        return value, out
+
+    def function(X, theta):
+        with np.errstate(divide="ignore"):
+            return np.exp(base.log_function(X, to_base(np.log(np.asarray(theta, float)))[0]))
+
+    return Law(name="m4", inputs=("t",),
+               params=tuple(Param(n, lower, upper, log=True)
+                            for n in ("Linf", "D", "alpha", "beta", "c")),
+               formula="(L - Linf)/(Linf + D - L)^alpha = beta*t^-c", function=function,
+               log_function=lambda X, z: base.log_function(X, to_base(np.asarray(z, float))[0]),
+               log_value_and_jacobian=log_value_and_jacobian, description=base.description)
 
 
 def _family(name: str, expression: str, signed: tuple[str, ...], starts) -> CurveFamily:
@@ -221,7 +255,7 @@ FAMILIES: dict[str, CurveFamily] = {f.name: f for f in (
             ("alpha",), _weibull_starts),
     _family("ilog2", "c + a/log(1 + tau)", ("c",), _ilog2_starts),
     _family("satpow", "E + A*t**-alpha", (), _pow3_starts),
-    CurveFamily(m4_law(input="t"), _m4_starts),
+    CurveFamily(_m4_family_law(), _m4_starts),
 )}
 """Every family by name; ``satpow`` is the saturating power law E + A x^-alpha and
 ``m4`` the estimator M4 of Alabdulmohsin, Neyshabur & Zhai (2022)."""
@@ -373,6 +407,9 @@ def _fit_group(law: Law, X, log_y, weights, starts, *, iterations: int, huber: f
     best = np.argmin(np.where(np.isfinite(objective), objective, np.inf), axis=1)
     leader = np.arange(B) * S + best
     z, delta = first.z[leader], delta[leader]
+    if huber:            # the threshold again, from the better fit of the leading start
+        delta = huber * (robust_scale(np.nan_to_num(log_residuals(law, X, log_y, z)),
+                                      weights) + 1e-4)
     if iterations > FIRST_ROUND:
         z = minimize_batch(law, X, log_y, z, loss=loss, delta=delta, weights=weights,
                            max_iter=iterations - FIRST_ROUND, ftol=1e-6, xtol=np.inf).z
