@@ -65,6 +65,18 @@ class FlatResult(ResultProtocol):
         return cls(**values)
 
 
+def frame_from_records(records: list[dict[str, Any]]):
+    """A DataFrame from ``to_dict(orient="records")`` rows read back from strict JSON.
+
+    JSON ``null`` (a non-finite float written by :func:`scalekit.serialise.dumps`) reads
+    back as NaN, also in a column that is null throughout.
+    """
+    import numpy as np
+    import pandas as pd
+
+    return pd.DataFrame(records).fillna(np.nan).infer_objects()
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)

@@ -160,6 +160,10 @@ def test_isoflop_report_follows_the_protocol():
     report = run_isoflop(sweep(seed=1), ("2", "3"), settings, seed=0, source=None)
     back = IsoFLOPReport.from_dict(json.loads(dumps(report.to_dict())))
     assert back.to_dict() == json.loads(dumps(report.to_dict()))
+    assert list(back.fitted) == list(report.fitted) == ["2", "3"]
+    for key, model in report.fitted.items():  # each approach comes back as its estimator
+        assert type(back.fitted[key]) is type(model)
+        assert back.fitted[key].params_law_.exponent == model.params_law_.exponent
     sections = _sections(report.summary())
     assert sections[0] == "FLOPs" and sections[1] == report.tables[0]["title"]
     assert repr(report) == "IsoFLOPReport(what=IsoFLOP analysis, approaches=2, tables=%d)" % len(

@@ -24,7 +24,7 @@ from scalekit.allocate.sweep import Sweep
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.formatting import format_number
 from scalekit.progress import track
-from scalekit.results import ResultProtocol
+from scalekit.results import ResultProtocol, frame_from_records
 
 
 def reveal(sweep: Sweep) -> Callable:
@@ -158,10 +158,8 @@ class ReplayResult(ResultProtocol):
 
     @classmethod
     def from_dict(cls, data: dict) -> "ReplayResult":
-        def frame(records):
-            return pd.DataFrame(records).fillna(np.nan).infer_objects()
-
-        return cls(frame(data["rows"]), frame(data["averages"]), float(data["exhaustive_flops"]))
+        return cls(frame_from_records(data["rows"]), frame_from_records(data["averages"]),
+                   float(data["exhaustive_flops"]))
 
     def _summary_title(self) -> str:
         seeds = self.rows["seed"].nunique() if "seed" in self.rows else 0

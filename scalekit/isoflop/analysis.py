@@ -16,6 +16,8 @@ from scalekit.isoflop.points import convention_text, final_points
 from scalekit.results import ResultProtocol
 
 NAMES = {"1": "1 envelope", "2": "2 IsoFLOP profiles", "3": "3 parametric law"}
+#: The estimator of each approach.
+APPROACHES = {"1": Envelope, "2": IsoFLOPProfiles, "3": ParametricOptimum}
 
 
 @dataclass(repr=False)
@@ -23,8 +25,8 @@ class IsoFLOPReport(ResultProtocol):
     """What ``run_isoflop`` produced: the JSON body, tables as data
     (see :mod:`scalekit.report.tables`), the fitted estimators and the note lines.
 
-    ``to_dict`` is the body with the title, tables and notes; the fitted
-    estimators are not part of it (each writes its own ``to_dict`` into the body).
+    ``to_dict`` is the body with the title, tables and notes; each fitted estimator
+    writes its own ``to_dict`` into the body, and ``from_dict`` rebuilds them from it.
     """
 
     title: str
@@ -40,7 +42,9 @@ class IsoFLOPReport(ResultProtocol):
     @classmethod
     def from_dict(cls, data: dict) -> "IsoFLOPReport":
         body = {k: v for k, v in data.items() if k not in ("title", "tables", "notes_lines")}
-        return cls(data["title"], body, list(data["tables"]), {}, list(data["notes_lines"]))
+        fitted = {key: APPROACHES[key].from_dict(body["approaches"][name])
+                  for key, name in NAMES.items() if name in body.get("approaches", {})}
+        return cls(data["title"], body, list(data["tables"]), fitted, list(data["notes_lines"]))
 
     def _summary_title(self) -> str:
         return self.title
@@ -162,7 +166,7 @@ def _tables(fitted, table, explained, target, level) -> list[dict]:
                         _g(r["loss_opt"], 4), _g(r["offset"], 2), _g(r["misfit_p"], 2),
                         r["flags"] or "-"]
                        for _, r in m.budgets_.iterrows()]
-        out.append({"title": f"Approach 2 budgets ({m.assignment_.method}); vertex in log {var}; "
+        out.append({"title": f"Approach 2 budgets ({m.budgeting_}); vertex in log {var}; "
                              f"points used: {m.windows_.method}",
                     "columns": ["budget", "points used", f"{var}* [{pct}]", "loss*", "offset",
                                 "misfit p", "flags"],

@@ -16,9 +16,11 @@ import pandas as pd
 from scalekit.checks import check_number
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.errors import InputError
+from scalekit.formatting import format_interval
 from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.powerfit import fit_power_law
 from scalekit.progress import track
+from scalekit.results import frame_from_records
 
 
 class Envelope(AllocationEstimator):
@@ -43,6 +45,8 @@ class Envelope(AllocationEstimator):
     warnings_ : list of str
     diagnostics_ : list of Diagnostic
     """
+
+    TITLE = "Approach 1 (envelope of learning curves): N*(C) = k_N·C^a, D*(C) = k_D·C^b"
 
     def __init__(self, *, n_grid: int = 200, n_boot: int = 1000, ci_level: float = 0.95,
                  convention: str = "6ND", flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN,
@@ -116,8 +120,21 @@ class Envelope(AllocationEstimator):
         return self
 
     def to_dict(self) -> dict:
+        """a, b, k_N, k_D with intervals, the frontier, settings, warnings (see
+        :meth:`from_dict`)."""
         self._check_fitted()
-        return self._allocation_json(n_compute_values=int(self.frontier_["used"].sum()))
+        return self._allocation_json(n_compute_values=int(self.frontier_["used"].sum()),
+                                     frontier=self.frontier_.to_dict(orient="records"))
+
+    def _restore(self, data: dict) -> None:
+        self.frontier_ = frame_from_records(data["frontier"])
+
+    def _fitted_sections(self) -> list:
+        used = self.frontier_[self.frontier_["used"]]
+        return [("Envelope", [("compute values used", f"{len(used)} of {len(self.frontier_)}"),
+                              ("runs on the envelope", int(used["run"].nunique())),
+                              ("model sizes", format_interval((used["params"].min(),
+                                                               used["params"].max())))])]
 
 
 def _curves(points: pd.DataFrame, source) -> dict:

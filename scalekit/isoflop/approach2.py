@@ -23,12 +23,14 @@ import pandas as pd
 from scalekit.checks import check_choice, check_number
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.diagnostics import Diagnostic
-from scalekit.errors import InputError
+from scalekit.errors import InputError, NotFittedError
+from scalekit.formatting import format_number, format_with_interval
 from scalekit.isoflop.budgets import assign_budgets
 from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.parabolas import Groups, fit_parabolas, group_scaling, vertices
 from scalekit.isoflop.powerfit import fit_power_law
 from scalekit.isoflop.windows import SMALLEST, check_window, choose_windows
+from scalekit.results import frame_from_records
 
 #: Budget checks, with the condition each one flags.
 CHECKS = {
@@ -77,6 +79,10 @@ class IsoFLOPProfiles(AllocationEstimator):
         range, ``params_opt``/``tokens_opt`` with intervals, ``loss_opt``,
         ``curvature``, ``offset`` (vertex position in the sampled range, -1 … 1),
         ``misfit_p`` (lack-of-fit p-value of the parabola), ``flags``.
+    budgeting_ : str
+        How the points were grouped into budgets.
+    assignment_ : BudgetAssignment
+        The budget of every point read.
     windows_ : Windows
         The points chosen per budget and the pure error behind the choice.
     points_ : DataFrame
@@ -92,7 +98,13 @@ class IsoFLOPProfiles(AllocationEstimator):
         points, implausible exponents, points left out.
     warnings_ : list of str
         The messages of the diagnostics of severity warning or error.
+
+    An estimator rebuilt by :meth:`from_dict` has what the report carries (the laws,
+    ``budgets_``, ``budgeting_``, the diagnostics); the points, windows, assignment and
+    bootstrap replicates stay with the fit that made them.
     """
+
+    TITLE = "Approach 2 (IsoFLOP profiles): N*(C) = k_N·C^a, D*(C) = k_D·C^b"
 
     def __init__(self, *, profile: str = "params", figures: int = 2, budgets=None,
                  tolerance: float = 0.1, window="auto", n_boot: int = 1000,
@@ -199,6 +211,7 @@ class IsoFLOPProfiles(AllocationEstimator):
         table["flags"] = [",".join(row) for row in flags]
         self.budgets_ = table.reset_index(drop=True)
         self.assignment_ = assignment
+        self.budgeting_ = assignment.method
         self.windows_ = windows
         self.points_ = points.reset_index(drop=True)
         self.sampled_points_ = sampled
@@ -221,6 +234,10 @@ class IsoFLOPProfiles(AllocationEstimator):
         """``(params_law, tokens_law)`` refitted without the budgets carrying ``flag``."""
         self._check_fitted()
         check_choice("flag", flag, tuple(CHECKS))
+        if not hasattr(self, "vertex_replicates_"):
+            raise NotFittedError("refit_without needs the vertices' bootstrap replicates, which "
+                                 "a report does not carry; fit this IsoFLOPProfiles (rebuilt "
+                                 "by from_dict) again")
         keep = ~self.budgets_["flags"].str.split(",").apply(lambda row: flag in row).to_numpy()
         if np.isfinite(self.budgets_["params_opt"].to_numpy()[keep]).sum() < 3:
             return None  # a line through fewer than three vertices has no residual
@@ -285,8 +302,26 @@ class IsoFLOPProfiles(AllocationEstimator):
     def to_dict(self) -> dict:
         """Per-approach body of the report: a, b, k_N, k_D with intervals, budgets, warnings."""
         self._check_fitted()
-        return self._allocation_json(budgets=self.budgets_, budgeting=self.assignment_.method,
+        return self._allocation_json(budgets=self.budgets_, budgeting=self.budgeting_,
                                      profile=self.profile)
+
+    def _restore(self, data: dict) -> None:
+        self.budgets_ = frame_from_records(data["budgets"])
+        self.budgeting_ = data["budgeting"]
+
+    def _fitted_sections(self) -> list:
+        var = self.profile
+        rows = [(format_number(row["budget"]),
+                 f"{var}* {format_with_interval(row[f'{var}_opt'], _ci(row, var))}, "
+                 f"loss* {format_number(row['loss_opt'])}, points {row['n_points']}/"
+                 f"{row['n_sampled']}, flags {row['flags'] or '-'}")
+                for _, row in self.budgets_.iterrows()]
+        return [("Budgets", [("grouping", self.budgeting_), *rows])]
+
+
+def _ci(row, name: str):
+    """The interval of ``name``'s optimum in a budgets row (None without a bootstrap)."""
+    return (row[f"{name}_lo"], row[f"{name}_hi"]) if f"{name}_lo" in row else None
 
 
 def _usable_budgets(points: pd.DataFrame, profile: str, source: str | None):

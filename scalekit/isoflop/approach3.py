@@ -14,6 +14,7 @@ import numpy as np
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.errors import InputError
+from scalekit.fit.result import FitResult
 from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.powerfit import derived_power_law
 
@@ -62,6 +63,8 @@ class ParametricOptimum(AllocationEstimator):
     diagnostics_ : list of Diagnostic
     """
 
+    TITLE = "Approach 3 (parametric law): N*(C) = k_N·C^a, D*(C) = k_D·C^b"
+
     def __init__(self, *, loss: str = "huber", delta: float = 1e-3, n_boot: int = 200,
                  starts=None, ci_level: float = 0.95, convention: str = "6ND",
                  flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN, seed: int = 0) -> None:
@@ -76,7 +79,7 @@ class ParametricOptimum(AllocationEstimator):
 
     def settings(self) -> dict:
         return {"loss": self.loss, "delta": self.delta, "n_boot": self.n_boot,
-                "starts": None if self.starts is None else len(self.starts),
+                "starts": None if self.starts is None else np.asarray(self.starts).tolist(),
                 "ci_level": self.ci_level, "convention": self.convention,
                 "flops_per_param_token": self.flops_per_param_token, "seed": self.seed}
 
@@ -110,8 +113,20 @@ class ParametricOptimum(AllocationEstimator):
         return self
 
     def to_dict(self) -> dict:
+        """a, b, k_N, k_D with intervals, G, the law's fit, settings, warnings (see
+        :meth:`from_dict`)."""
         self._check_fitted()
         return self._allocation_json(G=self.G_, law=self.result_.to_dict())
+
+    def _restore(self, data: dict) -> None:
+        self.result_ = FitResult.from_dict(data["law"])
+        self.G_ = float(data["G"])
+
+    def _fitted_sections(self) -> list:
+        values = self.result_.values
+        return [("Law", [*((name, values[name]) for name in values), ("G", self.G_),
+                         ("objective", self.result_.stats.get("objective")),
+                         ("n_points", self.result_.stats.get("n_points"))])]
 
 
 def _check_design(points, n_params: int, source) -> None:

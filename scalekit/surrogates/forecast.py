@@ -17,7 +17,7 @@ import pandas as pd
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
 from scalekit.formatting import collapse_notes, format_interval, format_number
-from scalekit.results import ResultProtocol
+from scalekit.results import ResultProtocol, frame_from_records
 from scalekit.surrogates.base import check_curve
 from scalekit.surrogates.curve_families import FAMILIES
 from scalekit.surrogates.evaluate import (QUANTILES, Task, averaged_method, cut_curves,
@@ -107,7 +107,7 @@ class Forecast(ResultProtocol):
 
     @classmethod
     def from_dict(cls, data: dict) -> "Forecast":
-        table = pd.DataFrame(data["forecasts"]).fillna(np.nan).infer_objects()
+        table = frame_from_records(data["forecasts"])
         return cls(data["method"], data["x"], data["y"], float(data["to"]), table,
                    list(data["warnings"]))
 
