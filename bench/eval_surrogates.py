@@ -195,7 +195,8 @@ def main() -> None:
     for name, tasks in datasets.items():
         chosen = methods()
         subset = lambda t: t.group.split("|")[0]  # noqa: E731 - the cut, or the Domain
-        table = evaluate(tasks, chosen, split_seed=args.seed, by=subset, calibrate_by=subset)
+        table = evaluate(tasks, chosen, split_seed=args.seed, by=subset,
+                         calibrate_by=subset).table
         print(f"\n== {name}: {len(tasks)} forecasts, {len({t.run for t in tasks})} runs ==")
         print(table[table["subset"] == "all"].drop(columns="subset")
               .round(4).to_string(index=False))

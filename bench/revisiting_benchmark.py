@@ -127,7 +127,7 @@ def main() -> None:
     methods = {**candidates, "m4": ensemble_method(families=("m4",)),
                DEFAULT: default_method(candidates)}
     start = time.perf_counter()
-    table = holdout_benchmark(all_tasks, methods, reference="m4-paper")
+    table = holdout_benchmark(all_tasks, methods, reference="m4-paper").table
     pd.set_option("display.width", 200)
     shown = table.rename(columns={"ratio_to_reference": "x M4", "win_rate_vs_reference": "wins",
                                   "rmse_log": "rmse", "cover50": "c50", "cover80": "c80",

@@ -89,7 +89,7 @@ def forecast(
     if evaluate and holdout_column is not None:
         methods = list(METHODS) if method == "all" else [method]
         table = holdout_frame(frame, methods=methods, train=holdout_column, x=axis, y=y, by=by,
-                              reference=reference)
+                              reference=reference).table
         settings.update(holdout_column=holdout_column, by=by, reference=reference)
         body = {"groups": _groups(table, reference), "reference": reference, "warnings": notes}
         shown = table.rename(columns={"rmse_log": "rmse", "ratio_to_reference": "x ref",
@@ -100,8 +100,9 @@ def forecast(
                              f"rest; RMSE of ln loss; ref = {reference})", shown)
     elif evaluate:
         methods = list(METHODS) if method == "all" else [method]
-        table = evaluate_frame(frame, methods=methods, x=axis, y=y)
-        body = {"evaluation": table.to_dict(orient="records"), "warnings": notes}
+        scores = evaluate_frame(frame, methods=methods, x=axis, y=y)
+        table = scores.table
+        body = {**scores.to_dict(), "warnings": notes}
         shown = table[["method", "subset", "curves", "final_log_err", "tail_mape_pct",
                        "cover50", "cover80", "cover95", "ms_per_curve"]]
         shown_table = _table("forecast evaluation (cut at 10/20/30/50%)", shown)

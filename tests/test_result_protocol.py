@@ -187,3 +187,62 @@ def test_a_forecast_follows_the_protocol():
     assert repr(result) == "Forecast(method=satpow, runs=2, to=400)"
     # the exact curve is E + A x^-0.5: the median at 400 lies near it
     assert result.final["q0.5"].to_numpy() == pytest.approx([2.15, 2.25], abs=0.02)
+
+
+def _known_curve_tasks():
+    """Curves ``2 + s·x^-0.5`` cut at x = 20 and forecast to x = 40, in two groups."""
+    from scalekit.surrogates.evaluate import Task
+
+    x, target = np.arange(1.0, 21.0), np.arange(21.0, 41.0)
+    return [Task(f"r{s}", x, 2.0 + s * x ** -0.5, target, 2.0 + s * target ** -0.5,
+                 group="A" if s < 4 else "B") for s in (2.0, 3.0, 4.0, 5.0)]
+
+
+def _exact(tasks):
+    """The true curve as the median, ±10% intervals: every truth inside, no error."""
+    from scalekit.surrogates.evaluate import QUANTILES
+
+    spread = np.where(QUANTILES < 0.5, 0.9, np.where(QUANTILES > 0.5, 1.1, 1.0))
+    return [t.y_target[:, None] * spread[None, :] for t in tasks]
+
+
+def _last(tasks):
+    """The last observed loss, everywhere."""
+    from scalekit.surrogates.evaluate import QUANTILES
+
+    return [np.full((t.x_target.size, QUANTILES.size), t.y[-1]) for t in tasks]
+
+
+@pytest.mark.parametrize("kind", ["evaluation", "benchmark"])
+def test_forecast_scores_follow_the_protocol(kind):
+    import pandas as pd
+
+    from scalekit.surrogates import ForecastScores
+    from scalekit.surrogates.evaluate import evaluate, holdout_benchmark
+
+    tasks = _known_curve_tasks()
+    methods = {"exact": _exact, "last": _last}
+    if kind == "evaluation":
+        scores = evaluate(tasks, methods, by=lambda t: t.group)
+        column, error = "subset", "final_log_err"
+        # the last observed loss misses the final point by log((2 + s/sqrt 20) / (2 + s/sqrt 40))
+        s = np.array([2.0, 3.0, 4.0, 5.0])
+        miss = np.mean(np.log((2 + s / np.sqrt(20)) / (2 + s / np.sqrt(40))))
+    else:
+        scores = holdout_benchmark(tasks, methods, reference="last")
+        column, error = "group", "rmse_log"
+    table = scores.table.set_index([column, "method"])
+    assert table[error].xs("exact", level="method").max() == pytest.approx(0.0, abs=1e-12)
+    assert (table["cover80"].xs("exact", level="method") == 1.0).all()
+    if kind == "evaluation":
+        assert table.loc[("all", "last"), error] == pytest.approx(miss, rel=1e-12)
+    back = ForecastScores.from_dict(json.loads(dumps(scores.to_dict())))
+    pd.testing.assert_frame_equal(back.table, scores.table, check_exact=True)
+    assert (back.kind, back.reference) == (scores.kind, scores.reference) == (
+        kind, None if kind == "evaluation" else "last")
+    labels = ["all", "A", "B"] if kind == "evaluation" else ["A", "B"]
+    assert _sections(scores.summary()) == [f"{column.capitalize()} {label}" for label in labels]
+    assert back.summary() == scores.summary()
+    line = repr(scores)
+    assert line == f"ForecastScores(kind={kind}, methods=2, {column}s={len(labels)})"
+    assert "\n" not in line and len(line) < 100

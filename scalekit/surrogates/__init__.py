@@ -11,7 +11,8 @@
   reference (:mod:`scalekit.surrogates.paper_m4`);
 - :func:`forecast_frame` / :func:`evaluate_frame` / :func:`holdout_frame` — the
   same on a tidy curve frame (:mod:`scalekit.surrogates.forecast`); the
-  evaluation harness lives in :mod:`scalekit.surrogates.evaluate`.
+  evaluation harness lives in :mod:`scalekit.surrogates.evaluate`, its scores are a
+  :class:`ForecastScores` (:mod:`scalekit.surrogates.scores`).
 """
 
 from scalekit.surrogates.ensemble import ParametricEnsemble, forecast_batch
@@ -19,6 +20,7 @@ from scalekit.surrogates.forecast import evaluate_frame, forecast_frame, holdout
 from scalekit.surrogates.gp import ExponentialDecay, GPSurrogate
 from scalekit.surrogates.joint import JointSurrogate
 from scalekit.surrogates.paper_m4 import PaperM4
+from scalekit.surrogates.scores import ForecastScores
 
 __all__ = ["ParametricEnsemble", "GPSurrogate", "JointSurrogate", "ExponentialDecay",
-           "PaperM4", "forecast_batch", "forecast_frame", "evaluate_frame", "holdout_frame"]
+           "PaperM4", "ForecastScores", "forecast_batch", "forecast_frame", "evaluate_frame", "holdout_frame"]

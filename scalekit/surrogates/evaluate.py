@@ -26,6 +26,7 @@ from scalekit.checks import check_number, fail
 from scalekit.errors import InputError
 from scalekit.progress import track
 from scalekit.surrogates.base import check_curve
+from scalekit.surrogates.scores import ForecastScores
 
 QUANTILES = np.array([0.025, 0.1, 0.25, 0.5, 0.75, 0.9, 0.975])
 LEVELS = (0.5, 0.8, 0.95)
@@ -242,8 +243,9 @@ def calibrated(tasks: Sequence[Task], quantiles: Sequence[np.ndarray],
 
 def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
              split_seed: int | None = None, by: Callable[[Task], str] | None = None,
-             calibrate_by: Callable[[Task], str] | None = None) -> pd.DataFrame:
-    """Score every method on ``tasks``; one row per method (and per ``by`` label).
+             calibrate_by: Callable[[Task], str] | None = None) -> ForecastScores:
+    """Score every method on ``tasks``: a :class:`ForecastScores` whose ``table`` has one
+    row per method (and per ``by`` label, column ``subset``).
 
     Every method forecasts every task. With ``split_seed`` the runs are split in
     two halves (:func:`calibration_split`): intervals are recalibrated on the
@@ -289,7 +291,7 @@ def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
                 row = {"method": name, "subset": label, **score(subset, fixed),
                        "raw_cover80": row["cover80"], "scale80": scales["all"][0.8]}
             rows.append(row)
-    return pd.DataFrame(rows)
+    return ForecastScores(pd.DataFrame(rows), "evaluation")
 
 
 def ensemble_method(**settings) -> Method:
@@ -513,11 +515,12 @@ def win_rate(errors: np.ndarray, reference: np.ndarray, *, decimals: int = 3) ->
 
 def holdout_benchmark(tasks: Sequence[Task], methods: Mapping[str, Method], *,
                       reference: str, by: Callable[[Task], str] = lambda t: t.group
-                      ) -> pd.DataFrame:
+                      ) -> ForecastScores:
     """The benchmark protocol of Alabdulmohsin, Neyshabur & Zhai (2022) on marked curves.
 
     Each task is one evaluation (its prefix: the rows marked for fitting; its
-    targets: every held-out row). Per label of ``by`` (their Domain) and method:
+    targets: every held-out row). A :class:`ForecastScores` whose ``table`` has, per
+    label of ``by`` (their Domain, column ``group``) and method:
     ``rmse_log``, the mean over evaluations of :func:`rmse_log`;
     ``ratio_to_reference``, that mean over the reference method's;
     ``win_rate_vs_reference`` (:func:`win_rate`, per evaluation against
@@ -554,7 +557,7 @@ def holdout_benchmark(tasks: Sequence[Task], methods: Mapping[str, Method], *,
                     np.concatenate([inside[name][level][i] for i in members]).mean())
             row["n_evaluations"] = int(members.size)
             rows.append(row)
-    return pd.DataFrame(rows)
+    return ForecastScores(pd.DataFrame(rows), "benchmark", reference)
 
 
 def calibration_split(tasks: Sequence[Task], *, seed: int = 0) -> tuple[list[Task], list[Task]]:

@@ -20,6 +20,7 @@ from scalekit.formatting import collapse_notes, format_interval, format_number
 from scalekit.results import ResultProtocol, frame_from_records
 from scalekit.surrogates.base import check_curve
 from scalekit.surrogates.curve_families import FAMILIES
+from scalekit.surrogates.scores import ForecastScores
 from scalekit.surrogates.evaluate import (QUANTILES, Task, averaged_method, cut_curves,
                                           ensemble_method, estimator_method, evaluate,
                                           holdout_benchmark, joint_method, paper_m4_method,
@@ -201,7 +202,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
 
 def evaluate_frame(frame: pd.DataFrame, *, methods: Sequence[str], x: str = "step",
                    y: str = "loss", fractions: Sequence[float] = (0.1, 0.2, 0.3, 0.5),
-                   split_seed: int | None = None) -> pd.DataFrame:
+                   split_seed: int | None = None) -> ForecastScores:
     """Cut every (complete) run at ``fractions`` of its last x and score each method.
 
     The joint surrogate is fitted across all runs cut at the same fraction.
@@ -219,7 +220,7 @@ def evaluate_frame(frame: pd.DataFrame, *, methods: Sequence[str], x: str = "ste
 
 def holdout_frame(frame: pd.DataFrame, *, methods: Sequence[str], train: str, x: str = "step",
                   y: str = "loss", by: str | None = None, reference: str = "m4-paper",
-                  min_points: int = 5) -> pd.DataFrame:
+                  min_points: int = 5) -> ForecastScores:
     """Fit each run on its rows with ``train`` true, forecast the others, score per ``by``.
 
     The protocol of Alabdulmohsin, Neyshabur & Zhai (2022): one evaluation per

@@ -65,7 +65,8 @@ def test_ensemble_beats_persistence_on_real_curves(published_data):
 
     def persistence(tasks):
         return [np.full((t.x_target.size, QUANTILES.size), t.y[-1]) for t in tasks]
-    table = evaluate(tasks, {"ensemble": ensemble_method(), "last": persistence}).set_index("method")
+    table = evaluate(tasks, {"ensemble": ensemble_method(),
+                             "last": persistence}).table.set_index("method")
     assert table.loc["ensemble", "final_log_err"] < 0.6 * table.loc["last", "final_log_err"]
 
 

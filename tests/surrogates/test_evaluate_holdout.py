@@ -87,7 +87,7 @@ def test_protocol_matches_a_slow_computation():
         tasks.append(Task(f"r{i}", np.arange(1.0, 7.0), np.linspace(1.2, 1.0, 6),
                           np.arange(7.0, 10.0 + i), truth, group="A" if i < 3 else "B"))
     methods = {"ref": _fixed(0.97, 0.02), "ours": _fixed(0.99, 0.05)}
-    table = holdout_benchmark(tasks, methods, reference="ref").set_index(["group", "method"])
+    table = holdout_benchmark(tasks, methods, reference="ref").table.set_index(["group", "method"])
     from scipy.stats import norm
     for group, members in (("A", tasks[:3]), ("B", tasks[3:])):
         per = {}

@@ -88,7 +88,7 @@ def test_evaluate_hands_the_calibration_half_to_a_learning_method():
     """The exact candidate wins the weight, so the stacked error is the exact one's: zero."""
     tasks = _tasks(30)
     stacked = StackedMethod({"exact": _constant(0.0), "off": _constant(0.3)})
-    table = evaluate(tasks, {"stacked": stacked}, split_seed=0).set_index("subset")
+    table = evaluate(tasks, {"stacked": stacked}, split_seed=0).table.set_index("subset")
     assert stacked.weights_["exact"] == pytest.approx(1.0, abs=1e-3)
     assert table.loc["all", "final_log_err"] < 1e-3
     # the calibration half is scored in its own row, on its own tasks
