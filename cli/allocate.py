@@ -16,9 +16,9 @@ from typing import Optional
 
 import typer
 
-from .common import (choice_argument, choice_option, format_option, json_option, on_interrupt,
-                     open_frame, parse_mapping, plot_option, print_renderable, print_tables,
-                     quiet_option, store_option)
+from .common import (choice_argument, choice_option, format_option, json_option,
+                     library_choices, on_interrupt, open_frame, parse_mapping, plot_option,
+                     print_renderable, print_tables, quiet_option, store_option)
 
 MODES = ("replay", "plan", "run")
 allocate_app = typer.Typer(name="allocate", no_args_is_help=True,
@@ -69,12 +69,15 @@ _CURVES = typer.Option(None, "--curves", help="Curves file (CSV, JSONL, Parquet,
                        "TensorBoard dir).")
 _STORE = store_option(default=None)
 _POLICY_HELP = "loss (plain SH), forecast or frontier"
+_POLICIES = ("scalekit.allocate.policies", "PROMOTION_POLICIES")
 _ETA = typer.Option(3, "--eta", callback=_eta, help="Reduction factor of Successive Halving.")
 _MIN_RESOURCE = typer.Option(None, "--min-resource", callback=_positive("--min-resource"),
                              help="Resource of the first rung (default: fitted to the budget).")
-_RESOURCE = choice_option("compute", "--resource", ("compute", "step", "tokens"),
+_RESOURCE = choice_option("compute", "--resource",
+                          library_choices("scalekit.allocate.sweep", "RESOURCES"),
                           "Resource axis: compute, step or tokens.")
-_SURROGATE = choice_option("joint", "--surrogate", ("joint", "ensemble", "gp"),
+_SURROGATE = choice_option("joint", "--surrogate",
+                           library_choices("scalekit.allocate.forecasters", "SURROGATES"),
                            "Surrogate of the forecast and frontier policies: joint, ensemble "
                            "or gp.")
 _SEED = typer.Option(0, "--seed", callback=_at_least("--seed", 0),  # numpy seeds are >= 0
@@ -82,7 +85,8 @@ _SEED = typer.Option(0, "--seed", callback=_at_least("--seed", 0),  # numpy seed
 _GROUP = typer.Option(None, "--group", help="Columns whose values name a run, comma-separated "
                       "(e.g. model,peak_lr,sweep).")
 _MAP = typer.Option([], "--map", help="Column role, as role=column (repeatable).")
-_DUPLICATES = choice_option("error", "--duplicates", ("error", "first", "last"),
+_DUPLICATES = choice_option("error", "--duplicates",
+                            library_choices("scalekit.curves.readers", "DUPLICATES"),
                             "A step a run logs twice in --curves: error, or keep the first or "
                             "last one.")
 _JSON = json_option()
@@ -94,8 +98,8 @@ _FORMAT = format_option()
 def replay_command(
     budget: list[str] = _BUDGETS, curves: Optional[Path] = _CURVES,
     store: Optional[Path] = _STORE,
-    policy: Optional[str] = choice_option(None, "--policy", ("loss", "forecast", "frontier",
-                                                             "uniform"),
+    policy: Optional[str] = choice_option(None, "--policy",
+                                          library_choices(*_POLICIES, "uniform"),
                                           _POLICY_HELP + " or uniform; all are compared when "
                                           "omitted."),
     eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE, resource: str = _RESOURCE,
@@ -126,7 +130,7 @@ def replay_command(
 @allocate_app.command("plan")
 def plan_command(
     budget: str = _BUDGET, curves: Optional[Path] = _CURVES, store: Optional[Path] = _STORE,
-    policy: str = choice_option("forecast", "--policy", ("loss", "forecast", "frontier"),
+    policy: str = choice_option("forecast", "--policy", library_choices(*_POLICIES),
                                 _POLICY_HELP + "."),
     eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE,
     max_resource: Optional[float] = typer.Option(None, "--max-resource",
@@ -154,7 +158,7 @@ def run_command(
     task: str = choice_argument("task", _tasks, "synthetic, or a scalekit train task."),
     budget: str = _BUDGET,
     store: Path = store_option(default=None, writes=True),
-    policy: str = choice_option("forecast", "--policy", ("loss", "forecast", "frontier"),
+    policy: str = choice_option("forecast", "--policy", library_choices(*_POLICIES),
                                 _POLICY_HELP + "."),
     eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE,
     surrogate: str = _SURROGATE, seed: int = _SEED,
@@ -270,13 +274,14 @@ def _policy_factory(surrogate):
 
 
 def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, candidates, plot):
+    from scalekit.allocate.policies import PROMOTION_POLICIES
     from scalekit.allocate.replay import replay
     from scalekit.allocate.schedules import format_rung_table
     from scalekit.formatting import format_number
     from scalekit.report.tables import table_data
 
     # uniform and budget-matched plain SH (loss) are the two baselines every policy is read against
-    wanted = ["uniform", "loss", "forecast", "frontier"] if policy is None else (
+    wanted = ["uniform", *PROMOTION_POLICIES] if policy is None else (
         list(dict.fromkeys(["uniform", "loss", policy])))
     result = replay(sweep, policies=wanted + ["exhaustive"], budgets=budgets,
                     seeds=list(range(seed, seed + seeds)), eta=eta, min_resource=min_resource,

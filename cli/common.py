@@ -13,6 +13,7 @@ Only typer and the standard library are imported at module level.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import sys
 from collections.abc import Callable, Collection
@@ -133,6 +134,16 @@ def _choice_check(name: str, choices: Collection[str] | Callable[[], Collection[
     return check
 
 
+def library_choices(module: str, name: str, *extra: str) -> Callable[[], tuple[str, ...]]:
+    """The choices of a library constant (``module.name``) and then ``extra``, read when
+    an option is given, so the CLI never repeats the library's list and --help stays
+    instant."""
+    def choices() -> tuple[str, ...]:
+        return (*getattr(importlib.import_module(module), name), *extra)
+
+    return choices
+
+
 def choice_option(default: Optional[str], flag: str,
                   choices: Collection[str] | Callable[[], Collection[str]], help: str, *,
                   many: bool = False) -> Any:
@@ -224,7 +235,8 @@ def _note_quiet(value: bool) -> bool:
 
 def format_option() -> Any:
     """The ``--format table|tsv|json`` option of commands that print tables."""
-    return choice_option("table", "--format", ("table", "tsv", "json"), "How to print the "
+    return choice_option("table", "--format",
+                         library_choices("scalekit.report.tables", "FORMATS"), "How to print the "
                          "tables: table (rich, for reading), tsv or json (for other programs).")
 
 

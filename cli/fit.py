@@ -7,12 +7,12 @@ from typing import Optional
 
 import typer
 
-from .common import (checked_number, choice_option, plot_option, bootstrap_option, ci_level_option, file_argument, json_option,
-                     map_option, open_frame, parse_mapping, print_renderable, quiet_option,
+from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
+                     file_argument, json_option, library_choices, map_option, open_frame,
+                     parse_mapping, plot_option, print_renderable, quiet_option,
                      reader_diagnostics, seed_option, store_option)
 
 FORMAT = "fit"
-RESAMPLE = ("runs", "points")
 
 
 # The data and fitting options, declared once: `scalekit fit` and `scalekit plan` take them all.
@@ -37,7 +37,8 @@ def drop_top_option():
 
 
 def objective_option():
-    return choice_option("huber", "--loss", ("huber", "squared"),
+    return choice_option("huber", "--loss",
+                         library_choices("scalekit.fit.robust", "REPORTED_LOSSES"),
                          "Objective on log residuals: huber or squared.")
 
 
@@ -53,7 +54,8 @@ def n_jobs_option():
 
 
 def resample_option():
-    return choice_option(None, "--resample", RESAMPLE, "What a bootstrap resample draws: runs "
+    return choice_option(None, "--resample", library_choices("scalekit.fit.engine", "RESAMPLE"),
+                         "What a bootstrap resample draws: runs "
                          "(whole runs; the default when runs have several points) or points.")
 
 

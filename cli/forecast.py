@@ -7,17 +7,14 @@ from typing import Optional
 
 import typer
 
-from .common import (choice_option, file_argument, format_option, json_option, map_option,
-                     open_frame, parse_mapping, plot_option, print_tables, quiet_option,
-                     store_option)
+from .common import (choice_option, file_argument, format_option, json_option,
+                     library_choices, map_option, open_frame, parse_mapping, plot_option,
+                     print_tables, quiet_option, store_option)
 
 FORMAT = "forecast"
 
 
-def _methods() -> tuple[str, ...]:
-    from scalekit.surrogates.forecast import METHODS
-
-    return (*METHODS, "all")
+_METHODS = ("scalekit.surrogates.forecast", "METHODS")
 
 
 def forecast(
@@ -30,7 +27,7 @@ def forecast(
     x: Optional[str] = typer.Option(None, "--x", help="x column (default: step; compute with "
                                     "--to-compute)."),
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
-    method: str = choice_option("stacked-backtest", "--method", _methods,
+    method: str = choice_option("stacked-backtest", "--method", library_choices(*_METHODS, "all"),
                                 "stacked-backtest (default: M4, ensemble and average stacked "
                                 "by backtests of the prefixes), ensemble, average (equal family "
                                 "weights), gp, joint, "
@@ -46,10 +43,11 @@ def forecast(
         "instead of cutting at 10/20/30/50%."),
     by: Optional[str] = typer.Option(None, "--by", help="With --holdout-column: score per "
                                      "value of this column (e.g. Domain)."),
-    reference: str = choice_option("m4-paper", "--reference", _methods, "With "
+    reference: str = choice_option("m4-paper", "--reference", library_choices(*_METHODS), "With "
                                    "--holdout-column: the method win rates and ratios compare "
                                    "with."),
-    duplicates: str = choice_option("error", "--duplicates", ("error", "first", "last"),
+    duplicates: str = choice_option("error", "--duplicates",
+                                    library_choices("scalekit.curves.readers", "DUPLICATES"),
                                     "A step a run logs twice: error, first or last."),
     run: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
     mapping: list[str] = map_option(),

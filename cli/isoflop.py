@@ -10,15 +10,15 @@ import typer
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 
 from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
-                     file_argument, format_option, json_option, map_option, open_frame,
+                     file_argument, format_option, json_option, library_choices, map_option,
+                     open_frame,
                      parse_mapping, plot_option, print_tables, quiet_option, seed_option,
                      store_option)
 
-APPROACHES = ("1", "2", "3", "all")
-
-
 def _convention_options():
-    return (choice_option("6ND", "--convention", ("6ND", "counted"), "FLOPs: 6ND (C = k·N·D) "
+    return (choice_option("6ND", "--convention",
+                          library_choices("scalekit.isoflop.points", "CONVENTIONS"),
+                          "FLOPs: 6ND (C = k·N·D) "
                           "or counted (the compute column as logged)."),
             typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token",
                          help="k in C = k·N·D."))
@@ -45,10 +45,13 @@ def _window(text: str) -> str:
 def isoflop(
     file: Optional[Path] = file_argument("Points or curves file"),
     store: Optional[Path] = store_option(default=None),
-    approach: str = choice_option("all", "--approach", APPROACHES, "1 (envelope), 2 (IsoFLOP "
-                                  "profiles), 3 (parametric law) or all."),
-    profile: str = choice_option("params", "--in", ("params", "tokens"), "Approach 2: parabola "
-                                 "in log params or log tokens."),
+    approach: str = choice_option("all", "--approach",
+                                  library_choices("scalekit.isoflop.analysis", "NAMES", "all"),
+                                  "1 (envelope), 2 (IsoFLOP profiles), 3 (parametric law) or "
+                                  "all."),
+    profile: str = choice_option("params", "--in",
+                                 library_choices("scalekit.isoflop.approach2", "PROFILES"),
+                                 "Approach 2: parabola in log params or log tokens."),
     figures: int = typer.Option(2, "--figures", help="Round budgets to this many significant "
                                 "figures.", callback=checked_number("--figures", low=1,
                                                                     integer=True)),
@@ -79,7 +82,7 @@ def isoflop(
     fmt: str = format_option(),
 ) -> None:
     """Compute-optimal N*(C) = k_N·C^a and D*(C) = k_D·C^b by three approaches, with intervals."""
-    from scalekit.isoflop.analysis import run_isoflop
+    from scalekit.isoflop.analysis import NAMES, run_isoflop
 
     frame, input_sha = open_frame(file, store, parse_mapping(mapping))
     settings = {"approach": approach, "profile": profile, "figures": figures,
@@ -87,7 +90,7 @@ def isoflop(
                 "window": int(window) if window.isdigit() else window,
                 "target_compute": target_compute, "bootstrap": bootstrap, "ci_level": ci_level,
                 "convention": convention, "flops_per_param_token": flops_per_param_token}
-    wanted = ("1", "2", "3") if approach == "all" else (approach,)
+    wanted = tuple(NAMES) if approach == "all" else (approach,)
     report = run_isoflop(frame, wanted, settings, seed=seed, source=str(file or store))
     _finish(report, "isoflop", input_sha, seed, settings, json_out, quiet, fmt)
     if plot is not None:

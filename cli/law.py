@@ -15,8 +15,9 @@ from typing import Optional
 
 import typer
 
-from .common import (choice_option, json_option, open_frame, parse_mapping, plot_option,
-                     print_renderable, quiet_option, store_option)
+from .common import (json_option, open_frame, parse_mapping, plot_option, print_renderable,
+                     quiet_option, store_option)
+from .fit import objective_option
 
 law_app = typer.Typer(help="Fit the depth, class-count or inference-k law and plan with it.",
                       no_args_is_help=True)
@@ -25,8 +26,7 @@ _FILE = typer.Argument(None, help="Measurements file (CSV, JSONL, Parquet, …).
 _MAP = typer.Option([], "--map", help="Column role, as role=column (repeatable).")
 _BOOTSTRAP = typer.Option(0, "--bootstrap", help="Bootstrap resamples (0: normal intervals "
                           "from the standard errors).")
-_LOSS = choice_option("huber", "--loss", ("huber", "squared"),
-                      "Objective on log residuals: huber or squared.")
+_LOSS = objective_option()
 _SEED = typer.Option(0, "--seed", help="Seed of every random choice.")
 _JSON = json_option()
 _PLOT = plot_option()

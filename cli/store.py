@@ -7,17 +7,11 @@ from typing import Optional
 
 import typer
 
-from .common import (check_writable, choice_option, format_option, parse_mapping, print_tables,
-                     reader_diagnostics, store_option)
+from .common import (check_writable, choice_option, format_option, library_choices,
+                     parse_mapping, print_tables, reader_diagnostics, store_option)
 
 store_app = typer.Typer(name="store", help="Keep learning curves in a SQLite store "
                         "(import, ls, show, export, rm).", no_args_is_help=True)
-
-
-def _read_formats() -> tuple[str, ...]:
-    from scalekit.curves.readers import FORMATS
-
-    return FORMATS
 
 
 @store_app.command("import")
@@ -29,7 +23,9 @@ def import_(
     store: Path = store_option(writes=True),
     mapping: list[str] = typer.Option([], "--map", help="Column role as role=column "
                                       "(repeatable); run=a,b joins several columns."),
-    format: Optional[str] = choice_option(None, "--format", _read_formats, "csv, wandb, jsonl, "
+    format: Optional[str] = choice_option(None, "--format",
+                                          library_choices("scalekit.curves.readers", "FORMATS"),
+                                          "csv, wandb, jsonl, "
                                           "parquet, tensorboard, mlflow or optuna (default: "
                                           "from the suffix, the folder or the SQLite tables)."),
     metric: str = typer.Option("loss", "--metric", help="The metric to take; where several "
@@ -38,7 +34,8 @@ def import_(
     experiment: Optional[str] = typer.Option(None, "--experiment", help="MLflow: read only "
                                              "this experiment (name or id)."),
     study: Optional[str] = typer.Option(None, "--study", help="Optuna: the study to read."),
-    duplicates: str = choice_option("error", "--duplicates", ("error", "first", "last"),
+    duplicates: str = choice_option("error", "--duplicates",
+                                    library_choices("scalekit.curves.readers", "DUPLICATES"),
                                     "A repeated (run, step): error, or keep the first or last."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
 ) -> None:
@@ -125,7 +122,9 @@ def export(
     out: Path = typer.Argument(..., callback=lambda out: check_writable(out, "OUT") or out,
                                help="Output file: .csv, .parquet or .jsonl."),
     store: Path = store_option(),
-    format: Optional[str] = choice_option(None, "--format", ("csv", "parquet", "jsonl"),
+    format: Optional[str] = choice_option(None, "--format",
+                                          library_choices("scalekit.curves.writers",
+                                                          "TABLE_FORMATS"),
                                           "csv, parquet or jsonl (default: from the suffix)."),
 ) -> None:
     """Export every run, all metrics side by side; re-importing gives the same curves."""

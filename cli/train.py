@@ -8,8 +8,8 @@ from typing import Optional
 import typer
 
 from .common import (EXPORT_SUFFIXES, checked_number, choice_argument, choice_option,
-                     on_interrupt, output_option, points_kept, print_tables, quiet_option,
-                     store_option)
+                     library_choices, on_interrupt, output_option, points_kept, print_tables,
+                     quiet_option, store_option)
 
 
 def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
@@ -28,6 +28,11 @@ def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
         except ValueError:
             raise fail(name, item, f"a comma-separated list of {kind.__name__} values") from None
     return values
+
+
+def _config(name: str):
+    """Choices of a run setting, from :mod:`scalekit.train.config`."""
+    return library_choices("scalekit.train.config", name)
 
 
 def _tasks() -> tuple[str, ...]:
@@ -84,21 +89,22 @@ def train(
     lrs: Optional[str] = typer.Option(None, "--lrs", help="Peak learning rates."),
     dropouts: Optional[str] = typer.Option(None, "--dropouts", help="Average dropout rates."),
     dropout_schedules: Optional[str] = choice_option(None, "--dropout-schedules",
-                                                     ("constant", "front_loaded"),
+                                                     _config("DROPOUT_SCHEDULES"),
                                                      "constant and/or front_loaded.", many=True),
     config: Optional[Path] = typer.Option(None, "--config", help="JSON or TOML sweep file "
                                           "(grid keys and any run setting); options given here win."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Samples per step."),
-    lr_schedule: Optional[str] = choice_option(None, "--lr-schedule", ("constant", "cosine"),
+    lr_schedule: Optional[str] = choice_option(None, "--lr-schedule", _config("LR_SCHEDULES"),
                                                "constant or cosine."),
     evals: Optional[int] = typer.Option(None, "--evals", help="Evaluations per run (log-spaced)."),
     eval_size: Optional[int] = typer.Option(None, "--eval-size", help="Validation samples."),
     data_seed: Optional[int] = typer.Option(None, "--data-seed", help="Seed of the task's data."),
     option: list[str] = typer.Option([], "--option", help="Task setting key=value (repeatable)."),
-    device: str = choice_option("auto", "--device", ("auto", "cpu", "cuda", "mps"),
+    device: str = choice_option("auto", "--device", _config("DEVICES"),
                                 "auto (CUDA, then MPS, then CPU), cpu, cuda, mps."),
     compile_model: bool = typer.Option(False, "--compile", help="Wrap models in torch.compile."),
-    executor: str = choice_option("local", "--executor", ("local", "ray"),
+    executor: str = choice_option("local", "--executor",
+                                  library_choices("scalekit.executors", "EXECUTORS"),
                                   "local (process pool) or ray."),
     workers: int = typer.Option(1, "--workers", callback=checked_number("--workers", low=1,
                                                                         integer=True),

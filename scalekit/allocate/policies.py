@@ -23,7 +23,10 @@ from scalekit.allocate.forecasters import SweepForecaster, make_forecaster
 from scalekit.allocate.sweep import Curve, Sweep
 from scalekit.checks import check_choice, check_number
 
-POLICIES = ("loss", "forecast", "frontier", "uniform", "exhaustive")
+#: The policies that promote runs (:func:`get_policy`).
+PROMOTION_POLICIES = ("loss", "forecast", "frontier")
+#: Those and the allocations without promotion.
+POLICIES = (*PROMOTION_POLICIES, "uniform", "exhaustive")
 
 
 @dataclass
@@ -143,7 +146,7 @@ class FrontierPolicy:
 def get_policy(name: str, *, surrogate: str = "joint", quantile: float = 0.5,
                optimism: float = 0.2, seed: int = 0) -> Policy:
     """The promotion policy called ``name`` (``loss``, ``forecast`` or ``frontier``)."""
-    check_choice("policy", name, ("loss", "forecast", "frontier"))
+    check_choice("policy", name, PROMOTION_POLICIES)
     check_number("quantile", quantile, low=0, high=1, low_open=True, high_open=True)
     check_number("optimism", optimism, low=0, high=1, low_open=True, high_open=True)
     if name == "loss":

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scalekit.checks import check_choice
 from scalekit.compute import tokens_for_compute
 from scalekit.curves.schema import (CONFIG_PREFIX, INTEGER_RUN_COLUMNS, LOG_COLUMNS, POINT_COLUMNS,
                                     RUN_COLUMNS, RUN_ONLY_COLUMNS, is_metric_name)
@@ -383,8 +384,10 @@ class CurveStore:
         so that re-importing the file restores them. Returns the number of rows
         written.
         """
-        from scalekit.curves.writers import write_curves
+        from scalekit.curves.writers import TABLE_FORMATS, write_curves
 
+        if format is not None:  # the one-metric formats would drop the other metrics
+            check_choice("format", format, TABLE_FORMATS)
         with self._snapshot():
             frame, metrics = self._export_frame()
         ordered = [c for c in ("run", "step", "compute", "tokens") if c in frame] + metrics

@@ -20,6 +20,8 @@ from scalekit.curves.schema import CONFIG_PREFIX, METRIC_PREFIX, is_metric_name
 from scalekit.errors import InputError
 
 WRITE_FORMATS = ("csv", "wandb", "jsonl", "parquet", "tensorboard")
+#: The formats that carry every metric side by side (what a store exports).
+TABLE_FORMATS = ("csv", "jsonl", "parquet")
 _SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
              ".pq": "parquet"}
 
@@ -51,7 +53,7 @@ def write_curves(frame: pd.DataFrame, path: str | Path, *, format: str | None = 
     check_choice("format", format, WRITE_FORMATS)
     config = [c for c in frame.attrs.get("config_columns", ()) if c in frame]
     hidden = [m for m in frame.attrs.get("metrics", ()) if m in frame and not is_metric_name(m)
-              and format in ("csv", "jsonl", "parquet")]
+              and format in TABLE_FORMATS]
     frame = frame.rename(columns={**{c: CONFIG_PREFIX + c for c in config},
                                   **{m: METRIC_PREFIX + m for m in hidden}})
     if format in ("wandb", "tensorboard") and metric not in frame:

@@ -41,6 +41,8 @@ CHECKS = {
 }
 #: Budgets with these flags do not enter the power-law fits.
 EXCLUDED = ("downward",)
+#: The variable a parabola may be fitted in (``profile``).
+PROFILES = ("params", "tokens")
 
 
 class IsoFLOPProfiles(AllocationEstimator):
@@ -132,7 +134,7 @@ class IsoFLOPProfiles(AllocationEstimator):
     def check_settings(self) -> None:
         """Reject settings outside their range (before any data is read)."""
         super().check_settings()
-        check_choice("profile", self.profile, ("params", "tokens"))
+        check_choice("profile", self.profile, PROFILES)
         check_number("figures", self.figures, low=1, high=15, integer=True)
         check_number("tolerance", self.tolerance, low=0, low_open=True)
         check_window(self.window)

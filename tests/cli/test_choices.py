@@ -53,3 +53,53 @@ def test_a_value_outside_the_choices_exits_2_with_one_sentence(words, param, cho
     flag = "task" if param.param_type_name == "argument" else param.opts[0]
     assert line.startswith(f"error: The value of `{flag}` is '{BOGUS}', but must be ")
     assert all(repr(str(c)) in line for c in choices)
+
+
+def _library_lists() -> dict:
+    """Every choice option's values as the library names them, by (command, flag)."""
+    from scalekit.allocate.forecasters import SURROGATES
+    from scalekit.allocate.policies import PROMOTION_POLICIES
+    from scalekit.allocate.sweep import RESOURCES
+    from scalekit.curves.readers import DUPLICATES, FORMATS
+    from scalekit.curves.writers import TABLE_FORMATS
+    from scalekit.executors import EXECUTORS
+    from scalekit.fit.engine import RESAMPLE
+    from scalekit.fit.robust import REPORTED_LOSSES
+    from scalekit.isoflop.analysis import NAMES
+    from scalekit.isoflop.approach2 import PROFILES
+    from scalekit.isoflop.points import CONVENTIONS
+    from scalekit.report.tables import FORMATS as PRINT_FORMATS
+    from scalekit.surrogates.forecast import METHODS
+    from scalekit.train.config import DEVICES, DROPOUT_SCHEDULES, LR_SCHEDULES
+    from scalekit.train.tasks import available_tasks
+
+    lists = {("allocate run", "task"): ("synthetic", *available_tasks()),
+             ("allocate replay", "--policy"): (*PROMOTION_POLICIES, "uniform"),
+             ("allocate run", "--policy"): PROMOTION_POLICIES,
+             ("allocate plan", "--policy"): PROMOTION_POLICIES,
+             ("forecast", "--method"): (*METHODS, "all"), ("forecast", "--reference"): METHODS,
+             ("isoflop", "--approach"): (*NAMES, "all"), ("isoflop", "--in"): PROFILES,
+             ("isoflop", "--convention"): CONVENTIONS,
+             ("store import", "--format"): FORMATS, ("store export", "--format"): TABLE_FORMATS,
+             ("train", "task"): tuple(available_tasks()),
+             ("train", "--dropout-schedules"): DROPOUT_SCHEDULES,
+             ("train", "--lr-schedule"): LR_SCHEDULES, ("train", "--device"): DEVICES,
+             ("train", "--executor"): EXECUTORS}
+    by_flag = {"--resource": RESOURCES, "--surrogate": SURROGATES, "--duplicates": DUPLICATES,
+               "--format": PRINT_FORMATS, "--loss": REPORTED_LOSSES, "--resample": RESAMPLE}
+    for words, param, _ in CHOICES:
+        key = (" ".join(words), (param.opts or [param.name])[0])
+        if key not in lists and key[1] in by_flag:
+            lists[key] = by_flag[key[1]]
+    return lists
+
+
+@pytest.mark.parametrize("words, param, choices", CHOICES,
+                         ids=[" ".join(w) + " " + (p.opts or [p.name])[0] for w, p, _ in CHOICES])
+def test_every_choice_list_is_the_library_s(words, param, choices):
+    """The CLI reads each list from the library (a callable, looked up when the option is
+    given) and it is the library's list: a copy that drifts, or a new option whose list the
+    library does not name, fails here."""
+    key = (" ".join(words), (param.opts or [param.name])[0])
+    assert callable(param.callback.choices), f"{key}: a literal list; import the library's"
+    assert tuple(choices) == tuple(_library_lists()[key])

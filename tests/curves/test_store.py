@@ -51,6 +51,16 @@ def test_export_and_reimport_round_trips_exactly(tmp_path_factory, frame):
                 assert copy.curves()["lr"].iloc[0] == 3e-4
 
 
+def test_export_refuses_a_format_that_would_drop_metrics(tmp_path):
+    # a W&B CSV or TensorBoard log carries one metric: the export writes them all
+    with CurveStore(tmp_path / "a.db") as store:
+        store.add_run("r")
+        store.append_points("r", pd.DataFrame({"step": [1, 2], "loss": [3.0, 2.5]}))
+        with pytest.raises(InputError, match="`format` is 'wandb', but must be one of 'csv'"):
+            store.export(tmp_path / "out.csv", format="wandb")
+    assert not (tmp_path / "out.csv").exists()
+
+
 def test_export_keeps_metrics_whose_names_do_not_read_as_metrics(tmp_path):
     # scalekit train stores `samples` and `compute_6nd` as metrics: an export must carry
     # them back in, although a column called `samples` in a file is not read as a metric
