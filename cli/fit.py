@@ -73,9 +73,8 @@ def fit_settings(*, law, y, all_points, drop_top, loss, delta, bootstrap, ci_lev
 
 
 def fit_rows(rows, settings: dict, *, x=None, seed: int, n_jobs):
-    """:func:`scalekit.fit.fit_frame` of ``rows`` with the shared settings; a note says when
-    fewer bootstrap workers run than ``--n-jobs`` asked for."""
-    from scalekit.executors import worker_count
+    """:func:`scalekit.fit.fit_frame` of ``rows`` with the shared settings; the fit's note
+    that fewer bootstrap workers ran than ``--n-jobs`` asked for joins the notes."""
     from scalekit.fit.frame import fit_frame
 
     result, prepared = fit_frame(rows, law=settings["law"], x=x, y=settings["y"],
@@ -83,10 +82,8 @@ def fit_rows(rows, settings: dict, *, x=None, seed: int, n_jobs):
                                  loss=settings["loss"], delta=settings["delta"],
                                  bootstrap=settings["bootstrap"], ci_level=settings["ci_level"],
                                  seed=seed, n_jobs=n_jobs, resample=settings["resample"])
-    if n_jobs is not None and settings["bootstrap"]:
-        capped = worker_count(n_jobs, settings["bootstrap"])[1]
-        if capped:
-            prepared.notes.append(f"bootstrap: {capped} (--n-jobs {n_jobs})")
+    if "workers_note" in result.stats:
+        prepared.notes.append(f"bootstrap: {result.stats['workers_note']} (--n-jobs {n_jobs})")
     return result, prepared
 
 

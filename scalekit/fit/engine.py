@@ -9,6 +9,7 @@ import numpy as np
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
+from scalekit.executors import worker_count
 from scalekit.fit.bootstrap import (bootstrap_fits, default_jobs, resample_counts,
                                     resample_run_counts)
 from scalekit.fit.constrain import constrained_law
@@ -82,7 +83,9 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     seed : int
         Seeds the one :class:`numpy.random.Generator` behind every random choice.
     n_jobs : int, optional
-        Processes for the bootstrap; all available CPUs by default.
+        Processes for the bootstrap; all available CPUs by default. Never more than the
+        resamples or the CPUs: when fewer run than ``n_jobs`` asks for, the result's
+        ``stats["workers_note"]`` says so.
     fixed : mapping of parameter name to value, optional
         Parameters held at these values (e.g. ``{"E": 1.69}``); reported with
         standard error 0.
@@ -165,8 +168,11 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
 
     draws = None
     if bootstrap:
+        workers, note = worker_count(default_jobs(n_jobs), bootstrap)
+        if note and n_jobs is not None:
+            stats["workers_note"] = note
         draws, failed = _bootstrap(law, X, log_y, batch, best.z, grid, loss=loss, delta=delta,
-                                   n_resamples=bootstrap, rng=rng, n_jobs=default_jobs(n_jobs),
+                                   n_resamples=bootstrap, rng=rng, n_jobs=workers,
                                    runs=runs if resample == "runs" else None)
         if failed:
             diagnostics.append(Diagnostic(

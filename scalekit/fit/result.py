@@ -43,7 +43,8 @@ class FitResult(ResultProtocol):
         ``stop_reason`` (see :func:`~scalekit.fit.multistart.multistart`), ``converged``,
         ``message``, ``aic``, ``bic``, ``residual_scale``, ``dof``, ``bootstrap``,
         ``input_range`` (min, max of each input), ``ci_method``; with a bootstrap
-        ``resample`` (``runs`` or ``points``) and ``n_runs``; ``fixed`` (names) when
+        ``resample`` (``runs`` or ``points``) and ``n_runs``, and ``workers_note`` when
+        fewer bootstrap workers ran than ``n_jobs`` asked for; ``fixed`` (names) when
         parameters were fixed.
     derived : dict
         The law's derived quantities (for Chinchilla ``a``, ``b``, ``G``).

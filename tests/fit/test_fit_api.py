@@ -100,3 +100,26 @@ def test_runs_with_several_points_are_resampled_as_runs():
     width = {name: r.ci["E"][1] - r.ci["E"][0] for name, r in
              (("runs", by_runs), ("points", by_points))}
     assert width["runs"] > 1.5 * width["points"]
+
+
+def test_the_fit_says_when_fewer_bootstrap_workers_ran_than_asked_for():
+    import json
+    import os
+
+    from scalekit.serialise import dumps
+
+    rng = np.random.default_rng(0)
+    x = np.geomspace(1.0, 1e4, 30)
+    y = (0.5 + 3.0 * x ** -0.5) * np.exp(rng.normal(0.0, 0.01, x.size))
+    cpus = len(os.sched_getaffinity(0))
+    workers = min(3, cpus)  # three resamples: never more workers than those or the CPUs
+    reason = "3 jobs" if 3 <= cpus else f"{cpus} CPU{'s' * (cpus != 1)}"
+    capped = fit_law("saturating_power", {"x": x}, y, bootstrap=3, n_jobs=1000)
+    note = capped.stats["workers_note"]
+    assert note == f"{workers} worker{'s' * (workers != 1)} instead of 1000: {reason}"
+    assert FitResult.from_dict(json.loads(dumps(capped.to_dict()))).stats["workers_note"] == note
+    # as many as asked for, or none asked for (all CPUs, as many as there are resamples): no note
+    for n_jobs in (1, None):
+        fit = fit_law("saturating_power", {"x": x}, y, bootstrap=3, n_jobs=n_jobs)
+        assert "workers_note" not in fit.stats
+        assert fit.values == capped.values  # the workers change no number
