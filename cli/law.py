@@ -43,9 +43,6 @@ def _param_count(text: str) -> str:
     except InputError as exc:  # the library names the parameter, the CLI the flag
         raise InputError(f"--param-count: {exc}".replace("`param_count`", "`--param-count`")
                          ) from None
-    except KeyError as exc:  # a name that is neither m nor l
-        raise InputError(f"The value of `--param-count` is {text!r}, but must be a formula in "
-                         f"m and l only (it also names {exc.args[0]})") from None
     if not count > 0 or count == float("inf"):
         raise InputError(f"The value of `--param-count` is {text!r}, but must give a positive "
                          f"finite count (it gives {count:g} at m = 64, l = 4).")

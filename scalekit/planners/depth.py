@@ -200,15 +200,20 @@ def param_count_from_expression(expression: str) -> ParamCount:
 
     E.g. ``"12*m**2*l + 2*50257*m"`` for a transformer with tied embeddings.
     Parsed by :func:`scalekit.laws.expression.law_from_expression` (numbers,
-    ``m``, ``l``, arithmetic and a few numpy functions only).
+    ``m``, ``l``, arithmetic and a few numpy functions only); any other name, a
+    parameter or another data symbol (``N``, ``x``, …), is an :class:`InputError`
+    naming it.
     """
-    from scalekit.laws.expression import check_expression, law_from_expression
+    from scalekit.laws.expression import SYMBOLS, check_expression, law_from_expression
 
     check_expression(expression)          # complete on its own ('m) + (l' is not)
     law = law_from_expression(f"_unit * ({expression})", inputs={"m": "width", "l": "depth"})
-    if law.param_names != ("_unit",):
-        others = ", ".join(name for name in law.param_names if name != "_unit")
-        raise fail("param_count", expression, f"a formula in m and l only (it also names {others})")
+    data = {column: symbol for symbol, column in SYMBOLS.items()}
+    others = [data[name] for name in law.inputs if name in data] + [
+        name for name in law.param_names if name != "_unit"]
+    if others:
+        raise fail("param_count", expression, "a formula in m (width) and l (depth) only (it "
+                                               f"also names {', '.join(others)})")
 
     def count(width, depth):
         width, depth = np.broadcast_arrays(np.asarray(width, dtype=float), np.asarray(depth, dtype=float))

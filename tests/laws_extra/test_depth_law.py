@@ -119,3 +119,14 @@ def test_planner_rejects_bad_input():
         plan_depth(TRUTH, -1.0, 1e10)
     with pytest.raises(InputError, match="param_count"):
         param_count_from_expression("12*m**2*l*vocab")
+
+
+@pytest.mark.parametrize("expression, named", [("m*x", "x"), ("12*m**2*N + D", "N, D"),
+                                               ("m*l*vocab*C", "C, vocab")])
+def test_a_parameter_count_naming_other_symbols_is_refused_by_name(expression, named):
+    # the expression language reads N, D, C and x as data: they are not width or depth
+    with pytest.raises(InputError) as caught:
+        param_count_from_expression(expression)
+    assert str(caught.value) == (f"The value of `param_count` is {expression!r}, but must be a "
+                                 f"formula in m (width) and l (depth) only (it also names "
+                                 f"{named}).")

@@ -100,6 +100,10 @@ def test_simulate_prints_quadrature_and_monte_carlo(tmp_path, capsys):
     (["law", "classes", "{classes}", "--plan", "classes=2.5"], "`classes` is 2.5"),
     (["law", "classes", "{classes}", "--plan", "classes=inf"], "`classes` is inf"),
     (["law", "inference-k", "{k}", "--plan", "cost=0.01,k_max=10.5"], "`k_max` is 10.5"),
+    # a data symbol other than m and l is named, with the ones allowed
+    (["law", "depth", "{classes}", "--param-count", "m*x"],
+     "`--param-count` is 'm*x', but must be a formula in m (width) and l (depth) only (it "
+     "also names x)"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, classes_csv, k_csv, argv, message):
     bad = _write_csv(tmp_path / "bad.csv", "classes,error", [(2, 0.1), (4, 1.5)])
