@@ -32,11 +32,6 @@ def params_for_compute(compute, tokens, *,
     return compute / (flops_per_param_token * tokens)
 
 
-def pf_days(flops):
-    """``flops`` in petaflop/s-days."""
-    return flops / PF_DAY
-
-
 def flops_rule(flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> str:
     """The convention as reports state it: ``"C = 6·N·D"``."""
     return f"C = {flops_per_param_token:g}·N·D"
