@@ -17,6 +17,8 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
+from scalekit.checks import check_choice, check_number
+from scalekit.errors import InputError
 from scalekit.integrations.rungs import ForecastRanking
 
 _KEY = "scalekit_forecast_rung_{}"
@@ -36,8 +38,10 @@ class ForecastPruner(optuna.pruners.BasePruner):
 
     Parameters
     ----------
-    min_resource : int
-        Step of the first rung.
+    min_resource : int or "auto"
+        Step of the first rung; ``"auto"`` takes it, as Optuna's
+        ``SuccessiveHalvingPruner`` does, from the first trials to complete (a hundredth
+        of the most steps one reported, at least 1) and prunes nothing before.
     max_resource : int
         Step of the last report of a complete trial: the forecast horizon.
     reduction_factor : int
@@ -54,12 +58,18 @@ class ForecastPruner(optuna.pruners.BasePruner):
     used for forecasts.
     """
 
-    def __init__(self, min_resource: int = 1, max_resource: int = 100, reduction_factor: int = 3,
-                 *, surrogate: str = "ensemble", quantile: float = 0.2):
-        self._settings = dict(min_resource=min_resource, max_resource=max_resource,
-                              reduction_factor=reduction_factor, surrogate=surrogate,
-                              quantile=quantile)
-        self._rankings = {False: ForecastRanking(**self._settings)}
+    def __init__(self, min_resource: int | str = 1, max_resource: int = 100,
+                 reduction_factor: int = 3, *, surrogate: str = "ensemble", quantile: float = 0.2):
+        auto = isinstance(min_resource, str)
+        if auto:
+            check_choice("min_resource", min_resource, ("auto",))
+            check_number("max_resource", max_resource, low=1, low_open=True)  # above any estimate
+        self._settings = dict(min_resource=1 if auto else min_resource,
+                              max_resource=max_resource, reduction_factor=reduction_factor,
+                              surrogate=surrogate, quantile=quantile)
+        self._rankings = {False: ForecastRanking(**self._settings)}   # checks every setting
+        if auto:  # rungs once a trial completes
+            self._settings["min_resource"], self._rankings = None, {}
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
         step = trial.last_step
@@ -67,6 +77,8 @@ class ForecastPruner(optuna.pruners.BasePruner):
             return False
         if math.isnan(trial.intermediate_values[step]):
             return True
+        if self._settings["min_resource"] is None and not self._estimate_min_resource(study):
+            return False
         ranking = self._ranking(study.direction == StudyDirection.MAXIMIZE)
         done = 0
         while _KEY.format(done) in trial.system_attrs:
@@ -88,6 +100,22 @@ class ForecastPruner(optuna.pruners.BasePruner):
             if not ranking.keeps(score, competing):
                 return True
         return False
+
+    def _estimate_min_resource(self, study: optuna.Study) -> bool:
+        """``min_resource="auto"``: a hundredth of the most steps a completed trial
+        reported (at least 1), as Optuna estimates it; False while no trial has completed."""
+        steps = [t.last_step for t in study.get_trials(
+            deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)) if t.last_step is not None]
+        if not steps:
+            return False
+        estimate = max(max(steps) // 100, 1)
+        if estimate >= self._settings["max_resource"]:
+            raise InputError(f"min_resource='auto' gives {estimate} (a hundredth of the "
+                             f"{max(steps)} steps a trial reported), but max_resource is "
+                             f"{self._settings['max_resource']!r}: set max_resource to the last "
+                             "step of a complete trial, or min_resource to a step")
+        self._settings["min_resource"] = estimate
+        return True
 
     def _ranking(self, maximize: bool) -> ForecastRanking:
         if maximize not in self._rankings:

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 optuna = pytest.importorskip("optuna")
-from optuna.pruners._successive_halving import _is_trial_promotable_to_next_rung  # noqa: E402
+from optuna.pruners._successive_halving import (_estimate_min_resource,  # noqa: E402
+                                                _is_trial_promotable_to_next_rung)
 from optuna.study import StudyDirection  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
@@ -115,6 +116,9 @@ def test_maximised_accuracy_is_forecast_as_its_error():
     (dict(reduction_factor=1), "The value of `reduction_factor` is 1, but must be >= 2."),
     (dict(quantile=1.0), "The value of `quantile` is 1.0, but must be < 1."),
     (dict(surrogate="lstm"), "The value of `surrogate` is 'lstm', but must be one of"),
+    (dict(min_resource="automatic"),
+     "The value of `min_resource` is 'automatic', but must be one of 'auto'."),
+    (dict(min_resource="auto", max_resource=1), "The value of `max_resource` is 1, but must be > 1."),
 ])
 def test_bad_settings_name_the_setting(settings, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(".", r"\.")):
@@ -140,3 +144,33 @@ def test_scores_live_in_the_storage_shared_by_workers(crossing, tmp_path):
         assert "scalekit_forecast_rung_0" in frozen.system_attrs
     first, second = (t.system_attrs["scalekit_forecast_rung_0"] for t in study.trials)
     assert first < second and crossing.curve(0, 0, 9)[-1] < crossing.curve(5, 0, 9)[-1]
+
+
+def test_auto_min_resource_is_optunas_estimate_after_the_first_completed_trial(crossing):
+    """As Optuna's SuccessiveHalvingPruner: nothing is ranked until a trial completes, then
+    the first rung is a hundredth of its steps (243 // 100 = 2), rungs 2, 6, 18, 54, 162."""
+    study, used = run_study(crossing, ForecastPruner(min_resource="auto", max_resource=243))
+    first, *rest = study.trials
+    assert first.state == TrialState.COMPLETE and first.last_step == crossing.steps
+    assert not any(key.startswith("scalekit_forecast") for key in first.system_attrs)
+    rungs = [_estimate_min_resource([first]) * 3 ** k for k in range(5)]
+    assert rungs == [2, 6, 18, 54, 162]
+    pruned = [t for t in rest if t.state == TrialState.PRUNED]
+    assert len(pruned) >= len(rest) // 2 and all(t.last_step in rungs for t in pruned)
+    for trial in rest:  # every rung a trial reached is scored, and none other
+        reached = sum(trial.last_step >= rung for rung in rungs)
+        assert sorted(k for k in trial.system_attrs if k.startswith("scalekit")) == [
+            f"scalekit_forecast_rung_{k}" for k in range(reached)]
+    assert used < len(crossing.trials) * crossing.steps
+
+
+def test_auto_min_resource_past_the_forecast_horizon_is_refused():
+    study = optuna.create_study(pruner=ForecastPruner(min_resource="auto", max_resource=5))
+    done = study.ask()
+    for step in range(1, 1001):
+        done.report(1.0 + 1.0 / step, step)
+    study.tell(done, 1.001)
+    trial = study.ask()
+    trial.report(2.0, 1)
+    with pytest.raises(InputError, match=r"min_resource='auto' gives 10 .*max_resource is 5"):
+        trial.should_prune()
