@@ -36,6 +36,7 @@ overflowing, and exponents that could overflow are clamped to [-50, 50].
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -53,6 +54,9 @@ AXES = ("t", "tau", "y0")
 #: Least-squares steps every start of every curve takes before each curve goes on from
 #: its best start only, under Huber's loss.
 FIRST_ROUND = 9
+#: Largest step of a fitting-space coordinate (starts set from each curve's data may
+#: move far at first; the engine's default is 2).
+MAX_STEP = 5.0
 #: Of those, the least-squares steps taken before the Huber threshold is set.
 SQUARED_STEPS = 4
 
@@ -324,7 +328,8 @@ class FamilyFit:
         """Loss at ``x`` (B, m); NaN where the fit failed or the curve leaves y > 0."""
         x = np.atleast_2d(np.asarray(x, dtype=float))
         with np.errstate(all="ignore"):
-            y = self.family.law.function(self.scale.axes(x), self.theta) * self.scale.y_last[:, None]
+            y = self.family.law.function(self.scale.axes(x), self.theta)
+            y = y * self.scale.y_last[:, None]
         bad = ~np.isfinite(y) | (y <= 0) | ~self.ok[:, None]
         return np.where(bad, np.nan, y)
 
@@ -390,29 +395,30 @@ def _fit_group(law: Law, X, log_y, weights, starts, *, iterations: int, huber: f
     """The rounds of :func:`fit_family` on curves of one width: natural parameters
     (B, P), rms log residuals (B,) and the index of each curve's best start (B,)."""
     B, S, P = starts.shape
+    run = functools.partial(minimize_batch, law, ftol=1e-6, xtol=np.inf, max_step=MAX_STEP)
     rep = {k: np.repeat(v, S, axis=0) for k, v in X.items()}
     log_y_rep, weights_rep = np.repeat(log_y, S, axis=0), np.repeat(weights, S, axis=0)
-    z = law.to_fitting(starts.reshape(B * S, P))
-    z = minimize_batch(law, rep, log_y_rep, z, loss="squared", delta=1.0, weights=weights_rep,
-                       max_iter=min(SQUARED_STEPS, iterations), ftol=1e-6, xtol=np.inf).z
-    loss, delta = "squared", np.ones(B * S)
-    if huber:
-        loss = "huber"
-        delta = huber * (robust_scale(np.nan_to_num(log_residuals(law, rep, log_y_rep, z)),
-                                      weights_rep) + 1e-4)
-    first = minimize_batch(law, rep, log_y_rep, z, loss=loss, delta=delta, weights=weights_rep,
-                           max_iter=max(min(FIRST_ROUND, iterations) - SQUARED_STEPS, 0),
-                           ftol=1e-6, xtol=np.inf)
+    z = run(rep, log_y_rep, law.to_fitting(starts.reshape(B * S, P)), loss="squared", delta=1.0,
+            weights=weights_rep, max_iter=min(SQUARED_STEPS, iterations)).z
+    loss = "huber" if huber else "squared"
+
+    def threshold(X, log_y, weights, z):
+        """``huber`` robust standard deviations of each row's residuals (1 for least squares)."""
+        if not huber:
+            return np.ones(len(z))
+        spread = robust_scale(np.nan_to_num(log_residuals(law, X, log_y, z)), weights)
+        return huber * (spread + 1e-4)
+
+    delta = threshold(rep, log_y_rep, weights_rep, z)
+    first = run(rep, log_y_rep, z, loss=loss, delta=delta, weights=weights_rep,
+                max_iter=max(min(FIRST_ROUND, iterations) - SQUARED_STEPS, 0))
     objective = first.objective.reshape(B, S)
     best = np.argmin(np.where(np.isfinite(objective), objective, np.inf), axis=1)
-    leader = np.arange(B) * S + best
-    z, delta = first.z[leader], delta[leader]
-    if huber:            # the threshold again, from the better fit of the leading start
-        delta = huber * (robust_scale(np.nan_to_num(log_residuals(law, X, log_y, z)),
-                                      weights) + 1e-4)
+    z = first.z[np.arange(B) * S + best]
+    delta = threshold(X, log_y, weights, z)      # again, from the leading start's better fit
     if iterations > FIRST_ROUND:
-        z = minimize_batch(law, X, log_y, z, loss=loss, delta=delta, weights=weights,
-                           max_iter=iterations - FIRST_ROUND, ftol=1e-6, xtol=np.inf).z
+        z = run(X, log_y, z, loss=loss, delta=delta, weights=weights,
+                max_iter=iterations - FIRST_ROUND).z
     r = log_residuals(law, X, log_y, z)
     used = weights * (irls_weights(r, delta[:, None]) if huber else 1.0)
     with np.errstate(invalid="ignore"):
