@@ -8,12 +8,12 @@ when it lowers the true objective (so the objective never rises); ``lambda``
 shrinks after a kept step and grows after a refused one. A start leaves the
 batch once a kept step changes the objective by less than ``ftol`` relatively
 and ``z`` by less than ``xtol``, or once no step lowers it at the largest
-damping. No coordinate moves by more than a cap in one step (half of
-``max_step``, 2 by default, at first, then x1.5 after a kept step and x0.5 after
-a refused one, within [0.5, ``max_step``]; 1 is a factor e for a log-parameter),
-which keeps starts far from the data out of degenerate regions: on the
-Chinchilla grid 99% of the starts reach the best optimum (within 1e-6), against
-about 8% for L-BFGS-B from the same starts (bench/bench_fit.py). Bounds are kept by projection; a coordinate at a bound
+damping. No coordinate moves by more than a cap in one step (1 at first, then
+x1.5 after a kept step and x0.5 after a refused one, within [0.5, 2]; 1 is a
+factor e for a log-parameter), which keeps starts far from the data out of
+degenerate regions: on the Chinchilla grid 99% of the starts reach the best
+optimum (within 1e-6), against about 8% for L-BFGS-B from the same starts
+(bench/bench_fit.py). Bounds are kept by projection; a coordinate at a bound
 that the step would push out of the box is held there, and the step of the others
 is solved without it.
 
@@ -55,6 +55,7 @@ _LAMBDA_START = 1e-3
 _LAMBDA_MIN = 1e-12
 _LAMBDA_MAX = 1e10
 _F_EXACT = 1e-24         # objective changes below this count as none (exact data)
+_MAX_STEP = (0.5, 2.0)   # range of the cap on any fitting-space coordinate's step
 #: Starts of the first round of :func:`multistart`; each later round doubles the total.
 FIRST_ROUND = 128
 #: Converged starts whose objectives differ by at most this (relative) share one optimum.
@@ -85,7 +86,7 @@ class BatchResult:
 def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: str,
                    delta: float | np.ndarray, weights: np.ndarray | None = None,
                    max_iter: int = 500, ftol: float = 1e-10, xtol: float = 1e-7,
-                   max_step: float = 2.0, block_size: int | None = None) -> BatchResult:
+                   block_size: int | None = None) -> BatchResult:
     """Minimise the objective from every row of ``starts``.
 
     Parameters
@@ -105,9 +106,6 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
         must still be one where the law is finite: 0 x inf is nan); 1 by default.
     max_iter, ftol, xtol
         Iteration cap and stopping tolerances (see the module docstring).
-    max_step : float
-        Largest cap on any fitting-space coordinate's step (see the module
-        docstring); at least 1.
     block_size : int, optional
         Starts advanced together in one vectorised iteration; by default about
         65,000 / n (so the per-point arrays of a block stay in the CPU cache),
@@ -125,7 +123,7 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
         parts = [_minimize_block(law, data.take(slice(i, i + block_size)),
                                  starts[i:i + block_size],
                                  None if weights is None else weights[i:i + block_size],
-                                 loss, max_iter, ftol, xtol, max_step)
+                                 loss, max_iter, ftol, xtol)
                  for i in range(0, S, block_size)]
     return BatchResult(*(np.concatenate(column) for column in zip(*parts)))
 
@@ -294,7 +292,7 @@ def _normal_equations(J, r, weights, loss, delta):
     return H, g
 
 
-def _minimize_block(law, data, starts, weights, loss, max_iter, ftol, xtol, max_step):
+def _minimize_block(law, data, starts, weights, loss, max_iter, ftol, xtol):
     """Run the damped Gauss–Newton iteration on one block; finished rows leave it."""
     lower, upper = law.fitting_bounds()
     S, P = starts.shape
@@ -309,8 +307,7 @@ def _minimize_block(law, data, starts, weights, loss, max_iter, ftol, xtol, max_
     data = data.take(rows)
     H, g = _normal_equations(J[rows], r[rows], w, loss, data.delta)
     lam = np.full(len(rows), _LAMBDA_START)
-    cap = np.full(len(rows), 0.5 * max_step)
-    cap_range = (0.5, max_step)
+    cap = np.ones(len(rows))
     eye = np.eye(P)
     for _ in range(max_iter):
         if rows.size == 0:
@@ -340,8 +337,8 @@ def _minimize_block(law, data, starts, weights, loss, max_iter, ftol, xtol, max_
         z[accept], f[accept] = z_try[accept], f_try[accept]
         lam = np.where(accept, np.maximum(lam / 3.0, _LAMBDA_MIN),
                        np.minimum(lam * 4.0, _LAMBDA_MAX))
-        cap = np.where(accept, np.minimum(cap * 1.5, cap_range[1]),
-                       np.maximum(cap * 0.5, cap_range[0]))
+        cap = np.where(accept, np.minimum(cap * 1.5, _MAX_STEP[1]),
+                       np.maximum(cap * 0.5, _MAX_STEP[0]))
         update = accept & ~done
         if update.any():
             H_try, g_try = _normal_equations(J_try, r_try, w, loss, data.delta)

@@ -54,9 +54,6 @@ AXES = ("t", "tau", "y0")
 #: Least-squares steps every start of every curve takes before each curve goes on from
 #: its best start only, under Huber's loss.
 FIRST_ROUND = 9
-#: Largest step of a fitting-space coordinate (starts set from each curve's data may
-#: move far at first; the engine's default is 2).
-MAX_STEP = 5.0
 #: Of those, the least-squares steps taken before the Huber threshold is set.
 SQUARED_STEPS = 4
 
@@ -395,7 +392,7 @@ def _fit_group(law: Law, X, log_y, weights, starts, *, iterations: int, huber: f
     """The rounds of :func:`fit_family` on curves of one width: natural parameters
     (B, P), rms log residuals (B,) and the index of each curve's best start (B,)."""
     B, S, P = starts.shape
-    run = functools.partial(minimize_batch, law, ftol=1e-6, xtol=np.inf, max_step=MAX_STEP)
+    run = functools.partial(minimize_batch, law, ftol=1e-6, xtol=np.inf)
     rep = {k: np.repeat(v, S, axis=0) for k, v in X.items()}
     log_y_rep, weights_rep = np.repeat(log_y, S, axis=0), np.repeat(weights, S, axis=0)
     z = run(rep, log_y_rep, law.to_fitting(starts.reshape(B * S, P)), loss="squared", delta=1.0,
