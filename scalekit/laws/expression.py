@@ -17,19 +17,35 @@ only. The same tree is differentiated with respect to the parameters by the
 chain rule, node by node (forward mode, keeping only the parameters a node
 depends on), which gives the fit engine exact derivatives instead of finite
 differences.
+
+The fit engine reads the logarithm of the law and its derivatives. Where the
+expression is positive by its form (``_Programs.log``: sums, products, quotients,
+square roots and powers of positive terms, ``exp`` of anything, with positive
+constants, inputs whose values are all positive and log-fitted parameters at the
+leaves), the logarithm is evaluated in the log space, as the built-in laws are:
+``log(u + w)`` as the log-sum-exp of ``log u`` and ``log w``, ``log(u**w)`` as
+``w log u``, a log-fitted parameter's logarithm as its fitting-space value. So an
+intermediate term that would overflow or underflow (``(x/d)**(1/f)`` for a sharp
+break) does not turn the derivatives into ``nan``, which would stop a start where
+it stands. For the same reason a power of a positive term inside an expression
+that is not positive by its form is evaluated as ``exp(w log u)``, ``log u`` in
+the log space.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from scalekit.errors import InputError
 from scalekit.laws.base import Law, Param
+from scalekit.laws.logsumexp import logsumexp_terms
 
 #: Expression symbol -> tidy-frame column.
 SYMBOLS = {"N": "params", "D": "tokens", "C": "compute", "x": "x"}
@@ -140,13 +156,17 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
                          f"start grid has {n_starts:,} starts, but at most {MAX_STARTS:,} are "
                          "allowed: give some parameters a shorter grid (params)")
     root = _compile(tree.body, {p: k for k, p in enumerate(param_names)})
-    evaluate, differentiate = _value_program(root), _gradient_program(root)
+    evaluate = _value_program(root)
     columns = tuple(dict.fromkeys(used_inputs.values()))
-    log_mask = np.array([p.log for p in parameters])
+    log_mask = tuple(p.log for p in parameters)
 
-    def _namespace(X, theta):
-        values = {s: np.asarray(X[c], dtype=float) for s, c in used_inputs.items()}
-        return values, [theta[..., k:k + 1] for k in range(len(param_names))]
+    @functools.cache
+    def log_program(positive_inputs: frozenset, differentiate: bool) -> Callable:
+        programs = _Programs(log_mask, positive_inputs, differentiate)
+        return programs.log(root) or _log_of(programs.gradient(root))
+
+    def _inputs(X):
+        return {s: np.asarray(X[c], dtype=float) for s, c in used_inputs.items()}
 
     def _shape(X, theta):
         return np.broadcast_shapes(theta.shape[:-1] + (1,), np.shape(X[columns[0]]))
@@ -154,30 +174,36 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
     def function(X, theta):
         theta = np.asarray(theta, dtype=float)
         with np.errstate(all="ignore"):
-            value = evaluate(*_namespace(X, theta))
+            value = evaluate(_inputs(X), _Theta(_columns(theta), ()))
         return np.broadcast_to(value, _shape(X, theta))
 
-    def log_value_and_jacobian(X, z):
-        z = np.asarray(z, dtype=float)
+    def log_evaluate(X, z, differentiate):
+        """log f (shape (..., n)) and {k: d log f / d z_k} at fitting-space ``z``."""
+        inputs = _inputs(X)
+        positive = frozenset(s for s, v in inputs.items() if (v > 0).all())
+        logs = _columns(z)
+        theta = _Theta([np.exp(c) if log else c for c, log in zip(logs, log_mask)], logs)
+        value, grads = log_program(positive, differentiate)(inputs, theta)
+        shape = _shape(X, z)
+        if np.shape(value) != shape:
+            value = np.broadcast_to(value, shape).copy()
+        return value, grads, shape
+
+    def log_function(X, z):
         with np.errstate(all="ignore"):
-            theta = np.where(log_mask, np.exp(z), z)
-            value, grads = differentiate(*_namespace(X, theta))
-            shape = _shape(X, theta)
-            value = np.broadcast_to(value, shape)
-            inverse = 1.0 / value
-            rows = np.empty((len(param_names),) + shape)  # built as (P, ..., n), returned as a view
-            for k in range(len(param_names)):
-                # d log f / d z_k = (df / dtheta_k) (dtheta_k / dz_k) / f
-                if k not in grads:
-                    rows[k] = 0.0
-                elif log_mask[k]:
-                    np.multiply(grads[k], theta[..., k:k + 1] * inverse, out=rows[k])
-                else:
-                    np.multiply(grads[k], inverse, out=rows[k])
-            return np.log(value), np.moveaxis(rows, 0, -1)
+            return log_evaluate(X, np.asarray(z, dtype=float), False)[0]
+
+    def log_value_and_jacobian(X, z):
+        with np.errstate(all="ignore"):
+            value, grads, shape = log_evaluate(X, np.asarray(z, dtype=float), True)
+        rows = np.empty((len(param_names),) + shape)  # built as (P, ..., n), returned as a view
+        for k in range(len(param_names)):
+            rows[k] = grads.get(k, 0.0)
+        return value, np.moveaxis(rows, 0, -1)
 
     return Law(name=name, inputs=columns, params=parameters, formula=expression,
-               function=function, log_value_and_jacobian=log_value_and_jacobian,
+               function=function, log_function=log_function,
+               log_value_and_jacobian=log_value_and_jacobian,
                description=f"Custom law {expression}",
                extra={"expression": expression,
                       "symbols": {s: c for s, c in used_inputs.items() if SYMBOLS.get(s) != c}})
@@ -273,6 +299,18 @@ def _compile(node: ast.AST, params: Mapping[str, int]) -> _Node:
     return _Node(op, args, deps=frozenset().union(*(a.deps for a in args)))
 
 
+class _Theta(NamedTuple):
+    """The parameters as the programs read them: ``values[k]`` in natural units and, for a
+    log-fitted parameter, ``logs[k]``, its fitting-space value (each of shape (..., 1))."""
+
+    values: Sequence
+    logs: Sequence
+
+
+def _columns(theta: np.ndarray) -> list[np.ndarray]:
+    return [theta[..., k:k + 1] for k in range(theta.shape[-1])]
+
+
 def _value_program(node: _Node) -> Callable:
     """``run(inputs, theta) -> value`` of the tree below ``node`` (numpy broadcasting of
     inputs (n,) and parameters (..., 1)); built once, so evaluating walks no tree."""
@@ -284,7 +322,7 @@ def _value_program(node: _Node) -> Callable:
         return lambda inputs, theta: inputs[symbol]
     if node.op == "param":
         k = node.leaf
-        return lambda inputs, theta: theta[k]
+        return lambda inputs, theta: theta.values[k]
     if len(node.args) == 1:
         function, (child,) = _UNARY[node.op][0], (_value_program(a) for a in node.args)
         return lambda inputs, theta: function(child(inputs, theta))
@@ -293,72 +331,166 @@ def _value_program(node: _Node) -> Callable:
     return lambda inputs, theta: function(left(inputs, theta), right(inputs, theta))
 
 
-def _gradient_program(node: _Node) -> Callable:
-    """``run(inputs, theta) -> (value, {k: d value / d theta_k})`` below ``node``, for the
-    parameters it depends on (the chain rule, node by node)."""
-    if not node.deps:
-        value = _value_program(node)
-        return lambda inputs, theta: (value(inputs, theta), {})
-    if node.op == "param":
-        k = node.leaf
-        return lambda inputs, theta: (theta[k], {k: 1.0})
-    if len(node.args) == 1:
-        (function, slope), child = _UNARY[node.op], _gradient_program(node.args[0])
+@dataclass(frozen=True)
+class _Programs:
+    """Builds the programs that differentiate a tree with respect to the fitting-space
+    parameters ``z`` (``z_k = log theta_k`` where ``log_mask[k]``), for data whose inputs
+    ``positive_inputs`` are positive; with ``differentiate`` False they return no
+    derivatives (values only)."""
 
-        def unary(inputs, theta):
-            u, du = child(inputs, theta)
-            value = function(u)
-            return value, _scaled(slope(u, value), du)
-        return unary
-    left, right = (_gradient_program(a) for a in node.args)
-    return _BINARY_RULES[node.op](left, right, node.args[0].deps, node.args[1].deps)
+    log_mask: tuple[bool, ...]
+    positive_inputs: frozenset
+    differentiate: bool = True
+
+    def gradient(self, node: _Node) -> Callable:
+        """``run(inputs, theta) -> (value, {k: d value / d z_k})`` below ``node``, for the
+        parameters it depends on (the chain rule, node by node)."""
+        if not node.deps:
+            value = _value_program(node)
+            return lambda inputs, theta: (value(inputs, theta), {})
+        if node.op == "param":
+            k = node.leaf
+            if not self.differentiate:
+                return lambda inputs, theta: (theta.values[k], {})
+            if self.log_mask[k]:                      # d theta_k / d z_k = theta_k
+                return lambda inputs, theta: (theta.values[k], {k: theta.values[k]})
+            return lambda inputs, theta: (theta.values[k], {k: 1.0})
+        if len(node.args) == 1:
+            return _unary(node.op, self.gradient(node.args[0]))
+        if node.op == "pow" and node.args[0].deps:
+            base = self.log(node.args[0])
+            if base is not None:                      # u**w = exp(w log u), log u in log space
+                return _unary("exp", _multiply(self.gradient(node.args[1]), base))
+        left, right = (self.gradient(a) for a in node.args)
+        return _BINARY_RULES[node.op](left, right)
+
+    def log(self, node: _Node) -> Callable | None:
+        """``run(inputs, theta) -> (log value, {k: d log value / d z_k})`` below ``node``,
+        evaluated in the log space, if ``node`` is positive by its form: a positive
+        constant, an input of ``positive_inputs``, a log-fitted parameter, ``exp`` of
+        anything, or a sum, product, quotient, square root or power (of any exponent) of
+        such; None otherwise."""
+        op, args = node.op, node.args
+        if op == "param":
+            k = node.leaf
+            if not self.log_mask[k]:
+                return None
+            seed = {k: 1.0} if self.differentiate else {}
+            return lambda inputs, theta: (theta.logs[k], seed)
+        if op in ("const", "input"):
+            if not (node.leaf > 0 if op == "const" else node.leaf in self.positive_inputs):
+                return None
+            run = None
+        elif op == "exp":                             # log exp(u) = u
+            run = self.gradient(args[0])
+        elif op == "pow":                             # log u**w = w log u
+            base = self.log(args[0])
+            if base is None:
+                return None
+            run = _multiply(self.gradient(args[1]), base)
+        elif op in ("add", "mul", "div", "sqrt"):
+            children = [self.log(a) for a in (_terms(node) if op == "add" else args)]
+            if any(child is None for child in children):
+                return None
+            if op == "add":                           # log-sum-exp of the terms' logs
+                run = _log_sum(children)
+            elif op == "sqrt":                        # log sqrt(u) = log(u) / 2
+                run = _multiply(lambda inputs, theta: (0.5, {}), children[0])
+            else:                                     # log(u w), log(u / w): sums of logs
+                run = (_add if op == "mul" else _subtract)(*children)
+        else:
+            return None
+        if node.deps:
+            return run
+        value = _value_program(node)                  # no parameter below: log of the value
+        return lambda inputs, theta: (np.log(value(inputs, theta)), {})
 
 
-def _add(left, right, *_):
+def _unary(name, child):
+    function, slope = _UNARY[name]
+
+    def run(inputs, theta):
+        u, du = child(inputs, theta)
+        value = function(u)
+        return value, _scaled(slope(u, value), du) if du else {}
+    return run
+
+
+def _log_of(program):
+    """The log program of a value program that is not positive by its form."""
+    def run(inputs, theta):
+        value, grads = program(inputs, theta)
+        return np.log(value), _scaled(1.0 / value, grads) if grads else {}
+    return run
+
+
+def _terms(node: _Node) -> list[_Node]:
+    """The terms of the sum at ``node`` (``a + (b + c)`` has three)."""
+    if node.op != "add":
+        return [node]
+    return _terms(node.args[0]) + _terms(node.args[1])
+
+
+def _log_sum(terms):
+    """``log(sum_k u_k)`` from the terms' log programs (log-sum-exp); its derivative weighs
+    each term's by its share ``u_k / sum_k u_k``."""
+    def run(inputs, theta):
+        parts = [term(inputs, theta) for term in terms]
+        total, shares = logsumexp_terms(*(log for log, _ in parts))
+        grads: dict = {}
+        for (_, d), share in zip(parts, shares):
+            for k, g in d.items():
+                g = _times(share, g)
+                grads[k] = grads[k] + g if k in grads else g
+        return total, grads
+    return run
+
+
+def _add(left, right):
     def run(inputs, theta):
         (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
         return u + w, _sum(du, 1.0, dw, 1.0)
     return run
 
 
-def _subtract(left, right, *_):
+def _subtract(left, right):
     def run(inputs, theta):
         (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
         return u - w, _sum(du, 1.0, dw, -1.0)
     return run
 
 
-def _multiply(left, right, *_):
+def _multiply(left, right):
     def run(inputs, theta):
         (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
         return u * w, _sum(du, w, dw, u)
     return run
 
 
-def _divide(left, right, *_):
+def _divide(left, right):
     def run(inputs, theta):
         (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
         value = u / w
-        return value, _sum(du, 1.0 / w, dw, -value / w)
+        return value, _sum(du, 1.0 / w if du else 0.0, dw, -value / w if dw else 0.0)
     return run
 
 
-def _power(left, right, base_deps, exponent_deps):
+def _power(left, right):
     def run(inputs, theta):
         (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
-        if not base_deps and np.all(u > 0):       # a positive input: x**w = exp(w log x)
+        if not du and np.all(u > 0):              # a positive base: u**w = exp(w log u)
             log_u = np.log(u)
             value = np.exp(w * log_u)
-            return value, _scaled(value * log_u, dw)
+            return value, _scaled(value * log_u, dw) if dw else {}
         value = np.power(u, w)
-        slope_u = w * np.power(u, w - 1.0) if base_deps else 0.0
-        slope_w = value * np.log(u) if exponent_deps else 0.0
+        slope_u = w * np.power(u, w - 1.0) if du else 0.0
+        slope_w = value * np.log(u) if dw else 0.0
         return value, _sum(du, slope_u, dw, slope_w)
     return run
 
 
 def _select(pick_left, function):
-    def rule(left, right, *_):
+    def rule(left, right):
         def run(inputs, theta):
             (u, du), (w, dw) = left(inputs, theta), right(inputs, theta)
             first = pick_left(u, w)

@@ -175,6 +175,30 @@ def test_expression_law_reproduces_builtin_saturating_power_fit():
     assert custom.stats["objective"] == pytest.approx(builtin.stats["objective"], rel=1e-9)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bnsl_expression_fits_like_the_builtin_and_stops_early(seed):
+    # Issue 15: the 6-parameter broken power law written as an expression reaches the
+    # built-in's optimum, and the stopping rule ends its 648-start grid early as it does
+    # for the built-in (before, starts stalled where (x/d1)**(1/f1) overflowed, each
+    # counted as an optimum of its own, and the whole grid ran).
+    truth = [0.3, 6.0, 0.2, 1.5, 50.0, 0.3]
+    builtin = bnsl(1)
+    rng = np.random.default_rng(seed)
+    x = {"x": np.geomspace(1.0, 1e5, 60)}
+    y = builtin.predict(x, truth) * np.exp(rng.normal(0, 0.01, 60))
+    grids = dict({p.name: p.grid for p in builtin.params}, **builtin.data_grid(x, y))
+    specs = {p.name: {"lower": p.lower, "upper": p.upper, "grid": grids[p.name], "log": p.log}
+             for p in builtin.params}
+    custom = law_from_expression("a + b*x**-c0 * (1 + (x/d1)**(1/f1))**(-c1*f1)", params=specs)
+    expected, fit = fit_law(builtin, x, y), fit_law(custom, x, y)
+    assert fit.stats["n_starts_grid"] == expected.stats["n_starts_grid"] == 648
+    assert fit.stats["n_starts"] < 648 and "stopping rule after" in fit.stats["stop_reason"]
+    assert fit.stats["objective"] == pytest.approx(expected.stats["objective"], rel=1e-6)
+    for name, value in zip(builtin.param_names, truth):
+        assert fit.values[name] == pytest.approx(expected.values[name], rel=1e-4)
+        assert fit.values[name] == pytest.approx(value, rel=0.1)
+
+
 def test_kaplan_recovers_its_published_constants_from_noise_free_data():
     # Kaplan et al. (2020): N_c = 8.8e13, alpha_N = 0.076, D_c = 5.4e13, alpha_D = 0.095.
     truth = np.array([8.8e13, 0.076, 5.4e13, 0.095])

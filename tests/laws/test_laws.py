@@ -181,6 +181,49 @@ def test_expression_jacobian_matches_central_differences(expression, params):
         np.testing.assert_allclose(J[..., k], numeric, rtol=1e-5, atol=1e-7)
 
 
+BNSL_EXPRESSION = "a + b*x**-c0 * (1 + (x/d1)**(1/f1))**(-c1*f1)"
+
+
+def test_expression_bnsl_matches_the_builtin_log_form_where_the_plain_form_overflows():
+    # Sharp breaks (f1 = 1e-3, 0.01) make (x/d1)**(1/f1) overflow a double far past the
+    # break; the built-in law is written in the log-sum-exp form by hand, and the
+    # expression must give its values and derivatives there too (not nan: issue 15).
+    builtin = bnsl(1)
+    specs = {p.name: {"lower": p.lower, "upper": p.upper, "log": p.log} for p in builtin.params}
+    custom = law_from_expression(BNSL_EXPRESSION, params=specs)
+    order = [builtin.param_names.index(name) for name in custom.param_names]  # reading order
+    X = {"x": np.geomspace(1.0, 1e5, 40)}
+    theta = np.array([[0.3, 6.0, 0.2, 1.5, 50.0, 0.3], [0.3, 6.0, 0.2, 1.5, 50.0, 1e-3],
+                      [1e-3, 2.0, -0.3, 4.0, 3.0, 0.01], [0.5, 1e4, 1.5, -0.5, 1e3, 20.0]])
+    z = builtin.to_fitting(theta)
+    with np.errstate(over="ignore"):
+        assert not np.isfinite((X["x"] / 50.0) ** 1e3).all()
+    value, J = custom.log_value_and_jacobian(X, z[:, order])
+    expected_value, expected_J = builtin.log_value_and_jacobian(X, z)
+    assert np.isfinite(J).all()
+    np.testing.assert_allclose(value, expected_value, rtol=1e-12)
+    np.testing.assert_allclose(custom.log_predict_fitting(X, z[:, order]), expected_value,
+                               rtol=1e-12)
+    np.testing.assert_allclose(J, expected_J[..., order], rtol=1e-9, atol=1e-12)
+
+
+def test_expression_power_of_a_positive_term_keeps_finite_derivatives_when_it_overflows():
+    # Not positive by its form (a difference), so the log is taken of the value; the power
+    # inside is exp(-c log(1 + (x/d)**(1/f))), its base in the log space.
+    law = law_from_expression("a - b*(1 + (x/d)**(1/f))**(-c)")
+    X = {"x": np.geomspace(1.0, 1e5, 30)}
+    z = law.to_fitting(np.array([[2.0, 1.0, 30.0, 2e-3, 0.7], [2.0, 1.5, 300.0, 0.5, 0.2]]))
+    _, J = law.log_value_and_jacobian(X, z)
+    assert np.isfinite(J).all()
+    for k in range(len(law.params)):
+        h = np.zeros(len(law.params))
+        h[k] = 1e-6
+        with np.errstate(over="ignore"):
+            numeric = (np.log(law.function(X, law.to_natural(z + h)))
+                       - np.log(law.function(X, law.to_natural(z - h)))) / 2e-6
+        np.testing.assert_allclose(J[..., k], numeric, rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("bad,reason", [
     ("E + log(A, A)*N**-a", "log takes 1 argument, but is given 2"),
     ("E + A*log(N, 10)", "log takes 1 argument, but is given 2"),
