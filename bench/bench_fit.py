@@ -21,10 +21,12 @@ Custom laws: the Chinchilla formula written as an expression
 expression) against the built-in law, each with ``--bootstrap`` resamples in one
 process: with the expression's default grid, and with the built-in law's grid and
 fitting space; and the 6-parameter broken power law (Caballero et al. 2022) as an
-expression against the built-in ``bnsl`` on synthetic points.
+expression against the built-in ``bnsl`` on synthetic points. The cases run in turn,
+``--repeats`` rounds, and each ratio is taken within a round (its median and range
+printed), so that load from other processes on shared cores shifts it less.
 
     python bench/bench_fit.py [--subset 300] [--gradient numeric|analytic] [--seed 0]
-                              [--bootstrap 100] [--skip-chinchilla-package]
+                              [--bootstrap 100] [--repeats 3] [--skip-chinchilla-package]
 """
 
 from __future__ import annotations
@@ -129,13 +131,22 @@ def expression_laws(X, y, args):
     cases += [("bnsl", broken, x, y_broken),
               ("bnsl as an expression", law_from_expression(
                   "a + b*x**-c0 * (1 + (x/d1)**(1/f1))**(-c1*f1)", params=specs), x, y_broken)]
-    print(f"custom laws ({args.bootstrap} bootstrap resamples each, one process):")
-    reference = {}
-    for name, law, X_, y_ in cases:
-        seconds, fit = timed_fit(law, X_, y_, bootstrap=args.bootstrap, n_jobs=1, seed=args.seed)
-        base = reference.setdefault(law.inputs, (seconds, fit.stats["objective"]))
-        print(f"  {name:28s} {seconds:7.2f} s ({seconds / base[0]:4.2f}x the built-in, target "
-              f"<= 1.5x); objective {fit.stats['objective']:.10e} (built-in {base[1]:.10e}); "
+    print(f"custom laws ({args.bootstrap} bootstrap resamples each, one process; {args.repeats} "
+          "rounds of every case in turn, medians and, for the ratios, the range over rounds):")
+    seconds = np.zeros((args.repeats, len(cases)))
+    for r in range(args.repeats):
+        fits = []
+        for k, (name, law, X_, y_) in enumerate(cases):
+            seconds[r, k], fit = timed_fit(law, X_, y_, bootstrap=args.bootstrap, n_jobs=1,
+                                                seed=args.seed)
+            fits.append(fit)
+    builtins = {law.inputs: k for k, (_, law, _, _) in reversed(list(enumerate(cases)))}
+    for k, ((name, law, _, _), fit) in enumerate(zip(cases, fits)):
+        base = builtins[law.inputs]
+        ratios = seconds[:, k] / seconds[:, base]
+        print(f"  {name:28s} {np.median(seconds[:, k]):7.2f} s ({np.median(ratios):4.2f}x the "
+              f"built-in, {ratios.min():4.2f}-{ratios.max():4.2f}, target <= 1.5x); objective "
+              f"{fit.stats['objective']:.10e} (built-in {fits[base].stats['objective']:.10e}); "
               f"{fit.stats['n_starts']}/{fit.stats['n_starts_grid']} starts")
 
 
@@ -147,6 +158,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bootstrap", type=int, default=100,
                         help="bootstrap resamples of the custom-law comparison")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="rounds of the custom-law comparison (shared cores: medians)")
     parser.add_argument("--skip-chinchilla-package", action="store_true")
     args = parser.parse_args()
 
