@@ -38,12 +38,12 @@ def drop_top_option():
 
 def objective_option():
     return choice_option("huber", "--loss",
-                         library_choices("scalekit.fit.robust", "REPORTED_LOSSES"),
-                         "Objective on log residuals: huber or squared.")
+                         library_choices("scalekit.fit.robust", "LOSSES"),
+                         "Objective on log residuals: huber, squared or soft_l1.")
 
 
 def delta_option():
-    return typer.Option(1e-3, "--delta", help="Huber δ on log residuals.",
+    return typer.Option(1e-3, "--delta", help="Threshold δ of huber and soft_l1 on log residuals.",
                         callback=checked_number("--delta", low=0, low_open=True))
 
 

@@ -20,10 +20,6 @@ import numpy as np
 from scalekit.checks import check_choice, check_number
 
 LOSSES = ("huber", "squared", "soft_l1")
-#: The objectives of the fits a person reads (``scalekit fit``, ``plan``, ``law``): soft-L1
-#: serves the joint surrogate, and the sandwich covariance (:mod:`scalekit.fit.uncertainty`)
-#: smooths Huber's slope, not its.
-REPORTED_LOSSES = ("huber", "squared")
 
 
 def check_loss(loss: str, delta: float) -> None:

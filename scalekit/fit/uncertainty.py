@@ -7,7 +7,8 @@ Covariance (fitting space) of the M-estimator by the sandwich formula
     H = sum_i psi'(r_i) J_i J_i^T,
 
 ``J_i`` being the gradient of the log prediction at point ``i``. It stays valid
-when the law is only an approximation or the noise is not Gaussian. For Huber,
+when the law is only an approximation or the noise is not Gaussian. For soft-L1
+``psi'(r) = (1 + (r / delta)^2)^(-3/2)``; for Huber,
 ``psi'`` is 1 inside ``delta`` and 0 beyond; with Hoffmann et al.'s small
 ``delta`` only a handful of points fall inside, so ``psi'`` is smoothed by a
 Gaussian kernel on the residuals (Silverman's bandwidth
@@ -51,9 +52,10 @@ def covariance(law: Law, X, log_y: np.ndarray, z: np.ndarray, *, loss: str, delt
 
 
 def smoothed_slope(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
-    """Kernel-smoothed ``psi'(r_i)`` (see the module docstring)."""
-    if loss == "squared":
-        return np.ones_like(r)
+    """``psi'(r_i)``, kernel-smoothed for Huber's loss (see the module docstring); the
+    squared and soft-L1 losses have a smooth ``psi'`` of their own."""
+    if loss != "huber":
+        return psi_prime(r, loss, delta)
     q75, q25 = np.percentile(r, [75, 25])
     spread = min(np.std(r), (q75 - q25) / 1.34)
     h = 1.06 * spread * len(r) ** -0.2

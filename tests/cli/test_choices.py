@@ -64,7 +64,7 @@ def _library_lists() -> dict:
     from scalekit.curves.writers import TABLE_FORMATS
     from scalekit.executors import EXECUTORS
     from scalekit.fit.engine import RESAMPLE
-    from scalekit.fit.robust import REPORTED_LOSSES
+    from scalekit.fit.robust import LOSSES
     from scalekit.isoflop.analysis import NAMES
     from scalekit.isoflop.approach2 import PROFILES
     from scalekit.isoflop.points import CONVENTIONS
@@ -86,7 +86,7 @@ def _library_lists() -> dict:
              ("train", "--lr-schedule"): LR_SCHEDULES, ("train", "--device"): DEVICES,
              ("train", "--executor"): EXECUTORS}
     by_flag = {"--resource": RESOURCES, "--surrogate": SURROGATES, "--duplicates": DUPLICATES,
-               "--format": PRINT_FORMATS, "--loss": REPORTED_LOSSES, "--resample": RESAMPLE}
+               "--format": PRINT_FORMATS, "--loss": LOSSES, "--resample": RESAMPLE}
     for words, param, _ in CHOICES:
         key = (" ".join(words), (param.opts or [param.name])[0])
         if key not in lists and key[1] in by_flag:

@@ -66,6 +66,31 @@ def test_huber_objective_is_the_scipy_huber_sum_and_no_worse_than_lbfgsb():
     assert fit.stats["objective"] <= reference * (1 + 1e-9)
 
 
+def test_soft_l1_standard_errors_are_the_sandwich_of_its_own_loss():
+    """The sandwich covariance under soft-L1 uses that loss's own psi' = (1 + (r/d)^2)^-1.5,
+    computed here by hand at scipy's optimum with a finite-difference Jacobian (the Huber
+    kernel smoothing once stood in for it)."""
+    X, y = saturating_points(seed=3, noise=0.05)
+    delta = 0.02
+    fit = fit_law("saturating_power", X, y, loss="soft_l1", delta=delta)
+
+    def residuals(z):
+        E, A, alpha = np.exp(z[0]), np.exp(z[1]), z[2]
+        return np.log(E + A * X["x"] ** -alpha) - np.log(y)
+
+    z = least_squares(residuals, [0.0, 1.0, 0.3], loss="soft_l1", f_scale=delta,
+                      xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+    r = residuals(z)
+    J = np.stack([(residuals(z + h) - residuals(z - h)) / 2e-6 for h in np.eye(3) * 1e-6], axis=1)
+    scaled = 1.0 + (r / delta) ** 2
+    bread = J.T @ (J * scaled[:, None] ** -1.5)
+    meat = J.T @ (J * (r ** 2 / scaled)[:, None])
+    n, p = J.shape
+    cov = n / (n - p) * np.linalg.inv(bread) @ meat @ np.linalg.inv(bread)
+    se = np.sqrt(np.diag(cov)) * np.array([np.exp(z[0]), np.exp(z[1]), 1.0])
+    np.testing.assert_allclose([fit.stderr[k] for k in ("E", "A", "alpha")], se, rtol=1e-4)
+
+
 def test_batch_rows_are_independent_of_their_neighbours():
     """A start gives the same optimum alone as inside a batch with other starts."""
     X, y = saturating_points(seed=2)
