@@ -59,6 +59,13 @@ def rung_count(min_resource: float, max_resource: float, eta: int) -> int:
     return count
 
 
+def rung_resources(min_resource: float, max_resource: float, eta: int) -> tuple[float, ...]:
+    """The resources ``min_resource * eta**k`` up to ``max_resource``, one per rung of
+    :func:`rung_count`, on the decimals as written (0.1 -> 0.3, never 0.30000000000000004)."""
+    low = _exact(min_resource)
+    return tuple(float(low * eta ** k) for k in range(rung_count(min_resource, max_resource, eta)))
+
+
 def _exact(value: float) -> Fraction:
     """The number a user wrote as an exact rational: integers as they are, floats by
     their shortest decimal repr (``24.3`` is 243/10)."""
@@ -103,13 +110,9 @@ class SuccessiveHalving:
 
     @property
     def rungs(self) -> tuple[Rung, ...]:
-        count = rung_count(self.min_resource, self.max_resource, self.eta)
-        rungs = []
-        for i in range(count):
-            resource = (self.max_resource if i == count - 1
-                        else float(_exact(self.min_resource) * self.eta ** i))
-            rungs.append(Rung(i, max(1, self.n_runs // self.eta ** i), resource))
-        return tuple(rungs)
+        below_top = rung_resources(self.min_resource, self.max_resource, self.eta)[:-1]
+        return tuple(Rung(i, max(1, self.n_runs // self.eta ** i), resource)
+                     for i, resource in enumerate((*below_top, self.max_resource)))
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
 """Asynchronous Successive Halving on forecasts: the rungs and the rule both adapters share.
 
-Rung ``k`` lies at resource ``min_resource * reduction_factor**k`` (below
-``max_resource``), as in Optuna's ``SuccessiveHalvingPruner`` and Ray Tune's
-ASHA (Li et al. 2020, "A system for massively parallel hyperparameter
-tuning"). A trial that reaches a rung gets a *score*: the optimistic quantile
-of the forecast of its value at ``max_resource``, from a learning-curve
-surrogate of :mod:`scalekit.surrogates` fitted to its points so far (through
+Rung ``k`` lies at resource ``min_resource * reduction_factor**k`` below
+``max_resource`` (exact on the decimals as written:
+:func:`scalekit.allocate.schedules.rung_resources`), as in Optuna's
+``SuccessiveHalvingPruner`` and Ray Tune's ASHA (Li et al. 2020, "A system for
+massively parallel hyperparameter tuning"). A trial that reaches a rung gets a
+*score*: the optimistic quantile of the forecast of its value at
+``max_resource``, from a learning-curve surrogate of :mod:`scalekit.surrogates`
+fitted to its points so far (through
 :func:`scalekit.allocate.forecasters.make_forecaster`). It goes on if its score
 is among the best ``max(1, n // reduction_factor)`` of the ``n`` scores
 recorded at that rung so far, itself included — Optuna's promotion rule, on
@@ -21,6 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from scalekit.allocate.forecasters import SURROGATES, make_forecaster
+from scalekit.allocate.schedules import rung_resources
 from scalekit.allocate.sweep import Curve
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.errors import InputError
@@ -63,11 +66,8 @@ class ForecastRanking:
                                      high_open=True)
         self.maximize = bool(maximize)
         self._forecaster = make_forecaster(surrogate)
-        rungs, level = [], float(min_resource)
-        while level < max_resource:
-            rungs.append(level)
-            level *= self.reduction_factor
-        self.rungs = tuple(rungs)
+        ladder = rung_resources(min_resource, max_resource, self.reduction_factor)
+        self.rungs = ladder if ladder[-1] < max_resource else ladder[:-1]
 
     def due(self, resource: float, done: int) -> list[int]:
         """Indices of the rungs from ``done`` on that ``resource`` has reached."""

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scalekit.allocate.schedules import (Hyperband, SuccessiveHalving, bracket_to,
-                                         format_rung_table, rung_count)
+                                         format_rung_table, rung_count, rung_resources)
 from scalekit.errors import InputError
 
 
@@ -27,6 +27,13 @@ def test_float_log_would_lose_a_rung_but_count_does_not():
     # decimals as a user writes them: 0.1 -> 24.3 is five factors of 3
     assert rung_count(0.1, 24.3, 3) == 6
     assert rung_count(1e17, 2.43e19, 3) == 6
+
+
+def test_rung_resources_are_the_decimals_a_user_would_write():
+    # 0.1 * 3 is 0.30000000000000004 in binary floating point; the rungs are 0.3, 0.9, ...
+    assert rung_resources(0.1, 24.3, 3) == (0.1, 0.3, 0.9, 2.7, 8.1, 24.3)
+    assert rung_resources(0.1, 24.2, 3) == (0.1, 0.3, 0.9, 2.7, 8.1)
+    assert rung_resources(2, 2, 3) == (2.0,)
 
 
 @settings(max_examples=200, deadline=None)

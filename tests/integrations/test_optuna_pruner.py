@@ -100,6 +100,12 @@ def test_promotion_rule_is_optunas(crossing):
                 score, list(competing), 3, StudyDirection.MINIMIZE)
 
 
+def test_rungs_lie_below_max_resource_at_the_decimals_written():
+    assert ForecastRanking(min_resource=9, max_resource=243).rungs == (9, 27, 81)
+    assert ForecastRanking(min_resource=9, max_resource=244).rungs == (9, 27, 81, 243)
+    assert ForecastRanking(min_resource=0.1, max_resource=3).rungs == (0.1, 0.3, 0.9, 2.7)
+
+
 def test_maximised_accuracy_is_forecast_as_its_error():
     t = np.arange(1, 28, dtype=float)
     accuracy = 0.9 - 0.5 * t ** -0.5
