@@ -121,7 +121,6 @@ def train(
     quiet: bool = quiet_option(),
 ) -> None:
     """Train a sweep (every combination of the grids) and log each evaluation to the store."""
-    from scalekit.train.sweep import sweep_executor
     from scalekit.train.sweep import SweepSpec, run_sweep
 
     settings = _read_config(config) if config is not None else {}
@@ -142,7 +141,7 @@ def train(
         settings["options"] = {**settings.get("options", {}), **_options(option)}
     spec = SweepSpec.from_mapping(settings, source=str(config) if config else None)
     configs = spec.configs()
-    from scalekit.executors import running, worker_count
+    from scalekit.executors import make_executor, running, worker_count
 
     if executor == "local":  # a local pool: no more processes than runs or CPUs, and say so
         workers, note = worker_count(workers, len(configs))
@@ -151,7 +150,7 @@ def train(
     checkpoint_dir = checkpoints or store.with_name(store.name + ".checkpoints")
     on_interrupt(lambda: f"the store {store} keeps {points_kept(store, 'scalekit train')} "
                  "logged before it; run the same command again to resume from the checkpoints")
-    with running(sweep_executor(executor, max_workers=workers, address=ray_address)) as pool:
+    with running(make_executor(executor, max_workers=workers, address=ray_address)) as pool:
         frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
                           batched=batched)
     if export is not None:

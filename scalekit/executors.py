@@ -107,18 +107,18 @@ class WorkerPool(ProcessPoolExecutor):
             process.join(timeout=5)
 
 
-def process_pool(workers: int, *, initializer: Callable[[int], None] | None = None,
-                 start: str = "spawn") -> WorkerPool:
+def process_pool(workers: int, *, start: str = "spawn") -> WorkerPool:
     """A pool of ``workers`` processes, each with its share of the CPU threads.
 
-    Each worker calls ``initializer(workers)`` first when one is given. ``start``
-    is the start method: ``spawn`` (safe whatever the parent ran) or ``fork``
+    A worker sets the thread variables of OpenMP, MKL and OpenBLAS (which torch
+    and numpy read when they are imported) and torch's threads where torch is
+    imported already. ``start`` is the start method: ``spawn`` (safe whatever the parent ran) or ``fork``
     (no start-up cost; only for work that never runs OpenMP code, such as numpy fits).
     """
     threads = max(1, usable_cpus() // workers)
     return WorkerPool(workers, mp_context=multiprocessing.get_context(start),
                       initializer=_start_worker,
-                      initargs=(os.getpid(), threads, workers, initializer))
+                      initargs=(os.getpid(), threads))
 
 
 class RayExecutor(Executor):
@@ -159,13 +159,11 @@ class RayExecutor(Executor):
 
 
 def make_executor(kind: str = "local", *, max_workers: int | None = None,
-                  address: str | None = None,
-                  initializer: Callable[[int], None] | None = None) -> Executor:
+                  address: str | None = None) -> Executor:
     """An executor of ``kind`` ("local" or "ray") with up to ``max_workers`` parallel jobs.
 
     ``local`` with one worker runs jobs in the calling process; with more, in a
-    :func:`process_pool` whose workers first call ``initializer(max_workers)``
-    when one is given (e.g. to share CPU threads).
+    :func:`process_pool` (whose workers share the CPU threads).
     """
     check_choice("executor", kind, EXECUTORS)
     if max_workers is not None:
@@ -175,7 +173,7 @@ def make_executor(kind: str = "local", *, max_workers: int | None = None,
     workers = max_workers or 1
     if workers == 1:
         return InlineExecutor()
-    return process_pool(workers, initializer=initializer)
+    return process_pool(workers)
 
 
 @contextmanager
@@ -193,8 +191,7 @@ def running(executor: Executor) -> Iterator[Executor]:
     executor.shutdown()
 
 
-def _start_worker(parent: int, threads: int, workers: int,
-                  initializer: Callable[[int], None] | None) -> None:
+def _start_worker(parent: int, threads: int) -> None:
     """Initializer of a pool worker: ignore Ctrl-C, share the threads, die with the parent."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in _THREAD_VARIABLES:
@@ -204,8 +201,6 @@ def _start_worker(parent: int, threads: int, workers: int,
         torch.set_num_threads(threads)
     threading.Thread(target=_exit_with, args=(parent,), daemon=True,
                      name="scalekit-parent-check").start()
-    if initializer is not None:
-        initializer(workers)
 
 
 def _exit_with(parent: int) -> None:

@@ -1,7 +1,7 @@
 """Bundled torch trainers that produce learning curves (torch is imported lazily).
 
-``import scalekit.train`` is cheap: the configuration, sweep grid and executor
-seam load without torch; the loop, models, tasks and FLOP counting import torch
+``import scalekit.train`` is cheap: the configuration and sweep grid load
+without torch; the loop, models, tasks and FLOP counting import torch
 when first used.
 """
 
@@ -14,7 +14,6 @@ _LAZY = {
     "SweepSpec": "scalekit.train.sweep",
     "StoreLog": "scalekit.train.sweep",
     "run_sweep": "scalekit.train.sweep",
-    "sweep_executor": "scalekit.train.sweep",
     "available_tasks": "scalekit.train.tasks",
     "train": "scalekit.train.loop",
     "TrainedRun": "scalekit.train.loop",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor, as_completed
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from scalekit.errors import InputError
-from scalekit.executors import InlineExecutor, make_executor
+from scalekit.executors import InlineExecutor
 from scalekit.progress import track
 from scalekit.train.config import TrainConfig
 
@@ -99,19 +98,6 @@ class StoreLog:
                 self._last[name] = int(new[-1]["step"])
 
 
-def sweep_executor(kind: str = "local", *, max_workers: int | None = None,
-                   address: str | None = None) -> Executor:
-    """:func:`scalekit.executors.make_executor` whose pool workers share the CPU threads."""
-    return make_executor(kind, max_workers=max_workers, address=address,
-                         initializer=_share_threads)
-
-
-def _share_threads(workers: int) -> None:
-    import torch
-
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
-
-
 @contextmanager
 def _runs_locked(store: str | Path | None, names: list[str]):
     """Hold the store's lock of every run while they train, so that a second sweep of the
@@ -181,7 +167,8 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
     checkpoint_dir : path, optional
         Folder of per-run checkpoints; running the sweep again resumes from it.
     executor : Executor, optional
-        Where jobs run (default: in this process).
+        Where jobs run (default: in this process), e.g.
+        :func:`scalekit.executors.make_executor`, whose pool workers share the CPU threads.
     batched : bool
         Train runs that differ only in seed, learning rate, weight decay and dropout
         together, one job per group (MLP tasks; no checkpoints, see :func:`run_batched_job`).

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from scalekit.curves import CurveStore
+from scalekit.executors import make_executor, usable_cpus
 from scalekit.train.config import TrainConfig
-from scalekit.train.sweep import sweep_executor
 from scalekit.train.sweep import StoreLog, SweepSpec, run_sweep
 
 BASE = TrainConfig(steps=60, evals=4, eval_size=256, device="cpu")
@@ -84,13 +85,22 @@ def test_executor_gives_the_curves_of_the_calling_process(kind):
         pytest.importorskip("ray")
     configs = SweepSpec(base=BASE.replace(steps=30), widths=[4, 8]).configs()
     inline = run_sweep(configs)
-    executor = sweep_executor(kind, max_workers=2)
+    executor = make_executor(kind, max_workers=2)
     try:
         elsewhere = run_sweep(configs, executor=executor)
     finally:
         executor.shutdown()
     columns = ["run", "step", "loss", "train_loss", "compute"]
     assert elsewhere[columns].equals(inline[columns])
+
+
+def test_pool_workers_share_the_cpus_between_their_torch_threads():
+    executor = make_executor("local", max_workers=2)
+    try:  # torch is imported in the worker by the job, after the pool set its threads
+        threads = [executor.submit(torch.get_num_threads).result() for _ in range(2)]
+    finally:
+        executor.shutdown()
+    assert threads == [max(1, usable_cpus() // 2)] * 2
 
 
 def test_batched_sweep_stores_the_curves_of_the_sequential_sweep(tmp_path):
