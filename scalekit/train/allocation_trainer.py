@@ -42,17 +42,19 @@ class TorchTaskTrainer:
     configs: list
     checkpoint_dir: str
     resource: str = "step"
-    _flops: dict = field(default_factory=dict, repr=False)
+    _measured: dict = field(default_factory=dict, repr=False)
 
     def _config(self, run: str):
         return {c.name: c for c in self.configs}[run]
 
-    def flops_per_step(self, config) -> float:
-        """Counted FLOPs of one training step of ``config`` (cached)."""
-        if config.name not in self._flops:
+    def _measure(self, config) -> tuple[float, float]:
+        """Total parameters and counted FLOPs of one training step of ``config``, from one
+        build of its data and model (cached)."""
+        if config.name not in self._measured:
             import torch
 
             from scalekit.train.flops import counted_step_flops
+            from scalekit.train.models import count_parameters
             from scalekit.train.tasks import get_task
 
             task = get_task(config.task)
@@ -60,20 +62,20 @@ class TorchTaskTrainer:
             torch.manual_seed(config.seed)
             model = task.make_model(config, data)
             x, y = data.sample(np.random.default_rng(0), config.batch_size)
-            self._flops[config.name] = float(counted_step_flops(model, data.loss_of, x, y))
-        return self._flops[config.name]
+            self._measured[config.name] = (float(count_parameters(model)["params_total"]),
+                                           float(counted_step_flops(model, data.loss_of, x, y)))
+        return self._measured[config.name]
+
+    def flops_per_step(self, config) -> float:
+        """Counted FLOPs of one training step of ``config`` (cached)."""
+        return self._measure(config)[1]
 
     def candidates(self) -> pd.DataFrame:
-        from scalekit.train.tasks import get_task
-
         rows = []
         for config in self.configs:
-            task = get_task(config.task)
-            data = task.make_data(config)
-            params = sum(p.numel() for p in task.make_model(config, data).parameters())
-            rows.append(dict(run=config.name, params=float(params),
-                             max_resource=float(config.steps),
-                             flops_per_unit=self.flops_per_step(config)))
+            params, flops = self._measure(config)
+            rows.append(dict(run=config.name, params=params, max_resource=float(config.steps),
+                             flops_per_unit=flops))
         return pd.DataFrame(rows)
 
     def advance(self, run: str, start: float, stop: float) -> pd.DataFrame:

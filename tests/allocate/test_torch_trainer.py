@@ -35,3 +35,16 @@ def test_teacher_student_runs_are_allocated_and_match_uninterrupted_training(tmp
         whole = [p for p in train(config).points if p["step"] <= mine.step.max()]
         assert [p["step"] for p in whole] == mine.step.tolist()
         assert np.allclose([p["loss"] for p in whole], mine.loss, rtol=1e-5)
+
+
+def test_candidates_carry_the_parameters_and_step_flops_training_counts(tmp_path):
+    configs = [TrainConfig(task=task, width=8, depth=1, steps=2, batch_size=8, evals=1,
+                           eval_size=16, device="cpu", seed=seed)
+               for task in ("teacher_student", "char_lm") for seed in (0, 1)]
+    trainer = TorchTaskTrainer(configs, str(tmp_path / "checkpoints"))
+    candidates = trainer.candidates().set_index("run")
+    for config in configs:
+        attrs = train(config).attrs
+        row = candidates.loc[config.name]
+        assert row.params == attrs["params_total"] and row.max_resource == 2
+        assert row.flops_per_unit == attrs["flops_per_step"] == trainer.flops_per_step(config)
