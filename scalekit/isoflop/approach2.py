@@ -152,8 +152,7 @@ class IsoFLOPProfiles(AllocationEstimator):
         groups_all = Groups.from_sorted_codes(points["budget"].to_numpy())
         windows = choose_windows(x_all, points["loss"].to_numpy(), groups_all,
                                  window=self.window)
-        lo = np.minimum.reduceat(x_all, groups_all.starts)
-        hi = np.maximum.reduceat(x_all, groups_all.starts)
+        centre, half = group_scaling(x_all, groups_all)  # of the sampled range
         n_sampled = groups_all.sizes
         used = windows.mask(x_all.size)
         sampled = points.assign(used=used).reset_index(drop=True)
@@ -165,7 +164,8 @@ class IsoFLOPProfiles(AllocationEstimator):
 
         coef = fit_parabolas(x, y, groups)
         x_star, loss_star = vertices(coef, x, groups)
-        flags = _flag_budgets(coef, x_star, x_all, groups_all, lo, hi)
+        offset = (x_star - centre) / half
+        flags = _flag_budgets(coef, x_star, offset, x_all, groups_all)
         excluded = np.array([any(f in EXCLUDED for f in row) for row in flags])
         x_star = np.where(excluded, np.nan, x_star)
         if (~excluded).sum() < 3:
@@ -176,7 +176,7 @@ class IsoFLOPProfiles(AllocationEstimator):
         replicates, weights, noise = None, None, _noise_scale(x, y, groups, coef, windows)
         if self.n_boot and noise is not None:
             replicates, weights = _bootstrap(x, y, groups, noise, ~excluded, self.n_boot, rng)
-            wild = (replicates < 2 * lo - hi) | (replicates > 2 * hi - lo)
+            wild = np.abs(replicates - centre) > 3 * half
             replicates = np.where(wild | excluded[None, :], np.nan, replicates)
         budget = points["budget"].to_numpy()[groups.starts]
         if self.budgets is None:  # rounded labels: use the points' own (geometric mean) compute
@@ -192,11 +192,11 @@ class IsoFLOPProfiles(AllocationEstimator):
 
         tails = [50 * (1 - self.ci_level), 50 * (1 + self.ci_level)]
         table = pd.DataFrame({"budget": budget, "n_sampled": n_sampled, "n_points": groups.sizes,
-                              f"{self.profile}_min": np.exp(lo),
-                              f"{self.profile}_max": np.exp(hi)})
-        for name, centre, reps in ((self.profile, x_star, replicates),
-                                   (other, other_star, other_reps)):
-            table[f"{name}_opt"] = np.exp(centre)
+                              f"{self.profile}_min": np.exp(centre - half),
+                              f"{self.profile}_max": np.exp(centre + half)})
+        for name, log_opt, reps in ((self.profile, x_star, replicates),
+                                    (other, other_star, other_reps)):
+            table[f"{name}_opt"] = np.exp(log_opt)
             if reps is not None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)  # budgets left out: all nan
@@ -205,10 +205,8 @@ class IsoFLOPProfiles(AllocationEstimator):
         if replicates is not None:
             table["boot_no_vertex"] = np.isnan(replicates).mean(axis=0)
         table["loss_opt"] = np.where(excluded, np.nan, loss_star)
-        w_lo = np.minimum.reduceat(x, groups.starts)
-        w_hi = np.maximum.reduceat(x, groups.starts)
-        table["curvature"] = coef[:, 2] / ((w_hi - w_lo) / 2) ** 2
-        table["offset"] = (x_star - (lo + hi) / 2) / np.where(hi > lo, (hi - lo) / 2, 1.0)
+        table["curvature"] = coef[:, 2] / group_scaling(x, groups)[1] ** 2  # per window
+        table["offset"] = offset
         table["misfit_p"] = windows.misfit_p
         table["flags"] = [",".join(row) for row in flags]
         self.budgets_ = table.reset_index(drop=True)
@@ -386,8 +384,9 @@ def _bootstrap(x, y, groups, noise, valid, n_boot: int, rng: np.random.Generator
     return replicates, weights
 
 
-def _flag_budgets(coef, x_star, x, groups, lo, hi) -> list[list[str]]:
-    """The :data:`CHECKS` each budget fails, against all of its sampled points."""
+def _flag_budgets(coef, x_star, offset, x, groups) -> list[list[str]]:
+    """The :data:`CHECKS` each budget fails, against all of its sampled points (``offset``:
+    the vertex's position in the sampled range, -1 … 1)."""
     member = groups.member
     flags = []
     for k in range(groups.sizes.size):
@@ -395,10 +394,9 @@ def _flag_budgets(coef, x_star, x, groups, lo, hi) -> list[list[str]]:
         if not coef[k, 2] > 0:
             flags.append(["downward"])
             continue
-        if x_star[k] < lo[k] or x_star[k] > hi[k]:
+        if abs(offset[k]) > 1:
             row.append("outside")
-        offset = (x_star[k] - (lo[k] + hi[k]) / 2) / ((hi[k] - lo[k]) / 2)
-        if abs(offset) > 0.5:
+        if abs(offset[k]) > 0.5:
             row.append("off_centre")
         xs = x[member == k]
         if min((xs < x_star[k]).sum(), (xs > x_star[k]).sum()) < 0.25 * xs.size:
