@@ -27,12 +27,19 @@ def _in_command(pid: int) -> bool:
         return False
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the child before it runs: Ctrl-C's default action, as a shell started from a
+    terminal gives its commands (a test run started in the background or under nohup
+    ignores SIGINT, and that would be inherited: the command would rightly ignore it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(args, ready, *, timeout=120.0):
     """Start ``scalekit ARGS``, send SIGINT once ``ready()`` holds; return (code, stderr)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     process = subprocess.Popen([sys.executable, "-m", "scalekit_cli.app", *map(str, args)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env=env, cwd=REPO)
+                               env=env, cwd=REPO, preexec_fn=_ctrl_c_as_at_a_terminal)
     deadline = time.monotonic() + timeout
     while not (_in_command(process.pid) and ready()):
         assert process.poll() is None, f"ended before it was interrupted: {process.stderr.read()}"
