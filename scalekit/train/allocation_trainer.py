@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice
@@ -51,19 +50,11 @@ class TorchTaskTrainer:
         """Total parameters and counted FLOPs of one training step of ``config``, from one
         build of its data and model (cached)."""
         if config.name not in self._measured:
-            import torch
-
-            from scalekit.train.flops import counted_step_flops
+            from scalekit.train.loop import build_run
             from scalekit.train.models import count_parameters
-            from scalekit.train.tasks import get_task
 
-            task = get_task(config.task)
-            data = task.make_data(config)
-            torch.manual_seed(config.seed)
-            model = task.make_model(config, data)
-            x, y = data.sample(np.random.default_rng(0), config.batch_size)
-            self._measured[config.name] = (float(count_parameters(model)["params_total"]),
-                                           float(counted_step_flops(model, data.loss_of, x, y)))
+            _, model, flops = build_run(config)
+            self._measured[config.name] = (float(count_parameters(model)["params_total"]), flops)
         return self._measured[config.name]
 
     def flops_per_step(self, config) -> float:

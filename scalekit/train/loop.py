@@ -112,6 +112,21 @@ def _save(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)  # atomic: a kill leaves the previous checkpoint intact
 
 
+def build_run(config: TrainConfig, device=None) -> tuple[TaskData, torch.nn.Module, float]:
+    """The data, the freshly initialised model (seeded by ``config.seed``, on ``device``)
+    and the counted FLOPs of one training step of ``config``, on a probe batch."""
+    task = get_task(config.task)
+    data = task.make_data(config)
+    torch.manual_seed(config.seed)
+    model = task.make_model(config, data)
+    if device is not None:
+        model = model.to(device)
+    probe_x, probe_y = data.sample(np.random.default_rng(0), config.batch_size)
+    if device is not None:
+        probe_x, probe_y = probe_x.to(device), probe_y.to(device)
+    return data, model, float(counted_step_flops(model, data.loss_of, probe_x, probe_y))
+
+
 def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path | None = None) -> TrainedRun:
     """Train one run and return its curve.
 
@@ -127,12 +142,7 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
         File to resume from (if present) and to write after every evaluation.
     """
     device = pick_device(config.device)
-    task = get_task(config.task)
-    data = task.make_data(config)
-    torch.manual_seed(config.seed)
-    model = task.make_model(config, data).to(device)
-    probe_x, probe_y = data.sample(np.random.default_rng(0), config.batch_size)
-    flops_per_step = counted_step_flops(model, data.loss_of, probe_x.to(device), probe_y.to(device))
+    data, model, flops_per_step = build_run(config, device)
     attrs = run_attributes(config, data, model, flops_per_step, device)
     params = attrs["params"]
     forward = torch.compile(model) if config.compile else model
