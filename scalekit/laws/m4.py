@@ -91,11 +91,11 @@ def _parts(X, z, name):
     return log_l, linf, alpha, b, log_b, u, log_x
 
 
-def _log_function(X, z, name="x"):
+def _log_function(X, z, name):
     return _parts(X, z, name)[0]
 
 
-def _log_value_and_jacobian(X, z, name="x"):
+def _log_value_and_jacobian(X, z, name):
     log_l, linf, alpha, b, log_b, u, log_x = _parts(X, z, name)
     s, rest = _sigmoid(u), _sigmoid(-u)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -112,13 +112,13 @@ def _log_value_and_jacobian(X, z, name="x"):
     return log_l, np.moveaxis(rows, 0, -1)
 
 
-def _function(X, theta, name="x"):
+def _function(X, theta, name):
     z = np.asarray(theta, dtype=float).copy()
     z[..., 3] = np.log(z[..., 3])
     return np.exp(_log_function(X, z, name))
 
 
-def _data_grid(X, y, name="x"):
+def _data_grid(X, y, name):
     """Starts near the paper's: Linf just below the lowest loss or at half of it, c = 0.5.
 
     ``log beta`` is set so that the law passes through the median point for each

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -231,11 +231,11 @@ def _m4_family_law() -> Law:
 def _family(name: str, expression: str, signed: tuple[str, ...], starts) -> CurveFamily:
     """A family from its expression on ``t``, ``tau``, ``y0``; parameters are positive
     (fitted as logarithms, within ``POSITIVE_RANGE``) except those in ``signed``."""
+    law = law_from_expression(expression, inputs=AXES, name=name,
+                              params={p: {"log": False} for p in signed})
     lower, upper = POSITIVE_RANGE
-    params = {p: {"log": False} if p in signed else {"lower": lower, "upper": upper}
-              for p in law_from_expression(expression, inputs=AXES).param_names}
-    return CurveFamily(law_from_expression(expression, inputs=AXES, name=name, params=params),
-                       starts)
+    params = tuple(replace(p, lower=lower, upper=upper) if p.log else p for p in law.params)
+    return CurveFamily(replace(law, params=params), starts)
 
 
 FAMILIES: dict[str, CurveFamily] = {f.name: f for f in (
