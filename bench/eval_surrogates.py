@@ -84,7 +84,10 @@ The protocol of Alabdulmohsin et al. (2022) itself, per domain against M4, is
 ``bench/revisiting_benchmark.py``.
 
 Run: ``python bench/eval_surrogates.py [--quick] [--seed N] [--only SET] [--ceiling]`` (about two
-minutes on 2 cores; ``--quick`` keeps every third curve).
+minutes on 2 cores; ``--quick`` keeps every third curve). With ``--seeds K`` it scores the
+splits of seeds 0 to K-1 from one set of forecasts (the fits do not depend on the split) and
+prints, per seed, the best scalekit method picked on the report half with its error and 80%
+coverage, then their means and every method's mean error over the seeds.
 """
 
 from __future__ import annotations
@@ -144,6 +147,11 @@ def methods() -> dict:
     return out
 
 
+def subset(task: Task) -> str:
+    """A task's reported subset: the cut (misfitting) or the Domain (Alabdulmohsin sets)."""
+    return task.group.split("|")[0]
+
+
 def summarise(name: str, table: pd.DataFrame) -> None:
     """The target line (both winners picked on the report half), then the same
     comparison with both picked on the calibration half's final-point errors."""
@@ -157,6 +165,27 @@ def summarise(name: str, table: pd.DataFrame) -> None:
         print(f"{name}, {label}: best single family {family} {errors.loc[family, 'all']:.4f}; "
               f"best scalekit method {ours} {errors.loc[ours, 'all']:.4f} ({gain:+.0%} lower "
               f"final log-loss error); its 80% coverage {cover[ours]:.3f}")
+
+
+def over_seeds(name: str, tasks: list[Task], chosen: dict, seeds: int) -> None:
+    """The best scalekit method of each split (picked on its report half) and the means
+    over the splits of seeds 0 to ``seeds - 1``."""
+    print(f"\n== {name}: {len(tasks)} forecasts, seeds 0-{seeds - 1} ==")
+    best, cover, errors = [], [], []
+    for seed in range(seeds):
+        table = evaluate(tasks, chosen, split_seed=seed, by=subset, calibrate_by=subset).table
+        rows = table[table["subset"] == "all"].set_index("method")
+        ours = rows.loc[list(SCALEKIT_METHODS), "final_log_err"].idxmin()
+        best.append(rows.loc[ours, "final_log_err"])
+        cover.append(rows.loc[ours, "cover80"])
+        errors.append(rows["final_log_err"])
+        print(f"seed {seed}: best scalekit method {ours} {best[-1]:.5f}, 80% coverage "
+              f"{cover[-1]:.3f}")
+    print(f"{name}, mean over {seeds} seeds: best scalekit method {np.mean(best):.5f}, "
+          f"80% coverage {np.mean(cover):.3f}")
+    means = pd.concat(errors, axis=1).mean(axis=1)
+    print("mean final_log_err per method: "
+          + ", ".join(f"{method} {value:.4f}" for method, value in means.items()))
 
 
 def ceiling(name: str, tasks: list[Task], chosen: dict) -> None:
@@ -190,6 +219,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="keep every third curve")
     parser.add_argument("--seed", type=int, default=0, help="seed of the calibration split")
+    parser.add_argument("--seeds", type=int, metavar="K",
+                        help="score the splits of seeds 0..K-1 (one set of fits) and their means")
     parser.add_argument("--only", choices=("misfitting", "lang", "vision"),
                         help="run one data set only")
     parser.add_argument("--ceiling", action="store_true",
@@ -207,7 +238,9 @@ def main() -> None:
     start = time.perf_counter()
     for name, tasks in datasets.items():
         chosen = methods()
-        subset = lambda t: t.group.split("|")[0]  # noqa: E731 - the cut, or the Domain
+        if args.seeds:
+            over_seeds(name, tasks, chosen, args.seeds)
+            continue
         table = evaluate(tasks, chosen, split_seed=args.seed, by=subset,
                          calibrate_by=subset).table
         print(f"\n== {name}: {len(tasks)} forecasts, {len({t.run for t in tasks})} runs ==")
@@ -223,7 +256,8 @@ def main() -> None:
         print(f"stacked weights (learned on the calibration half): {weights}")
         if args.ceiling:
             ceiling(name, tasks, chosen)
-    print(f"\ntotal {time.perf_counter() - start:.0f} s; report half only; seed {args.seed}")
+    seeds = f"seeds 0-{args.seeds - 1}" if args.seeds else f"seed {args.seed}"
+    print(f"\ntotal {time.perf_counter() - start:.0f} s; report halves only; {seeds}")
 
 
 if __name__ == "__main__":
