@@ -47,14 +47,15 @@ class TorchTaskTrainer:
         return {c.name: c for c in self.configs}[run]
 
     def _measure(self, config) -> tuple[float, float]:
-        """Total parameters and counted FLOPs of one training step of ``config``, from one
-        build of its data and model (cached)."""
+        """Parameters outside the embeddings (``params``, as training stores it: N of
+        6·N·D) and counted FLOPs of one training step of ``config``, from one build of its
+        data and model (cached)."""
         if config.name not in self._measured:
             from scalekit.train.loop import build_run
             from scalekit.train.models import count_parameters
 
             _, model, flops = build_run(config)
-            self._measured[config.name] = (float(count_parameters(model)["params_total"]), flops)
+            self._measured[config.name] = (float(count_parameters(model)["params"]), flops)
         return self._measured[config.name]
 
     def flops_per_step(self, config) -> float:

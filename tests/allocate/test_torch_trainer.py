@@ -46,5 +46,6 @@ def test_candidates_carry_the_parameters_and_step_flops_training_counts(tmp_path
     for config in configs:
         attrs = train(config).attrs
         row = candidates.loc[config.name]
-        assert row.params == attrs["params_total"] and row.max_resource == 2
+        # the size a run's curve carries, whether training or the allocator stored it
+        assert row.params == attrs["params"] and row.max_resource == 2
         assert row.flops_per_unit == attrs["flops_per_step"] == trainer.flops_per_step(config)
