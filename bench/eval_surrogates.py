@@ -67,7 +67,11 @@ adopted); relative residuals with a step cap of 5, the former fitter's own
 vision against the former fitter, where the adopted schedule gives +1.9% /
 -0.8% / +3.0%), not adopted because the Revisiting benchmark's LM+NMT 80%
 coverage fell from 0.843 to 0.706, out of its target, where the adopted one
-keeps it (0.824). Seeds 1 and 2 (``--seed``) are the robustness check; their halves
+keeps it (0.824); (6) on 2026-12-04 the adopted schedule and the former fitter were
+compared over seeds 0-19 (``--seeds 20``), and three engine settings were tried on the
+same splits in a scratch copy (step caps of 3 and 5, damping from 1e-2, 100 steps):
+none was ahead of the former fitter on all three sets over both seeds 0-5 and 0-19,
+and none was adopted (docs/forecast.md has the figures). Seeds 1 and 2 (``--seed``) are the robustness check; their halves
 overlap seed 0's.
 
 Columns: final_log_err = mean |ln forecast - ln truth| at each curve's last
