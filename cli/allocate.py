@@ -225,14 +225,10 @@ def legacy_args(args: list[str]) -> tuple[list[str], str | None]:
     return ["allocate", mode, *task, *rest], note
 
 
-def _budget(text: str, mode: str, parse) -> float:
+def _budget(text: str, mode: str, parse_budget) -> float:
+    """The budget ``text`` of ``mode`` in FLOPs, or a share of the sweep (replay); the
+    library's errors name `budget`, which the CLI writes as `--budget`."""
     from scalekit.errors import InputError
-
-    def parse_budget(text: str) -> float:  # the library names the parameter, the CLI the flag
-        try:
-            return parse(text)
-        except InputError as exc:
-            raise InputError(str(exc).replace("`budget`", "`--budget`")) from None
 
     if text.strip().endswith("%"):
         if mode != "replay":

@@ -91,11 +91,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: list[str]) -> int:
     from .allocate import legacy_args
-    from .common import interrupted_line, reset_interrupt_notes
+    from .common import in_flags, interrupted_line, record_invocation, reset_interrupt_notes
 
     reset_interrupt_notes()
+    record_invocation(args)
     try:
         args, note = legacy_args(args)
+        record_invocation(args)
         if note and not {"-q", "--quiet"} & set(args):
             typer.echo(note, err=True)
         code = app(args=args, prog_name="scalekit", standalone_mode=False)
@@ -110,7 +112,7 @@ def _run(args: list[str]) -> int:
         typer.echo(usage_line(exc), err=True)
         return 2
     except InputError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {in_flags(str(exc))}", err=True)
         return 2
     except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
         if os.environ.get("SCALEKIT_DEBUG"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -231,6 +232,48 @@ _QUIET = {"now": False}
 def _note_quiet(value: bool) -> bool:
     _QUIET["now"] = bool(value)
     return value
+
+
+_PARAMETER = re.compile(r"`([A-Za-z_]\w*)`")
+#: The arguments of the command running (set by :func:`scalekit_cli.app.main`).
+_INVOKED: list[str] = []
+
+
+def record_invocation(args: list[str]) -> None:
+    """Remember the arguments of the command about to run (for :func:`command_flags`)."""
+    _INVOKED[:] = list(args)
+
+
+def command_flags(args: Optional[list[str]] = None) -> dict[str, str]:
+    """The long flag of each option of the command ``args`` run (by default the running
+    one's), by the parameter the option fills: ``{"target_compute": "--target-compute"}``."""
+    from .app import app
+
+    command = typer.main.get_command(app)
+    for word in _INVOKED if args is None else args:
+        if not hasattr(command, "commands"):   # a command, not a group
+            break
+        command = command.commands.get(word, command)
+    flags = {}
+    for param in command.params:
+        longs = [o for o in param.opts if o.startswith("--")]
+        if param.param_type_name == "option" and longs:
+            flags[param.name] = longs[0]
+    return flags
+
+
+def in_flags(text: str, flags: Optional[dict[str, str]] = None) -> str:
+    """``text`` with every backquoted parameter that an option of the running command sets
+    written as that option: the library's messages name its parameters (`target_compute`),
+    the CLI's its flags (`--target-compute`). A name no option sets stays as it is."""
+    flags = command_flags() if flags is None else flags
+    return _PARAMETER.sub(lambda m: f"`{flags[m[1]]}`" if m[1] in flags else m[0], text)
+
+
+def notes_in_flags(*groups) -> list[str]:
+    """The library's notes (lists of lines) for the running command, each :func:`in_flags`."""
+    flags = command_flags()
+    return [in_flags(line, flags) for group in groups for line in group]
 
 
 def format_option() -> Any:

@@ -10,7 +10,7 @@ import typer
 from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
                      file_argument, json_option, library_choices, map_option, open_frame,
                      parse_mapping, plot_option, print_renderable, quiet_option,
-                     reader_diagnostics, seed_option, store_option)
+                     notes_in_flags, reader_diagnostics, seed_option, store_option)
 
 FORMAT = "fit"
 
@@ -123,7 +123,7 @@ def fit(
     bodies = []
     for value, rows in groups:
         result, prepared = fit_rows(rows, shared, x=x, seed=seed, n_jobs=n_jobs)
-        notes = prepared.notes + list(frame.attrs.get("notes", []))
+        notes = notes_in_flags(prepared.notes, frame.attrs.get("notes", []))
         plan = None if target_compute is None else plan_for_compute(result, target_compute)
         diagnostics = reader_diagnostics(frame) + all_diagnostics(result, plan)
         bodies.append(fit_body(result, notes, plan, diagnostics, group, value))

@@ -9,7 +9,7 @@ import typer
 
 from .common import (choice_option, file_argument, format_option, json_option,
                      library_choices, map_option, open_frame, parse_mapping, plot_option,
-                     print_tables, quiet_option, store_option)
+                     notes_in_flags, print_tables, quiet_option, store_option)
 
 FORMAT = "forecast"
 
@@ -49,7 +49,7 @@ def forecast(
     duplicates: str = choice_option("error", "--duplicates",
                                     library_choices("scalekit.curves.readers", "DUPLICATES"),
                                     "A step a run logs twice: error, first or last."),
-    run: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
+    runs: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
     mapping: list[str] = map_option(),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),
@@ -76,14 +76,14 @@ def forecast(
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y,
                                   keep=[holdout_column or "", by or ""],
                                   duplicates=duplicates)
-    if run:
-        missing = sorted(set(run) - set(frame["run"].astype(str)))
+    if runs:
+        missing = sorted(set(runs) - set(frame["run"].astype(str)))
         if missing:
             raise InputError(f"no run named {missing[0]!r} in the curves")
-        frame = frame[frame["run"].astype(str).isin(run)]
-    settings = {"method": method, "x": axis, "y": y, "runs": run or None,
+        frame = frame[frame["run"].astype(str).isin(runs)]
+    settings = {"method": method, "x": axis, "y": y, "runs": runs or None,
                 "flops_convention": "compute as given by the curves (6·N·D where derived)"}
-    notes = list(frame.attrs.get("notes", []))
+    notes = notes_in_flags(frame.attrs.get("notes", []))
     if evaluate and holdout_column is not None:
         methods = list(METHODS) if method == "all" else [method]
         table = holdout_frame(frame, methods=methods, train=holdout_column, x=axis, y=y, by=by,
@@ -108,7 +108,7 @@ def forecast(
         target = to_compute if to_compute is not None else to
         result = forecast_frame(frame, to=target, x=axis, y=y, method=method)
         table, final = result.table, result.final
-        notes += result.warnings
+        notes += notes_in_flags(result.warnings)
         shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
             columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
                      "q0.025": "95% low", "q0.975": "95% high"})
@@ -119,8 +119,8 @@ def forecast(
             from scalekit.report.forecast_plots import drawn_runs, plot_forecasts
 
             observed = frame[["run", axis, y]].dropna()
-            shown, left_out = drawn_runs(table, run)
-            notes += left_out
+            shown, left_out = drawn_runs(table, runs)
+            notes += notes_in_flags(left_out)
             plot_forecasts(observed, table, plot, x=axis, y=y, runs=shown)
     if plot is not None and evaluate:
         notes.append("--plot draws forecasts; with --evaluate no plot is written")

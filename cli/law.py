@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -40,9 +41,8 @@ def _param_count(text: str) -> str:
 
     try:
         count = float(param_count_from_expression(text)(64.0, 4.0))  # at width 64, depth 4
-    except InputError as exc:  # the library names the parameter, the CLI the flag
-        raise InputError(f"--param-count: {exc}".replace("`param_count`", "`--param-count`")
-                         ) from None
+    except InputError as exc:  # `param_count` in the message becomes `--param-count`
+        raise InputError(f"--param-count: {exc}") from None
     if not count > 0 or count == float("inf"):
         raise InputError(f"The value of `--param-count` is {text!r}, but must give a positive "
                          f"finite count (it gives {count:g} at m = 64, l = 4).")
@@ -98,11 +98,12 @@ def depth(
             if not ("width" in spec and "depth" in spec):
                 raise _input_error("--plan needs both width and depth for a shape", None, None)
             shape = (spec["width"], spec["depth"])
-        planned = plan_depth(result.values, spec["params"], spec["tokens"],
-                             param_count=param_count_from_expression(param_count), shape=shape,
-                             integer_depth=bool(spec.get("integer", 0)),
-                             exclude_end_layers=exclude_end_layers,
-                             alpha_l_interval=tuple(result.ci["alpha_l"])).to_dict()
+        with _plan_terms(params_budget="params", tokens="tokens"):
+            planned = plan_depth(result.values, spec["params"], spec["tokens"],
+                                 param_count=param_count_from_expression(param_count),
+                                 shape=shape, integer_depth=bool(spec.get("integer", 0)),
+                                 exclude_end_layers=exclude_end_layers,
+                                 alpha_l_interval=tuple(result.ci["alpha_l"])).to_dict()
     settings = {"y": y, "keep_lowest": keep_lowest, "exclude_end_layers": exclude_end_layers,
                 "loss": loss, "bootstrap": bootstrap, "plan": plan, "param_count": param_count,
                 "flops_convention": "none: the depth law is in width, depth and tokens"}
@@ -141,7 +142,8 @@ def classes(
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("classes",), optional=())
-        planned = plan_tree(spec["classes"], result.values).to_dict()
+        with _plan_terms(classes="classes"):
+            planned = plan_tree(spec["classes"], result.values).to_dict()
     settings = {"y": y, "loss": loss, "bootstrap": bootstrap, "plan": plan,
                 "flops_convention": "none: the class-count law is in classes"}
     _finish("law.classes", result, prepared.notes, planned, "Plan: least-error tree of steps",
@@ -199,8 +201,9 @@ def inference_k(
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("cost",), optional=("k_max",))
-        planned = plan_samples(result.values, spec["cost"],
-                               k_max=spec.get("k_max", 100_000)).to_dict()
+        with _plan_terms(cost_per_sample="cost", k_max="k_max"):
+            planned = plan_samples(result.values, spec["cost"],
+                                   k_max=spec.get("k_max", 100_000)).to_dict()
     settings = {"y": y, "loss": loss, "bootstrap": bootstrap, "plan": plan,
                 "flops_convention": "none: cost is per sample, in units of error"}
     _finish("law.inference_k", result, prepared.notes, planned, "Plan: samples per query",
@@ -308,6 +311,21 @@ def _input_error(reason, file, column, *, line=None):
 
     return InputError(reason, source=None if file is None else str(file), column=column,
                       line=line)
+
+
+@contextmanager
+def _plan_terms(**keys: str):
+    """A planner's errors name its parameters as the ``--plan`` keys they were given by
+    (`k_max` -> `--plan k_max`, not the simulation's `--k-max`)."""
+    from scalekit.errors import InputError
+
+    try:
+        yield
+    except InputError as exc:
+        text = str(exc)
+        for parameter, key in keys.items():
+            text = text.replace(f"`{parameter}`", f"`--plan {key}`")
+        raise InputError(text) from None
 
 
 def _parse_plan(text: str, *, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:

@@ -17,7 +17,8 @@ from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
 from .common import (bootstrap_option, ci_level_option, file_argument, format_option,
                      json_option, map_option, open_frame, parse_mapping, print_tables,
-                     quiet_option, reader_diagnostics, seed_option, store_option)
+                     notes_in_flags, quiet_option, reader_diagnostics, seed_option,
+                     store_option)
 from .fit import (all_points_option, delta_option, drop_top_option, fit_rows, fit_settings,
                   law_option, n_jobs_option, objective_option, resample_option,
                   target_compute_option, y_option)
@@ -71,7 +72,7 @@ def plan(
     else:
         frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y)
         result, prepared = fit_rows(frame, shared, seed=seed, n_jobs=n_jobs)
-        notes = prepared.notes + list(frame.attrs.get("notes", []))
+        notes = notes_in_flags(prepared.notes, frame.attrs.get("notes", []))
         read = reader_diagnostics(frame)
     settings = {**shared, "from": None if from_fit is None else str(from_fit),
                 "compute": compute, "target_loss": target_loss, "compare": pair,

@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from .common import (check_writable, choice_option, format_option, library_choices,
-                     parse_mapping, print_tables, reader_diagnostics, store_option)
+                     notes_in_flags, parse_mapping, print_tables, reader_diagnostics,
+                     store_option)
 
 store_app = typer.Typer(name="store", help="Keep learning curves in a SQLite store "
                         "(import, ls, show, export, rm).", no_args_is_help=True)
@@ -55,7 +56,7 @@ def import_(
     for source, frame, summary in zip(sources, frames, summaries):
         typer.echo(f"{source}: imported {summary.points} points of {summary.runs} runs "
                    f"into {store}")
-        for note in collapse_notes(frame.attrs.get("notes", [])):
+        for note in collapse_notes(notes_in_flags(frame.attrs.get("notes", []))):
             typer.echo(f"  note: {note}")
         for diagnostic in reader_diagnostics(frame):
             typer.echo(f"  {diagnostic.line()}")

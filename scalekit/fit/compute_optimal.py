@@ -93,7 +93,7 @@ def _plan_one(result, compute: float, k: float) -> dict:
         plan["diagnostics"] = _extrapolation(result, compute, None, k)
         return plan
     if set(law.inputs) != {"params", "tokens"}:
-        raise InputError(f"--target-compute needs a law of params and tokens or of compute; "
+        raise InputError(f"`target_compute` needs a law of params and tokens or of compute; "
                          f"{law.name!r} reads {', '.join(law.inputs)}")
     n_star = optimal_params(law, result.theta, compute, flops_per_param_token=k)
     d_star = tokens_for_compute(compute, n_star, flops_per_param_token=k)

@@ -80,7 +80,7 @@ def choose_law(frame: pd.DataFrame, *, x: str | None = None) -> Law:
     if x is not None:
         return get_law("saturating_power")
     raise InputError("cannot choose a law: the data have neither varying params and tokens "
-                     "nor compute; name the x column with --x or the law with --law")
+                     "nor compute; name the x column as `x` or the law as `law`")
 
 
 def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
@@ -115,7 +115,7 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
     rows = frame
     if not all_points and "run" in frame and "step" in frame and frame["run"].duplicated().any():
         rows = frame.sort_values(["run", "step"]).groupby("run", sort=False).tail(1)
-        notes.append(f"last point of each of {len(rows)} runs (use all points with --all-points)")
+        notes.append(f"last point of each of {len(rows)} runs (`all_points` uses all points)")
     if drop_top:
         if drop_top >= len(rows):
             raise fail("drop_top", drop_top, f"< the number of points ({len(rows)})")
@@ -131,7 +131,7 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
         column = x if (name == "x" or len(law.inputs) == 1) and x is not None else name
         if column not in rows:
             raise InputError(f"law {law.name!r} needs input {name!r}, but the data have no "
-                             f"column {column!r}" + ("; name it with --x" if name == "x" else ""))
+                             f"column {column!r}" + ("; name it as `x`" if name == "x" else ""))
         X[name] = rows[column].to_numpy(dtype=float)
     runs = rows["run"].to_numpy() if "run" in rows else None
     return FitInput(law=law, X=X, y=rows[y].to_numpy(dtype=float), frame=rows, notes=notes,

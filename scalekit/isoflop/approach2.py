@@ -340,8 +340,8 @@ def _usable_budgets(points: pd.DataFrame, profile: str, source: str | None):
         found = ", ".join(f"{b:.2g} ({n} {profile} values)" for b, n in counts.items()) or "none"
         raise InputError(f"IsoFLOP profiles need at least three compute budgets with three or more "
                          f"distinct {profile} values each; found {found} (give the study's "
-                         "nominal budgets, `budgets` / --budgets, or round to fewer significant "
-                         "figures, `figures` / --figures)", source=source, column="compute")
+                         "nominal budgets as `budgets`, or round to fewer significant figures "
+                         "with `figures`)", source=source, column="compute")
     return points[points["budget"].isin(kept)], diagnostics
 
 

@@ -34,7 +34,7 @@ def drawn_runs(forecasts: pd.DataFrame, runs: Sequence[str] | None = None, *,
     picked = np.unique(np.round(np.linspace(0, len(names) - 1, max_runs)).astype(int))
     note = (f"{len(names) - len(picked)} of {len(names)} runs not drawn; the plot shows "
             f"{len(picked)} spread from the lowest to the highest final forecast "
-            "(choose with --run)")
+            "(choose them as `runs`)")
     return [names[i] for i in picked], [note]
 
 

@@ -69,8 +69,8 @@ def default_method(candidates=None):
 def _check_columns(frame: pd.DataFrame, *columns: str) -> None:
     for column in columns:
         if column not in frame.columns:
-            raise InputError(f"the curves have no column {column!r}; choose the x axis with "
-                             "--x (step, tokens, compute) or map a column to it", column=column)
+            raise InputError(f"the curves have no column {column!r}; choose the x axis as "
+                             "`x` (step, tokens, compute) or map a column to it", column=column)
 
 
 @dataclass(repr=False)

@@ -98,7 +98,7 @@ def test_quiet_prints_nothing_and_plot_is_a_png(per_run_csv, tmp_path, capsys):
 @pytest.mark.parametrize("args,needle", [
     (["fit", "no/such/file.csv"], "no such file"),
     (["fit", "{csv}", "--drop-top", "-1"], "`--drop-top`"),
-    (["fit", "{csv}", "--law", "no_such_law"], "`law`"),
+    (["fit", "{csv}", "--law", "no_such_law"], "`--law`"),  # the library says `law`
     (["fit", "{csv}", "--y", "nope"], "no 'nope' column"),
     (["fit", "{csv}", "--target-compute", "-5", "--bootstrap", "0"], "`--target-compute`"),
     (["fit"], "either a curves FILE or --store"),

@@ -97,9 +97,9 @@ def test_simulate_prints_quadrature_and_monte_carlo(tmp_path, capsys):
     (["law", "depth", "{classes}"], "loss"),
     (["law", "classes", "{classes}", "--loss", "cubic"], "loss"),
     # a fractional or infinite class count or k_max was truncated by int() (or crashed)
-    (["law", "classes", "{classes}", "--plan", "classes=2.5"], "`classes` is 2.5"),
-    (["law", "classes", "{classes}", "--plan", "classes=inf"], "`classes` is inf"),
-    (["law", "inference-k", "{k}", "--plan", "cost=0.01,k_max=10.5"], "`k_max` is 10.5"),
+    (["law", "classes", "{classes}", "--plan", "classes=2.5"], "`--plan classes` is 2.5"),
+    (["law", "classes", "{classes}", "--plan", "classes=inf"], "`--plan classes` is inf"),
+    (["law", "inference-k", "{k}", "--plan", "cost=0.01,k_max=10.5"], "`--plan k_max` is 10.5"),
     # a data symbol other than m and l is named, with the ones allowed
     (["law", "depth", "{classes}", "--param-count", "m*x"],
      "`--param-count` is 'm*x', but must be a formula in m (width) and l (depth) only (it "

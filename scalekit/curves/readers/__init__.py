@@ -150,7 +150,7 @@ def _read_tracking(path: str | Path, fmt: str, uri: bool, source: str, *, mappin
     mapped = mapping.pop("loss", mapping.pop(metric, None))
     if mapping:
         raise InputError(f"a {fmt} source takes no column mapping but the metric's "
-                         f"(--map {metric}=NAME); got: " + ", ".join(mapping), source=source)
+                         f"(`mapping` {metric}=NAME); got: " + ", ".join(mapping), source=source)
     choice, what = None, "metric"
     if fmt == "tensorboard":
         from scalekit.curves.readers.tensorboard_logs import read_tensorboard_records
@@ -216,7 +216,7 @@ def _detect_format(path: str | Path, format: str | None, uri: bool) -> str:
     fmt = _SUFFIXES.get(path.suffix.lower())
     if fmt is None:
         raise InputError(f"cannot tell the format from the suffix {path.suffix!r}; choose one "
-                         "of " + ", ".join(FORMATS) + " with --format", source=str(path))
+                         "of " + ", ".join(FORMATS) + " as `format`", source=str(path))
     return fmt
 
 
@@ -236,11 +236,11 @@ def _sqlite_kind(file: Path, source: str) -> str:
     if {"experiments", "runs", "metrics", "params"} <= tables:
         return "mlflow"
     if {"runs", "points"} <= tables:
-        raise InputError("this is a scalekit curve store: read it with --store, no import "
-                         "needed", source=source)
+        raise InputError("this is a scalekit curve store: open it as a `store` "
+                         "(scalekit.curves.CurveStore), no import needed", source=source)
     return _ask(source)
 
 
 def _ask(source: str) -> str:
     raise InputError("cannot tell whether this is an MLflow store or an Optuna storage; "
-                     "choose with --format mlflow or --format optuna", source=source)
+                     "choose `format` 'mlflow' or 'optuna'", source=source)

@@ -60,7 +60,7 @@ def read_mlflow_records(uri: str, *, experiment: str | None = None,
                      + ", ".join(sorted(repeated)))
     read = list(dict.fromkeys(named[run.info.experiment_id] for run in runs))
     if len(read) > 1:
-        notes.append("runs of several experiments read (choose one with --experiment): "
+        notes.append("runs of several experiments read (choose one as `experiment`): "
                      + ", ".join(read))
     if not records:
         raise InputError("the MLflow store holds no runs" + (

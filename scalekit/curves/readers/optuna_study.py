@@ -27,7 +27,7 @@ def read_optuna_records(storage: str, *, study: str | None = None,
     if study is None:
         if len(names) != 1:
             raise InputError(f"the storage holds {len(names)} studies; choose one with "
-                             "--study NAME (studies: " + ", ".join(names) + ")", source=source)
+                             "`study` (studies: " + ", ".join(names) + ")", source=source)
         study = names[0]
     elif study not in names:
         raise InputError(f"no study {study!r}; studies: " + ", ".join(names), source=source)

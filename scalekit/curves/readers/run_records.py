@@ -86,7 +86,7 @@ def frame_from_records(records: Sequence[RunRecord], *, source: str, metric: str
     if choice is None:
         raise InputError(f"no {what} named {metric!r} (or train/{metric}, val/{metric}, …); "
                          + (f"found: {', '.join(names)}; " if names else "")
-                         + "ask for one by its name with --metric NAME", source=source)
+                         + "ask for one by its name as `metric`", source=source)
     pieces, notes, without, dropped = [], [], [], 0
     for record in records:
         if choice.taken not in record.series:

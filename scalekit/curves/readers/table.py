@@ -43,7 +43,7 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
         looked = (metric,) + (ALIASES["loss"][1:] if metric == "loss" else ())
         raise InputError(f"missing required column: no {metric!r} column (looked for "
                          + ", ".join(looked) + f" and names such as train/{metric} or "
-                         f"eval_{metric}); name one with --map {metric}=COLUMN",
+                         f"eval_{metric}); name one with `mapping` {metric}=COLUMN",
                          source=where.source, line=1)
     if choice.how == "named" and choice.others:  # a copy of the curve is no rival to it
         copies = {o for o in choice.others if o in table.columns
@@ -156,8 +156,8 @@ def _steps(table: pd.DataFrame, roles: dict, where: Locator, runs: np.ndarray,
     if repeated.any() and duplicates == "error":
         row = int(np.flatnonzero(repeated)[0])
         raise where.error(f"run {runs[row]!r} has several rows but the file has no step "
-                          "column; name one with --map step=COLUMN, or name the columns that "
-                          "together identify a run with --map run=COL1,COL2", row,
+                          "column; name one with `mapping` step=COLUMN, or name the columns "
+                          "that together identify a run with `mapping` run=COL1,COL2", row,
                           ",".join(_columns_of(roles["run"])))
     return np.zeros(len(table), dtype=np.int64)
 
