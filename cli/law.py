@@ -72,23 +72,13 @@ def depth(
     quiet: bool = _QUIET,
 ) -> None:
     """Fit L(m, l, D) = c_m m^-α_m + c_l l^-α_l + c_D D^-α_D + L0 and plan the model's shape."""
-    from scalekit.checks import check_number
-    from scalekit.laws.depth import count_depth
     from scalekit.planners.depth import param_count_from_expression, plan_depth
+    from scalekit.planners.measured_laws import fit_depth_law
 
     frame, digest = open_frame(file, store, parse_mapping(mapping), metric=y)
-    rows = _last_points(frame)
-    if exclude_end_layers:
-        _require_columns(rows, ["depth"], file)
-        if (rows["depth"] < 3).any():
-            raise _input_error("--exclude-end-layers needs at least 3 layers in every run", file,
-                               "depth")
-        rows = rows.assign(depth=count_depth(rows["depth"], exclude_end_layers=True))
-    drop_top = 0
-    if keep_lowest is not None:
-        check_number("keep_lowest", keep_lowest, low=1, high=len(rows), integer=True)
-        drop_top = len(rows) - keep_lowest
-    result, prepared = _fit(rows, "depth_width_data", y, drop_top, loss, bootstrap, seed, file)
+    result, prepared = fit_depth_law(frame, y=y, keep_lowest=keep_lowest,
+                                     exclude_end_layers=exclude_end_layers, source=_source(file),
+                                     loss=loss, bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("params", "tokens"),
@@ -96,7 +86,7 @@ def depth(
         shape = None
         if "width" in spec or "depth" in spec:
             if not ("width" in spec and "depth" in spec):
-                raise _input_error("--plan needs both width and depth for a shape", None, None)
+                raise _input_error("--plan needs both width and depth for a shape")
             shape = (spec["width"], spec["depth"])
         with _plan_terms(params_budget="params", tokens="tokens"):
             planned = plan_depth(result.values, spec["params"], spec["tokens"],
@@ -132,13 +122,11 @@ def classes(
 ) -> None:
     """Fit ε(K) = min(c K^γ, 1 − 1/K) and plan a chain-of-thought tree of steps."""
     from scalekit.planners.cot import plan_tree
+    from scalekit.planners.measured_laws import fit_class_count_law
 
     frame, digest = open_frame(file, store, parse_mapping(mapping), metric=y)
-    rows = _last_points(frame)
-    _require_columns(rows, ["classes", y], file)
-    _check_range(rows, "classes", rows["classes"] < 2, "at least 2", file)
-    _check_range(rows, y, (rows[y] <= 0) | (rows[y] >= 1), "strictly between 0 and 1", file)
-    result, prepared = _fit(rows, "class_count", y, 0, loss, bootstrap, seed, file)
+    result, prepared = fit_class_count_law(frame, y=y, source=_source(file), loss=loss,
+                                           bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("classes",), optional=())
@@ -184,20 +172,16 @@ def inference_k(
     """Fit error(k) = E + A k^-a + B (1 − k^-b) (monotone or U-shaped), or simulate the theory."""
     if simulate:
         if file is not None or store is not None:
-            raise _input_error("--simulate reads no FILE or --store", None, None)
+            raise _input_error("--simulate reads no FILE or --store")
         _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test, repeats,
                   seed, json_out, plot, quiet)
         return
     from scalekit.planners.inference_k import plan_samples
+    from scalekit.planners.measured_laws import fit_inference_k_law
 
     frame, digest = open_frame(file, store, parse_mapping(mapping), metric=y)
-    rows = _last_points(frame)
-    _require_columns(rows, ["k", y], file)
-    if (rows["k"] < 1).any():
-        raise _input_error("every k must be at least 1", file, "k")
-    if (rows[y] <= 0).any():
-        raise _input_error("every error must be positive", file, y)
-    result, prepared = _fit(rows, "inference_k", y, 0, loss, bootstrap, seed, file)
+    result, prepared = fit_inference_k_law(frame, y=y, source=_source(file), loss=loss,
+                                           bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("cost",), optional=("k_max",))
@@ -216,32 +200,14 @@ def inference_k(
 
 def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test, repeats, seed,
               json_out, plot, quiet) -> None:
-    import numpy as np
-
-    from scalekit.checks import check_number
-    from scalekit.planners.judge_model import (JudgeModel, best_of_k_asymptote, error_many_samples,
-                                               error_one_sample)
-    from scalekit.planners.judge_selection import monte_carlo_errors, quadrature_errors
     from scalekit import serialise
+    from scalekit.planners.inference_k import simulate_samples
+    from scalekit.planners.judge_model import JudgeModel
 
-    check_number("k_max", k_max, low=1, high=100_000, integer=True)
     model = JudgeModel(dim=dim, n_train=n_train, noise=noise, misspecification=misspecification,
                        n_test=n_test, seed=seed)
-    predictive = model.draw()
-    ks = np.unique(np.round(np.geomspace(1, k_max, 12)).astype(int))
-    quadrature = quadrature_errors(predictive, ks, temperature)
-    mc, stderr = monte_carlo_errors(predictive, ks, temperature, repeats=repeats, seed=seed)
-    closed = {"k=1": error_one_sample(predictive)}
-    if temperature > 0:
-        closed["k->inf"] = error_many_samples(predictive, temperature)
-    if temperature == 0 and misspecification == 0:
-        closed["best_of_k_asymptote"] = best_of_k_asymptote(predictive, ks).tolist()
-    best = int(np.argmin(quadrature))
-    body = {"model": model.to_dict(), "temperature": temperature, "k": ks.tolist(),
-            "quadrature": quadrature.tolist(), "monte_carlo": mc.tolist(),
-            "monte_carlo_stderr": stderr.tolist(), "closed_forms": closed,
-            "k_least_error": int(ks[best]), "least_error": float(quadrature[best]),
-            "warnings": []}
+    simulation = simulate_samples(model, temperature=temperature, k_max=k_max, repeats=repeats,
+                                  seed=seed)
     settings = {"repeats": repeats, "k_max": k_max,
                 "flops_convention": "none: cost is counted in samples"}
     if not quiet:
@@ -250,67 +216,32 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
         table = Table(title=f"Theory model, T = {temperature:g}", box=None)
         for column in ("k", "quadrature", "Monte Carlo", "± stderr"):
             table.add_column(column, justify="right")
-        for row in zip(ks, quadrature, mc, stderr):
+        for row in zip(simulation.k, simulation.quadrature, simulation.monte_carlo,
+                       simulation.monte_carlo_stderr):
             table.add_row(str(row[0]), *(f"{v:.5g}" for v in row[1:]))
         print_renderable(table)
-        print_renderable(_pairs("Closed forms", {k: v for k, v in closed.items()
+        print_renderable(_pairs("Closed forms", {k: v for k, v in simulation.closed_forms.items()
                                                  if not isinstance(v, list)}))
     if json_out is not None:
-        serialise.write_report(json_out, "law.inference_k_simulation", body, input_sha256=None,
+        serialise.write_report(json_out, "law.inference_k_simulation",
+                               {**simulation.to_dict(), "warnings": []}, input_sha256=None,
                                seed=seed, settings=settings)
     if plot is not None:
         from scalekit.report.law_plots import plot_inference_k
 
-        plot_inference_k(ks, mc, plot, stderr=stderr, theory=quadrature, label="Monte Carlo")
+        plot_inference_k(simulation.k, simulation.monte_carlo, plot,
+                         stderr=simulation.monte_carlo_stderr, theory=simulation.quadrature,
+                         label="Monte Carlo")
 
 
-def _last_points(frame):
-    """Each run's last logged point (laws describe final measurements)."""
-    if "run" in frame and "step" in frame and frame["run"].duplicated().any():
-        return frame.sort_values(["run", "step"]).groupby("run", sort=False).tail(1)
-    return frame
+def _source(file) -> Optional[str]:
+    return None if file is None else str(file)
 
 
-def _fit(rows, law, y, drop_top, loss, bootstrap, seed, file):
-    from scalekit.checks import check_number
-    from scalekit.fit.frame import fit_frame
-    from scalekit.laws import get_law
-
-    check_number("bootstrap", bootstrap, low=0, integer=True)
-    _require_columns(rows, list(get_law(law).inputs) + [y], file)
-    return fit_frame(rows, law=law, y=y, drop_top=drop_top, loss=loss, bootstrap=bootstrap,
-                     seed=seed)
-
-
-def _require_columns(rows, columns, file) -> None:
-    missing = [column for column in columns if column not in rows]
-    if missing:
-        raise _input_error(f"needs the column(s) {', '.join(missing)} (found: "
-                           f"{', '.join(map(str, rows.columns))}); name them with --map role=column",
-                           file, None)
-
-
-def _check_range(rows, column, bad, rule, file) -> None:
-    """Refuse the first row where ``bad`` holds, naming its run (or row) and value."""
-    import numpy as np
-
-    if not bad.any():
-        return
-    where = int(np.flatnonzero(np.asarray(bad))[0])
-    row = rows.iloc[where]
-    which = f"run {row['run']!r}" if "run" in rows else f"row {where + 1}"
-    lines = rows.attrs.get("source_lines")  # the reader's file line of each (run, step)
-    line = (lines.line(row["run"], row["step"])
-            if lines is not None and {"run", "step"} <= set(rows.columns) else None)
-    raise _input_error(f"{which} has {column} = {row[column]:g}, but every value must be {rule}",
-                       file, column, line=line)
-
-
-def _input_error(reason, file, column, *, line=None):
+def _input_error(reason):
     from scalekit.errors import InputError
 
-    return InputError(reason, source=None if file is None else str(file), column=column,
-                      line=line)
+    return InputError(reason)
 
 
 @contextmanager
@@ -336,15 +267,15 @@ def _parse_plan(text: str, *, required: tuple[str, ...], optional: tuple[str, ..
         key = key.strip()
         if not sep or key not in required + optional:
             raise _input_error(f"--plan takes {', '.join(k + '=…' for k in required + optional)}; "
-                               f"got {item.strip()!r}", None, None)
+                               f"got {item.strip()!r}")
         try:
             values[key] = float(value)
         except ValueError:
-            raise _input_error(f"--plan value of {key} is not a number: {value.strip()!r}",
-                               None, None) from None
+            raise _input_error(f"--plan value of {key} is not a number: {value.strip()!r}"
+                               ) from None
     missing = [key for key in required if key not in values]
     if missing:
-        raise _input_error(f"--plan needs {', '.join(missing)}", None, None)
+        raise _input_error(f"--plan needs {', '.join(missing)}")
     return values
 
 

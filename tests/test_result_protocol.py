@@ -83,19 +83,24 @@ def _planner_results():
     from scalekit.laws.class_count import class_count_error
     from scalekit.planners.cot import plan_tree
     from scalekit.planners.depth import plan_depth
-    from scalekit.planners.inference_k import plan_samples
+    from scalekit.planners.inference_k import plan_samples, simulate_samples
+    from scalekit.planners.judge_model import JudgeModel
 
     depth_law = {"c_m": 300.0, "alpha_m": 1.0, "c_l": 2.0, "alpha_l": 1.2, "c_D": 500.0,
                  "alpha_D": 0.3, "L0": 1.7}
     depth = plan_depth(depth_law, 1e9, 1e10, shape=(2000.0, 20.0))
     tree = plan_tree(64, lambda d: class_count_error(d, 0.01, 1.0))
     samples = plan_samples({"E": 0.01, "A": 0.5, "a": 2.0, "B": 0.0, "b": 0.5}, 1e-5)
+    simulation = simulate_samples(JudgeModel(dim=8, n_train=16, n_test=4), k_max=8, repeats=20)
     return [(depth, ["Optimum", "Regime", "Your shape"], "DepthPlan(params_budget="),
             (tree, ["Best tree", "Bounds", "Least error by depth"], "TreePlan(classes=64"),
-            (samples, ["Plan", "Ignoring cost"], "SamplesPlan(k=")]
+            (samples, ["Plan", "Ignoring cost"], "SamplesPlan(k="),
+            (simulation, ["Least error", "Closed forms",
+                          "Error by k (quadrature, Monte Carlo ± stderr)"],
+             "SampleSimulation(temperature=0")]
 
 
-@pytest.mark.parametrize("index", range(3))
+@pytest.mark.parametrize("index", range(4))
 def test_planner_results_follow_the_protocol(index):
     result, sections, start = _planner_results()[index]
     back = type(result).from_dict(json.loads(dumps(result.to_dict())))

@@ -83,6 +83,13 @@ def choose_law(frame: pd.DataFrame, *, x: str | None = None) -> Law:
                      "nor compute; name the x column as `x` or the law as `law`")
 
 
+def last_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run's last logged point (``frame`` itself where no run has several steps)."""
+    if "run" in frame and "step" in frame and frame["run"].duplicated().any():
+        return frame.sort_values(["run", "step"]).groupby("run", sort=False).tail(1)
+    return frame
+
+
 def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
                 y: str = "loss", all_points: bool = False, drop_top: int = 0) -> FitInput:
     """Choose the law and the points of ``frame`` to fit.
@@ -112,9 +119,8 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
     law = resolve_law(law) if isinstance(law, str) else law or choose_law(frame, x=x)
     notes = [f"law: {law.name}"]
     diagnostics = []
-    rows = frame
-    if not all_points and "run" in frame and "step" in frame and frame["run"].duplicated().any():
-        rows = frame.sort_values(["run", "step"]).groupby("run", sort=False).tail(1)
+    rows = frame if all_points else last_points(frame)
+    if rows is not frame:
         notes.append(f"last point of each of {len(rows)} runs (`all_points` uses all points)")
     if drop_top:
         if drop_top >= len(rows):

@@ -10,6 +10,9 @@ model for inference-time scaling". Three questions:
   ``T = infinity``, are the two ends);
 - :func:`samples_or_data`: whether multiplying the samples or the training data
   lowers the error more per unit cost in the theory model.
+
+:func:`simulate_samples` computes the theory model's error against ``k`` both ways
+(quadrature and Monte Carlo) with its closed forms.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from scipy.optimize import minimize_scalar
 from scalekit.checks import check_number
 from scalekit.formatting import format_number
 from scalekit.laws.inference_k import INFERENCE_K
-from scalekit.planners.judge_model import JudgeModel, Predictive, error_one_sample
-from scalekit.planners.judge_selection import quadrature_errors
+from scalekit.planners.judge_model import (JudgeModel, Predictive, best_of_k_asymptote,
+                                           error_many_samples, error_one_sample)
+from scalekit.planners.judge_selection import monte_carlo_errors, quadrature_errors
 from scalekit.results import FlatResult
 
 ErrorCurve = Callable[[np.ndarray], np.ndarray]
@@ -160,3 +164,75 @@ def samples_or_data(model: JudgeModel, *, k: int, temperature: float, factor: fl
             "more_data": {"n_train": more_n, "error": error_more_data,
                           "gain_per_cost": float(gain_data)},
             "better": "samples" if gain_samples >= gain_data else "data"}
+
+
+@dataclass(frozen=True, repr=False)
+class SampleSimulation(FlatResult):
+    """The theory model's error against the number of samples ``k``.
+
+    Attributes
+    ----------
+    model : dict
+        The :class:`~scalekit.planners.judge_model.JudgeModel` settings.
+    temperature : float
+    k : tuple of int
+        About 12 values from 1 to ``k_max``, evenly spaced in log.
+    quadrature, monte_carlo, monte_carlo_stderr : tuple of float
+        The error at each ``k``: deterministic quadrature, and Monte Carlo with its
+        standard error.
+    closed_forms : dict
+        ``k=1`` always; ``k->inf`` for a softmax pick (``temperature > 0``); the
+        best-of-k asymptote at each ``k`` (``best_of_k_asymptote``) for a judge that is
+        the teacher at ``temperature = 0``.
+    k_least_error : int
+        The ``k`` of least quadrature error, and that error (``least_error``).
+    least_error : float
+    """
+
+    model: dict
+    temperature: float
+    k: tuple
+    quadrature: tuple
+    monte_carlo: tuple
+    monte_carlo_stderr: tuple
+    closed_forms: dict
+    k_least_error: int
+    least_error: float
+
+    def _summary_title(self) -> str:
+        return f"Theory model of inference-time samples, T = {format_number(self.temperature)}"
+
+    def _summary_sections(self):
+        scalars = {k: v for k, v in self.closed_forms.items() if not isinstance(v, list)}
+        return [("Least error", [("k", self.k_least_error), ("error", self.least_error)]),
+                ("Closed forms", list(scalars.items())),
+                ("Error by k (quadrature, Monte Carlo ± stderr)",
+                 [(f"k = {k}", f"{format_number(q)}, {format_number(m)} ± {format_number(s)}")
+                  for k, q, m, s in zip(self.k, self.quadrature, self.monte_carlo,
+                                        self.monte_carlo_stderr)])]
+
+    def _repr_fields(self) -> dict:
+        return {"temperature": self.temperature, "k_least_error": self.k_least_error,
+                "least_error": self.least_error}
+
+
+def simulate_samples(model: JudgeModel, *, temperature: float = 0.0, k_max: int = 256,
+                     repeats: int = 200, seed: int = 0) -> SampleSimulation:
+    """The error of the judge's pick among ``k`` samples in the theory model, for about 12
+    ``k`` from 1 to ``k_max``: quadrature, Monte Carlo (``repeats`` draws, ``seed``) and the
+    closed forms (Halder & Pehlevan)."""
+    k_max = check_number("k_max", k_max, low=1, high=100_000, integer=True)
+    predictive = model.draw()
+    ks = np.unique(np.round(np.geomspace(1, k_max, 12)).astype(int))
+    quadrature = quadrature_errors(predictive, ks, temperature)
+    mc, stderr = monte_carlo_errors(predictive, ks, temperature, repeats=repeats, seed=seed)
+    closed = {"k=1": error_one_sample(predictive)}
+    if temperature > 0:
+        closed["k->inf"] = error_many_samples(predictive, temperature)
+    if temperature == 0 and model.misspecification == 0:
+        closed["best_of_k_asymptote"] = best_of_k_asymptote(predictive, ks).tolist()
+    best = int(np.argmin(quadrature))
+    return SampleSimulation(model.to_dict(), float(temperature), tuple(ks.tolist()),
+                            tuple(quadrature.tolist()), tuple(mc.tolist()),
+                            tuple(stderr.tolist()), closed, int(ks[best]),
+                            float(quadrature[best]))
