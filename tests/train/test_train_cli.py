@@ -27,7 +27,7 @@ def test_unknown_task_and_bad_grid_exit_2_with_one_line(tmp_path, capsys):
     assert main(["train", "nope", "--store", str(tmp_path / "a.db")]) == 2
     assert "`task` is 'nope'" in capsys.readouterr().err
     assert main(["train", "teacher_student", "--widths", "4,x", "--store", str(tmp_path / "a.db")]) == 2
-    assert "`widths` is 'x'" in capsys.readouterr().err
+    assert "`--widths` is 'x'" in capsys.readouterr().err
 
 
 def test_char_lm_settings_it_cannot_train_exit_2_naming_the_setting(tmp_path, capsys):
@@ -52,7 +52,7 @@ def test_a_device_this_machine_lacks_exits_2_naming_it(tmp_path, capsys, monkeyp
     assert main(["train", "teacher_student", "--widths", "8", "--steps", "2", "--evals", "1",
                  "--eval-size", "4", "--device", device, "--store", str(tmp_path / "a.db"),
                  "-q"]) == 2
-    assert f"`device` is '{device}'" in capsys.readouterr().err
+    assert f"`--device` is '{device}'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("task, typo", [("teacher_student", "nosie=0.1"), ("next_pixel", "dim=8"),
