@@ -213,12 +213,14 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
     if not quiet:
         from rich.table import Table
 
-        table = Table(title=f"Theory model, T = {temperature:g}", box=None)
+        from scalekit.formatting import format_number
+
+        table = Table(title=f"Theory model, T = {format_number(temperature)}", box=None)
         for column in ("k", "quadrature", "Monte Carlo", "± stderr"):
             table.add_column(column, justify="right")
         for row in zip(simulation.k, simulation.quadrature, simulation.monte_carlo,
                        simulation.monte_carlo_stderr):
-            table.add_row(str(row[0]), *(f"{v:.5g}" for v in row[1:]))
+            table.add_row(str(row[0]), *(format_number(v, 5) for v in row[1:]))
         print_renderable(table)
         print_renderable(_pairs("Closed forms", {k: v for k, v in simulation.closed_forms.items()
                                                  if not isinstance(v, list)}))
