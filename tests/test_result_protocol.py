@@ -251,3 +251,40 @@ def test_forecast_scores_follow_the_protocol(kind):
     line = repr(scores)
     assert line == f"ForecastScores(kind={kind}, methods=2, {column}s={len(labels)})"
     assert "\n" not in line and len(line) < 100
+
+
+@pytest.fixture(scope="module")
+def chinchilla_fit():
+    law = get_law("chinchilla")
+    truth = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
+    n, d = (a.ravel() for a in np.meshgrid(np.geomspace(1e7, 1e9, 6), np.geomspace(1e9, 1e11, 6)))
+    X = {"params": n, "tokens": d}
+    y = law.predict(X, np.array([truth[p] for p in law.param_names]))
+    return fit_law(law, X, y * np.exp(np.random.default_rng(1).normal(0, 0.002, n.size)),
+                   loss="squared")
+
+
+def test_compute_plans_follow_the_protocol_and_read_as_their_mapping(chinchilla_fit):
+    from scalekit.fit import plan_for_compute
+    from scalekit.fit.compute_plan import ComputePlan
+    from scalekit.isoflop import compare_allocation, plan_for_loss
+
+    plans = {"compute": plan_for_compute(chinchilla_fit, 1e22),
+             "loss": plan_for_loss(chinchilla_fit, 2.2),
+             "comparison": compare_allocation(chinchilla_fit, 280e9, 300e9)}
+    for kind, plan in plans.items():
+        back = ComputePlan.from_dict(json.loads(dumps(plan.to_dict())))
+        assert back == plan and back.kind == kind
+        assert set(plan) == set(plan.values) | {"diagnostics"}
+        assert dict(plan)["compute"] == plan.values["compute"] > 0
+        sections = _sections(plan.summary())
+        assert sections[0] == "Plan" and "\n" not in repr(plan)
+        assert repr(plan).startswith(f"ComputePlan(kind={kind}")
+    by_compute = plans["compute"]
+    # the budget (and N*) lie beyond the fitted runs (6·1e9·1e11 = 6e20 FLOPs): said, and kept
+    codes = [d.code for d in by_compute["diagnostics"]]
+    assert codes and set(codes) == {"extrapolation"}
+    assert ComputePlan.from_dict(by_compute.to_dict()).diagnostics == by_compute.diagnostics
+    assert _sections(by_compute.summary()) == ["Plan", "Intervals", "Diagnostics"]
+    # C = 6 N D holds for the plan's own N*, D*
+    assert 6 * by_compute["params"] * by_compute["tokens"] == pytest.approx(1e22, rel=1e-9)

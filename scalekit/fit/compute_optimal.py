@@ -17,6 +17,7 @@ from scalekit.checks import check_number, fail
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule, tokens_for_compute
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
+from scalekit.fit.compute_plan import ComputePlan
 from scalekit.fit.uncertainty import function_intervals
 
 #: An extrapolation by more than this factor is a warning; a smaller one is noted.
@@ -47,7 +48,7 @@ def optimal_params(law, theta: np.ndarray, compute: float, *,
 
 
 def plan_for_compute(result, compute, *,
-                     flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> dict:
+                     flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> ComputePlan:
     """Compute-optimal N*, D* and predicted loss (with intervals) at ``compute`` FLOPs.
 
     Parameters
@@ -61,8 +62,9 @@ def plan_for_compute(result, compute, *,
 
     Returns
     -------
-    dict
-        ``compute``, ``convention``, ``loss`` with ``loss_ci`` (the mean law) and
+    ComputePlan
+        Of kind ``"compute"``, with the values (also read by key) ``compute``,
+        ``convention``, ``loss`` with ``loss_ci`` (the mean law) and
         ``loss_pi`` (a new run), at ``result.ci_level``; for N–D laws also
         ``params``, ``tokens``, ``tokens_per_param`` and their ``*_ci`` from the fit's
         bootstrap draws (the delta method without a bootstrap); and
@@ -72,16 +74,16 @@ def plan_for_compute(result, compute, *,
         ``diagnostics`` holds those of every budget.
     """
     if np.ndim(compute) == 0:
-        return _plan_one(result, compute, flops_per_param_token)
+        plan = _plan_one(result, compute, flops_per_param_token)
+        return ComputePlan("compute", plan, plan.pop("diagnostics"))
     budgets = np.asarray(compute, dtype=float)
     if budgets.ndim != 1 or not budgets.size:
         raise fail("compute", f"an array of shape {budgets.shape}", "a number or a 1-d array")
     plans = [_plan_one(result, float(c), flops_per_param_token) for c in budgets]
-    out = {key: (plans[0][key] if isinstance(plans[0][key], str) else
-                 np.array([p[key] for p in plans], dtype=float))
-           for key in plans[0] if key != "diagnostics"}
-    out["diagnostics"] = [d for p in plans for d in p["diagnostics"]]
-    return out
+    values = {key: (plans[0][key] if isinstance(plans[0][key], str) else
+                    np.array([p[key] for p in plans], dtype=float))
+              for key in plans[0] if key != "diagnostics"}
+    return ComputePlan("compute", values, [d for p in plans for d in p["diagnostics"]])
 
 
 def _plan_one(result, compute: float, k: float) -> dict:

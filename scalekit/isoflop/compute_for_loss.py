@@ -17,6 +17,7 @@ from scipy.optimize import brentq
 from scalekit.checks import check_number
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule, tokens_for_compute, training_flops
 from scalekit.errors import InputError
+from scalekit.fit.compute_plan import ComputePlan
 
 _LOG_C_RANGE = (np.log(1e6), np.log(1e40))
 
@@ -49,8 +50,9 @@ def least_compute(law, theta, target_loss: float, *,
 
 
 def plan_for_loss(result, target_loss: float, *,
-                  flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> dict:
-    """Least compute reaching ``target_loss`` and its N*, D* (intervals from the bootstrap).
+                  flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> ComputePlan:
+    """Least compute reaching ``target_loss`` and its N*, D* (intervals from the bootstrap),
+    a :class:`~scalekit.fit.compute_plan.ComputePlan` of kind ``"loss"``.
 
     Parameters
     ----------
@@ -80,14 +82,15 @@ def plan_for_loss(result, target_loss: float, *,
             tails = [50 * (1 - result.ci_level), 50 * (1 + result.ci_level)]
             plan["compute_ci"] = np.percentile(rows, tails).tolist()
             plan["bootstrap_reaching"] = f"{rows.size} of {len(boot)}"
-    return plan
+    return ComputePlan("loss", plan)
 
 
 def compare_allocation(result, params: float, tokens: float, *,
-                       flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> dict:
+                       flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> ComputePlan:
     """Compute a chosen ``(N, D)`` spends beyond the optimum reaching the same predicted loss.
 
-    Returns the chosen compute ``k·N·D``, its predicted loss, the optimal compute,
+    Returns a :class:`~scalekit.fit.compute_plan.ComputePlan` of kind ``"comparison"``: the
+    chosen compute ``k·N·D``, its predicted loss, the optimal compute,
     N*, D* for that loss, the ``extra`` FLOPs, ``extra_percent`` (of the optimal
     compute) and ``saving_percent`` (of the chosen compute).
     """
@@ -101,10 +104,11 @@ def compare_allocation(result, params: float, tokens: float, *,
     optimal = least_compute(law, theta, loss, flops_per_param_token=k)
     n_star, d_star, _ = optimal_loss(law, theta, optimal, flops_per_param_token=k)
     extra = chosen - optimal
-    return {"params": params, "tokens": tokens, "compute": chosen, "loss": loss,
-            "optimal_compute": optimal, "optimal_params": n_star, "optimal_tokens": d_star,
-            "extra": extra, "extra_percent": 100 * extra / optimal,
-            "saving_percent": 100 * extra / chosen, "convention": flops_rule(k)}
+    return ComputePlan("comparison", {
+        "params": params, "tokens": tokens, "compute": chosen, "loss": loss,
+        "optimal_compute": optimal, "optimal_params": n_star, "optimal_tokens": d_star,
+        "extra": extra, "extra_percent": 100 * extra / optimal,
+        "saving_percent": 100 * extra / chosen, "convention": flops_rule(k)})
 
 
 def _law_and_theta(result):
