@@ -12,6 +12,7 @@ Only typer and the standard library are imported at module level.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
@@ -247,10 +248,16 @@ def record_invocation(args: list[str]) -> None:
 def command_flags(args: Optional[list[str]] = None) -> dict[str, str]:
     """The long flag of each option of the command ``args`` run (by default the running
     one's), by the parameter the option fills: ``{"target_compute": "--target-compute"}``."""
+    return _flags_of(tuple(_INVOKED if args is None else args))
+
+
+@functools.lru_cache(maxsize=16)
+def _flags_of(args: tuple[str, ...]) -> dict[str, str]:
+    """:func:`command_flags`, built once per argument list (the click tree takes ~20 ms)."""
     from .app import app
 
     command = typer.main.get_command(app)
-    for word in _INVOKED if args is None else args:
+    for word in args:
         if not hasattr(command, "commands"):   # a command, not a group
             break
         command = command.commands.get(word, command)
