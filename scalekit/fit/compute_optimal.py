@@ -11,7 +11,6 @@ an N* beyond their sizes, is said with its factor (``extrapolation``).
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from scalekit.checks import check_number, fail
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule, tokens_for_compute
@@ -41,6 +40,8 @@ def optimal_params(law, theta: np.ndarray, compute: float, *,
     def objective(u: float) -> float:
         return float(law.predict({"params": np.array([np.exp(u)]),
                                   "tokens": np.array([budget / np.exp(u)])}, theta)[0])
+
+    from scipy.optimize import minimize_scalar
 
     found = minimize_scalar(objective, bounds=(lo, hi), method="bounded",
                             options={"xatol": 1e-10})

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from scalekit.checks import check_number, fail
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.laws import Law, get_law
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Words that name a registered law rather than an expression.
 _LAW_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

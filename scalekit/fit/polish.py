@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 from scalekit.fit.objective import log_jacobian, log_residuals
 from scalekit.fit.robust import psi, rho
@@ -52,6 +51,8 @@ def polish(law: Law, X, log_y: np.ndarray, z0: np.ndarray, *, loss: str, delta: 
             return np.inf, np.zeros_like(z)
         g = (psi(r, loss, delta) * weights) @ log_jacobian(law, X, z)
         return f / scale, g / scale
+
+    from scipy.optimize import minimize
 
     result = minimize(value_and_gradient, z0, jac=True, method="L-BFGS-B", bounds=bounds,
                       options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000,

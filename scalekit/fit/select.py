@@ -13,12 +13,15 @@ compute) and reports the root mean square log error on the held-out points.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from scalekit.checks import check_number
 from scalekit.laws.base import Law
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def information_criteria(log_residuals: np.ndarray, n_params: int) -> dict[str, float]:
@@ -84,6 +87,8 @@ def compare_laws(laws: Sequence[Law | str], X: Mapping, y, *, holdout: float = 0
                      "bic": full.stats["bic"],
                      "extrapolation_rmse": float(np.sqrt(np.mean(error ** 2))),
                      "n_holdout": int(held.sum())})
+    import pandas as pd
+
     table = pd.DataFrame(rows).sort_values("aic", kind="stable").reset_index(drop=True)
     table.insert(table.columns.get_loc("bic") + 1, "delta_aic", table["aic"] - table["aic"].min())
     return table

@@ -30,7 +30,6 @@ a bootstrap, from the delta method in the fitting space
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import norm, t as student_t
 
 from scalekit.fit.objective import log_jacobian, log_residuals
 from scalekit.fit.robust import psi, psi_prime
@@ -61,7 +60,9 @@ def smoothed_slope(r: np.ndarray, loss: str, delta: float) -> np.ndarray:
     h = 1.06 * spread * len(r) ** -0.2
     if not h > 0:
         return psi_prime(r, loss, delta)
-    return norm.cdf((delta - r) / h) - norm.cdf((-delta - r) / h)
+    from scipy.special import ndtr
+
+    return ndtr((delta - r) / h) - ndtr((-delta - r) / h)
 
 
 def natural_stderr(law: Law, z: np.ndarray, cov: np.ndarray) -> np.ndarray:
@@ -73,9 +74,11 @@ def natural_stderr(law: Law, z: np.ndarray, cov: np.ndarray) -> np.ndarray:
 
 def quantile(level: float, dof: float | None = None) -> float:
     """Two-sided quantile of ``level``: Student-t with ``dof`` degrees of freedom, else normal."""
+    from scipy.special import ndtri, stdtrit
+
     if dof is None or not np.isfinite(dof):
-        return float(norm.ppf(0.5 + level / 2))
-    return float(student_t.ppf(0.5 + level / 2, max(dof, 1)))
+        return float(ndtri(0.5 + level / 2))
+    return float(stdtrit(max(dof, 1), 0.5 + level / 2))
 
 
 def wald_intervals(law: Law, z: np.ndarray, cov: np.ndarray, level: float,
@@ -107,7 +110,9 @@ def expanded_tail(level: float, dof: float | None, n_params: int) -> float:
         return 50.0 * (1.0 - level)
     n = dof + n_params
     w = np.sqrt(n / dof) * quantile(level, dof)
-    return float(100.0 * norm.sf(w))
+    from scipy.special import ndtr
+
+    return float(100.0 * ndtr(-w))
 
 
 def percentile_intervals(draws: np.ndarray, level: float, dof: float | None = None
