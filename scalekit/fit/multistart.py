@@ -17,9 +17,12 @@ optimum (within 1e-6), against about 8% for L-BFGS-B from the same starts
 that the step would push out of the box is held there, and the step of the others
 is solved without it.
 
-The starts are processed in blocks of ``block_size`` rows so that the
-per-point arrays stay in the CPU cache; within a block every start advances in
-the same vectorised iteration and finished starts leave the block.
+The starts are processed in blocks sized by memory: at most ``BLOCK_POINTS``
+start-points (starts x points) in a block, so that its per-point arrays stay in the
+CPU cache and a block's Jacobian stays small however many points there are (one
+start per block from ``BLOCK_POINTS`` points on); within a block every start
+advances in the same vectorised iteration and finished starts leave the block.
+Rows never interact, so the blocking does not change any row's result.
 
 A batch may also fit many data sets at once, one per row of starts (*per-row
 data*: ``log_y`` of shape (S, n), inputs of shape (S, n), point weights as masks
@@ -39,6 +42,13 @@ reported as the probability that a further start would find a new (possibly
 better) optimum. Optima are told apart by their objective (relative gap above
 ``OPTIMUM_RTOL``). A surface with many optima keeps the rule from stopping, and
 the whole grid runs.
+
+On more than ``BASIN_POINTS`` points, :func:`multistart` finds the basins on an
+evenly spaced subsample of that many points (the rounds and the stopping rule run
+there), then refines on all the points the best distinct optima it reached (at most
+``REFINE_OPTIMA``, within ``REFINE_RTOL`` of the best objective: a clearly worse
+basin on a subsample of evenly spread points is no contender on all of them). A
+fit's cost then grows with the points only through those few starts.
 """
 
 from __future__ import annotations
@@ -60,6 +70,14 @@ _MAX_STEP = (0.5, 2.0)   # range of the cap on any fitting-space coordinate's st
 FIRST_ROUND = 128
 #: Converged starts whose objectives differ by at most this (relative) share one optimum.
 OPTIMUM_RTOL = 1e-6
+#: Start-points (starts x points) of one block of :func:`minimize_batch`.
+BLOCK_POINTS = 2 ** 16
+#: Above this many points :func:`multistart` finds the basins on a subsample of this size ...
+BASIN_POINTS = 10_000
+#: ... and refines at most this many of the best distinct optima it reached on all the
+#: points, those within this relative tolerance of the best objective.
+REFINE_OPTIMA = 8
+REFINE_RTOL = 0.1
 
 
 @dataclass(frozen=True)
@@ -107,16 +125,15 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
     max_iter, ftol, xtol
         Iteration cap and stopping tolerances (see the module docstring).
     block_size : int, optional
-        Starts advanced together in one vectorised iteration; by default about
-        65,000 / n (so the per-point arrays of a block stay in the CPU cache),
-        within [64, 4096].
+        Starts advanced together in one vectorised iteration; by default
+        ``BLOCK_POINTS // n`` within [1, 4096] (see the module docstring).
     """
     starts = np.atleast_2d(np.asarray(starts, dtype=float))
     S = len(starts)
     data = _Data.of(X, log_y, delta, S)
     n = np.shape(data.log_y)[-1]
     if block_size is None:
-        block_size = int(np.clip(2 ** 16 // max(n, 1), 64, 4096))
+        block_size = int(np.clip(BLOCK_POINTS // max(n, 1), 1, 4096))
     if weights is not None:
         weights = np.broadcast_to(weights, (S, n))
     with np.errstate(all="ignore"):      # non-finite values are refused steps, by design
@@ -168,7 +185,8 @@ class MultiStartResult:
     starts : ndarray (S_run, P)
         The starts that ran, in the order they ran.
     batch : BatchResult
-        Their results, row for row.
+        Their results, row for row; on a subsample (see ``n_basin_points``), the results
+        on all the points of the best distinct optima the starts reached.
     n_grid : int
         Starts available.
     n_optima : int
@@ -179,6 +197,8 @@ class MultiStartResult:
         starts.
     stop_reason : str
         Why the multi-start stopped, in words.
+    n_basin_points : int
+        Points the rounds ran on: all of them, or the subsample the basins were found on.
     """
 
     starts: np.ndarray
@@ -187,11 +207,13 @@ class MultiStartResult:
     n_optima: int
     p_unseen: float
     stop_reason: str
+    n_basin_points: int
 
 
 def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, delta: float,
                rng: np.random.Generator | None = None, early_stop: bool = True,
-               first_round: int = FIRST_ROUND) -> MultiStartResult:
+               first_round: int = FIRST_ROUND,
+               basin_points: int | None = BASIN_POINTS) -> MultiStartResult:
     """Minimise from the rows of ``grid``, in rounds, until the stopping rule holds.
 
     Parameters
@@ -205,7 +227,16 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
         Apply the stopping rule (see the module docstring); False runs every start.
     first_round : int
         Starts of the first round; each later round doubles the total.
+    basin_points : int, optional
+        Find the basins on an evenly spaced subsample of this many points when there
+        are more, then refine the best distinct optima on all (see the module
+        docstring); None runs every round on all the points.
     """
+    n_points = len(log_y)
+    full = (X, log_y)
+    if basin_points is not None and n_points > basin_points:
+        keep = np.linspace(0, n_points - 1, basin_points).round().astype(int)
+        X, log_y = {k: np.asarray(v)[keep] for k, v in X.items()}, np.asarray(log_y)[keep]
     S = len(grid)
     order = rng.permutation(S) if rng is not None and early_stop else np.arange(S)
     parts: list[BatchResult] = []
@@ -236,7 +267,13 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
         reason = (f"every start ran ({S:,}): {n:,} converged starts reached {_optima(w)}"
                   + ("" if stop or not early_stop else ", too many for the stopping rule")
                   + ("" if early_stop else " (stopping rule off)"))
-    return MultiStartResult(grid[order[:done]], batch, S, w, p_unseen, reason)
+    if len(log_y) < n_points and np.isfinite(batch.objective).any():
+        picks = distinct_optima(batch.z, batch.objective, REFINE_OPTIMA)
+        picks = picks[batch.objective[picks] <= batch.objective[picks[0]] * (1 + REFINE_RTOL)]
+        batch = minimize_batch(law, *full, batch.z[picks], loss=loss, delta=delta)
+        reason += (f"; the basins were found on {len(log_y):,} evenly spaced of the "
+                   f"{n_points:,} points, and the best {_optima(len(picks))} refined on all")
+    return MultiStartResult(grid[order[:done]], batch, S, w, p_unseen, reason, len(log_y))
 
 
 def _optima(w: int) -> str:
