@@ -25,14 +25,27 @@ expression against the built-in ``bnsl`` on synthetic points. The cases run in t
 ``--repeats`` rounds, and each ratio is taken within a round (its median and range
 printed), so that load from other processes on shared cores shifts it less.
 
+Scale (``--scale``, instead of the above): a saturating power law and Chinchilla
+fitted to a sweep logged at many steps (100 runs, 10^4 to 10^6 points in all, a
+known truth with 2% log-normal noise), each fit in a fresh process (its peak
+resident memory is the process's), ``--repeats`` times, medians; every size against
+the same fit at 10^4 points in the same run: cost slope per decade (target <= 1.05
+up to 10^6), a 10^6-point saturating power fit <= 30 s and <= 1 GB, Chinchilla
+<= 60 s.
+
     python bench/bench_fit.py [--subset 300] [--gradient numeric|analytic] [--seed 0]
                               [--bootstrap 100] [--repeats 3] [--skip-chinchilla-package]
+    python bench/bench_fit.py --scale [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -150,6 +163,70 @@ def expression_laws(X, y, args):
               f"{fit.stats['n_starts']}/{fit.stats['n_starts_grid']} starts")
 
 
+SCALE_POINTS = (10_000, 100_000, 1_000_000)
+SCALE_TARGETS = {"saturating_power": 30.0, "chinchilla": 60.0}   # seconds at 10^6 points
+SCALE_SLOPE, SCALE_RSS_MB = 1.05, 1024
+
+
+def sweep_points(law_name, n, seed=0, runs=100):
+    """A sweep of ``runs`` runs each logged at n / runs evenly spaced steps (1 to 10^4):
+    a saturating power law of the step, or Chinchilla with 2^19 tokens a step."""
+    rng = np.random.default_rng(seed)
+    step = np.tile(np.linspace(1.0, 1e4, n // runs), runs)
+    if law_name == "saturating_power":
+        X = {"x": step}
+        y = 2.0 + 5.0 * step ** -0.3
+    else:
+        N = np.repeat(np.geomspace(1e7, 1e9, runs), n // runs)
+        X = {"params": N, "tokens": step * 2.0 ** 19}
+        y = 1.69 + 406.4 * N ** -0.34 + 410.7 * X["tokens"] ** -0.28
+    return X, y * np.exp(rng.normal(0.0, 0.02, y.size))
+
+
+def scale_case(law_name, n, seed):
+    """One fit, in this process: prints its seconds, peak resident MB and objective."""
+    X, y = sweep_points(law_name, n, seed)
+    seconds, fit = timed_fit(law_name, X, y, seed=seed)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_mb,
+                      "objective": fit.stats["objective"]}))
+
+
+def scale_table(args):
+    """Each law at every size of SCALE_POINTS, each fit a fresh process; PASS/FAIL."""
+    print(f"scale: sweeps of 100 runs, each fit a fresh process, median of {args.repeats}; "
+          "slope = log10(time / time at 10^4) per decade of points")
+    verdicts = []
+    for law_name in SCALE_TARGETS:
+        rows = {}
+        for n in SCALE_POINTS:
+            cases = [json.loads(subprocess.run(
+                [sys.executable, __file__, "--scale-case", law_name, str(n), "--seed",
+                 str(args.seed)], capture_output=True, text=True, check=True
+            ).stdout.splitlines()[-1]) for _ in range(args.repeats)]
+            rows[n] = {key: float(np.median([c[key] for c in cases])) for key in cases[0]}
+        base = rows[SCALE_POINTS[0]]["seconds"]
+        print(f"  {law_name}:\n  {'points':>10} {'seconds':>8} {'x 10^4':>7} {'slope':>6} "
+              f"{'peak MB':>8}  objective / point")
+        for n, row in rows.items():
+            slope = (np.log10(row["seconds"] / base) / np.log10(n / SCALE_POINTS[0])
+                     if n > SCALE_POINTS[0] else float("nan"))
+            print(f"  {n:>10,} {row['seconds']:8.2f} {row['seconds'] / base:7.2f} {slope:6.2f} "
+                  f"{row['peak_mb']:8.0f}  {row['objective'] / n:.6e}")
+        top = rows[SCALE_POINTS[-1]]
+        slope = np.log10(top["seconds"] / base) / np.log10(SCALE_POINTS[-1] / SCALE_POINTS[0])
+        checks = [(f"slope {slope:.2f} <= {SCALE_SLOPE}", slope <= SCALE_SLOPE),
+                  (f"{top['seconds']:.1f} s <= {SCALE_TARGETS[law_name]:g} s at 10^6 points",
+                   top["seconds"] <= SCALE_TARGETS[law_name])]
+        if law_name == "saturating_power":
+            checks.append((f"peak {top['peak_mb']:.0f} MB <= {SCALE_RSS_MB} MB",
+                           top["peak_mb"] <= SCALE_RSS_MB))
+        for text, ok in checks:
+            print(f"  {law_name}: {text}: {'PASS' if ok else 'FAIL'}")
+        verdicts += [ok for _, ok in checks]
+    print(f"scale targets: {'PASS' if all(verdicts) else 'FAIL'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--subset", type=int, default=300,
@@ -161,7 +238,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3,
                         help="rounds of the custom-law comparison (shared cores: medians)")
     parser.add_argument("--skip-chinchilla-package", action="store_true")
+    parser.add_argument("--scale", action="store_true",
+                        help="print the scale table (10^4 to 10^6 points) instead")
+    parser.add_argument("--scale-case", nargs=2, metavar=("LAW", "POINTS"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.scale_case:
+        return scale_case(args.scale_case[0], int(args.scale_case[1]), args.seed)
+    if args.scale:
+        return scale_table(args)
 
     logging.getLogger("chinchilla").setLevel(logging.ERROR)
     N, D, y = load_points()
