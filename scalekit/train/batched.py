@@ -28,6 +28,7 @@ from scalekit.train.flops import counted_step_flops
 from scalekit.train.loop import Log, TrainedRun, autocast, pick_device, run_attributes
 from scalekit.train.models import GPT
 from scalekit.train.tasks import get_task
+from scalekit.train.threads import with_train_threads
 
 PER_MODEL = ("seed", "lr", "weight_decay", "dropout", "dropout_schedule")
 BETAS, EPS = (0.9, 0.999), 1e-8
@@ -72,6 +73,7 @@ class StackedAdamW:
             p.grad = None
 
 
+@with_train_threads
 def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> list[TrainedRun]:
     """Train runs of one shape together; returns one :class:`TrainedRun` per config, in order.
 

@@ -30,6 +30,7 @@ from scalekit.train.flops import counted_step_flops
 from scalekit.train.models import count_parameters
 from scalekit.train.tasks import get_task
 from scalekit.train.tasks.base import TaskData
+from scalekit.train.threads import with_train_threads
 
 Log = Callable[[str, dict[str, Any], list[dict[str, float]]], None]
 
@@ -127,6 +128,7 @@ def build_run(config: TrainConfig, device=None) -> tuple[TaskData, torch.nn.Modu
     return data, model, float(counted_step_flops(model, data.loss_of, probe_x, probe_y))
 
 
+@with_train_threads
 def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path | None = None) -> TrainedRun:
     """Train one run and return its curve.
 

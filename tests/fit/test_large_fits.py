@@ -7,8 +7,8 @@ import tracemalloc
 
 import numpy as np
 import pytest
-
 from fit.fit_synthetic import STARTS, points
+
 from scalekit.fit.multistart import BLOCK_POINTS, minimize_batch, multistart
 from scalekit.laws import get_law
 
@@ -51,7 +51,7 @@ def test_basins_on_a_subsample_reach_the_optimum_on_all_points():
     X, y = _sweep()
     law = get_law("chinchilla")
     grid = law.start_grid()[::9]
-    common = dict(loss="huber", delta=1e-3, rng=np.random.default_rng(0))
+    common = {"loss": "huber", "delta": 1e-3, "rng": np.random.default_rng(0)}
     sub = multistart(law, X, np.log(y), grid, basin_points=500, **common)
     common["rng"] = np.random.default_rng(0)
     full = multistart(law, X, np.log(y), grid, basin_points=None, **common)
