@@ -10,6 +10,15 @@ CPU sections (always run, each measured against its reference in the same run):
    GPT versus a plain hand-written torch loop of the same model, data windows,
    optimiser and steps (target: ours >= 0.9x the plain loop).
 
+3. ``cli`` (whole processes, each timed from start to exit, medians of
+   ``--repeats``, alternating): ``scalekit train teacher_student`` of one 32-wide
+   MLP against a plain torch loop in its own process training the same model
+   (the task's own data, model and seed) on the same batches with the same
+   optimiser and steps, one thread per pool (target: within 1.2x); and 8 such
+   runs (seeds 0-7) through the CLI with ``--batched`` against without it
+   (target >= 3x). The trainer's pools are its own (``SCALEKIT_TRAIN_THREADS``,
+   1 by default), not ``--threads``.
+
 GPU section (``gpu``; skipped with a message when CUDA is absent): a larger
 character GPT with bf16 autocast, eager and with ``torch.compile``, in tokens
 per second and model FLOP utilisation (counted FLOPs per step x steps per second
@@ -19,13 +28,19 @@ compilation are excluded. Finishes in under 3 minutes on one H100-class card:
 
     python bench/bench_train.py --sections gpu
 
-Run: python bench/bench_train.py [--sections batched,char,gpu] [--threads 1]
+Run: python bench/bench_train.py [--sections batched,char,cli,gpu] [--threads 1]
+                                 [--cli-steps 4000]
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -97,6 +112,65 @@ def bench_char(steps: int, repeats: int) -> dict:
             "plain_tokens_per_s": tokens / min(plain), "ratio": min(plain) / min(ours)}
 
 
+CLI_RUN = ["teacher_student", "--widths", "32", "--depths", "2", "--lr-schedule", "constant",
+           "--evals", "2", "--device", "cpu", "--quiet"]
+
+
+def plain_teacher_loop(steps: int) -> None:
+    """The CLI run of ``CLI_RUN`` written out by hand: the task's data and model, the same
+    batches, AdamW and steps, one thread per pool; no evaluation, no store."""
+    from threadpoolctl import threadpool_limits
+
+    from scalekit.train.tasks import get_task
+
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+    config = TrainConfig(task="teacher_student", width=32, depth=2, steps=steps,
+                         lr_schedule="constant", device="cpu")
+    task = get_task(config.task)
+    data = task.make_data(config)
+    torch.manual_seed(config.seed)
+    model = task.make_model(config, data)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr,
+                                  weight_decay=config.weight_decay)
+    batches = np.random.default_rng([config.data_seed, 1])
+    for _ in range(steps):
+        x, y = data.sample(batches, config.batch_size)
+        loss = data.loss_of(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+
+def _process_seconds(command: list[str]) -> tuple[float, float]:
+    """Wall-clock and CPU (user + system) seconds of ``command`` in its own process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def bench_cli(steps: int, repeats: int) -> dict:
+    scalekit = [str(Path(sys.executable).with_name("scalekit")), "train"]
+    seeds = ["--seeds", "0,1,2,3,4,5,6,7"]
+    seconds = {"train": [], "plain": [], "sequential": [], "batched": []}
+    with tempfile.TemporaryDirectory() as folder:
+        for repeat in range(repeats):
+            commands = {
+                "train": scalekit + CLI_RUN + ["--steps", str(steps),
+                                               "--store", f"{folder}/one{repeat}.db"],
+                "plain": [sys.executable, __file__, "--plain-teacher", str(steps)],
+                "sequential": scalekit + CLI_RUN + seeds + ["--steps", str(steps // 4),
+                                                            "--store", f"{folder}/s{repeat}.db"],
+                "batched": scalekit + CLI_RUN + seeds + ["--steps", str(steps // 4), "--batched",
+                                                         "--store", f"{folder}/b{repeat}.db"]}
+            for name in (commands if repeat % 2 == 0 else reversed(commands)):
+                seconds[name].append(_process_seconds(commands[name]))
+    return {name: np.median(values, axis=0) for name, values in seconds.items()}   # wall, CPU
+
+
 def steady_rate(result) -> tuple[float, float]:
     """Tokens/s and steps/s between the last two evaluations."""
     a, b = result.points[-2], result.points[-1]
@@ -135,13 +209,18 @@ def bench_gpu(peak_tflops: float | None) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default="batched,char,gpu")
+    parser.add_argument("--sections", default="batched,char,cli,gpu")
     parser.add_argument("--models", type=int, default=16)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: fair on a shared box)")
     parser.add_argument("--peak-tflops", type=float, default=None)
+    parser.add_argument("--cli-steps", type=int, default=4000,
+                        help="steps of the one-run CLI comparison (the 8 runs take a quarter)")
+    parser.add_argument("--plain-teacher", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.plain_teacher:
+        return plain_teacher_loop(args.plain_teacher)
     torch.set_num_threads(args.threads)
     sections = args.sections.split(",")
     if "batched" in sections:
@@ -154,6 +233,18 @@ def main() -> None:
         r = bench_char(args.steps, args.repeats)
         print(f"char GPT tokens/s (CPU): scalekit loop {r['ours_tokens_per_s']:.0f}, plain loop "
               f"{r['plain_tokens_per_s']:.0f}, ratio {r['ratio']:.3f} (target >= 0.9)")
+    if "cli" in sections:
+        r = bench_cli(args.cli_steps, args.repeats)
+        ratio, speedup = r["train"] / r["plain"], r["sequential"] / r["batched"]
+        print(f"whole processes, medians of {args.repeats}, wall-clock (CPU time) seconds: "
+              f"scalekit train, 1 MLP x {args.cli_steps} steps {r['train'][0]:.2f} "
+              f"({r['train'][1]:.2f}), plain torch loop {r['plain'][0]:.2f} ({r['plain'][1]:.2f}): "
+              f"{ratio[0]:.2f}x ({ratio[1]:.2f}x) (target <= 1.2x: "
+              f"{'PASS' if ratio[0] <= 1.2 else 'FAIL'})")
+        print(f"  8 MLPs x {args.cli_steps // 4} steps through the CLI: sequential "
+              f"{r['sequential'][0]:.2f} ({r['sequential'][1]:.2f}), --batched "
+              f"{r['batched'][0]:.2f} ({r['batched'][1]:.2f}): {speedup[0]:.2f}x "
+              f"({speedup[1]:.2f}x) (target >= 3x: {'PASS' if speedup[0] >= 3 else 'FAIL'})")
     if "gpu" in sections:
         r = bench_gpu(args.peak_tflops)
         if "skipped" in r:
