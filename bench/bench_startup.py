@@ -40,8 +40,8 @@ def main() -> None:
     cases = {
         "python -c 'import numpy' (floor)": ([sys.executable, "-c", "import numpy; print()"],
                                              None),
-        "from scalekit.fit import fit_law": ([sys.executable, "-c", "from scalekit.fit import "
-                                              "fit_law; print()"], 0.5),
+        "from scalekit.fit import fit_law": (
+            [sys.executable, "-c", "from scalekit.fit import fit_law; print()"], 0.5),
         "scalekit fit data/sample_curves.csv --bootstrap 0, first line": (
             [str(Path(sys.executable).with_name("scalekit")), "fit", "data/sample_curves.csv",
              "--bootstrap", "0"], 1.0)}

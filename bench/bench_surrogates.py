@@ -12,7 +12,13 @@ parametric ensemble on 2 cores. The machine's load average is printed: on a
 shared machine a load near the core count means the times are inflated. GP
 and joint are timed on subsets (stated) and reported per curve.
 
-Run: ``python bench/bench_surrogates.py [--curves 1000]``.
+The default forecaster (``stacked-backtest``: M4, the ensemble and their average
+stacked on backtests) is timed on the first ``--stacked`` curves (300 by default;
+target <= 50 ms per curve), and its M4, fitted to all curves in one batch, is
+checked against M4 fitted one curve at a time on the first ``--verify`` curves
+(target: forecasts within 1e-6 in log).
+
+Run: ``python bench/bench_surrogates.py [--curves 1000] [--stacked 300] [--verify 20]``.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from threadpoolctl import threadpool_limits
 from scipy.optimize import curve_fit
 
 from scalekit.surrogates.ensemble import forecast_batch
-from scalekit.surrogates.evaluate import QUANTILES
+from scalekit.surrogates.evaluate import QUANTILES, Task, paper_m4_method
+from scalekit.surrogates.forecast import default_method
 from scalekit.surrogates.gp import GPSurrogate
 from scalekit.surrogates.joint import JointSurrogate
 
@@ -58,6 +65,19 @@ def reference(x, y, x_new):
     return out
 
 
+def as_tasks(x, y, x_new):
+    return [Task(run=str(i), x=x[i], y=y[i], x_target=x_new[i], y_target=np.full(x_new.shape[1],
+                                                                                np.nan))
+            for i in range(len(x))]
+
+
+def one_curve_at_a_time_m4(tasks):
+    """The reference for the batched M4: each curve fitted on its own."""
+    from scalekit.surrogates.paper_m4 import PaperM4
+
+    return [PaperM4().fit(t.x, t.y).predict_quantiles(t.x_target, QUANTILES) for t in tasks]
+
+
 def timed(fn, *args, **kwargs):
     start = time.perf_counter()
     result = fn(*args, **kwargs)
@@ -68,6 +88,8 @@ def main() -> None:
     threadpool_limits(1)  # thousands of tiny matrices: BLAS threads would only contend
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--curves", type=int, default=1000)
+    parser.add_argument("--stacked", type=int, default=300)
+    parser.add_argument("--verify", type=int, default=20)
     args = parser.parse_args()
     n = args.curves
     load_before = os.getloadavg()[0]
@@ -80,6 +102,17 @@ def main() -> None:
     rows.append(("ensemble (12 families, batched)", n, ens_s))
     one_s, _ = timed(forecast_batch, x, y, mask, x_new, QUANTILES, families=("satpow",))
     rows.append(("single family satpow (batched)", n, one_s))
+
+    tasks = as_tasks(x, y, x_new)
+    k_stacked = min(n, args.stacked)
+    stacked_s, _ = timed(default_method(), tasks[:k_stacked])
+    rows.append((f"stacked-backtest (first {k_stacked} curves)", k_stacked, stacked_s))
+    k_verify = min(n, args.verify)
+    m4_s, m4_batched = timed(paper_m4_method(), tasks[:k_verify])
+    m4_one_s, m4_alone = timed(one_curve_at_a_time_m4, tasks[:k_verify])
+    rows.append((f"m4-paper, batched (first {k_verify} curves)", k_verify, m4_s))
+    rows.append((f"m4-paper, one curve at a time ({k_verify})", k_verify, m4_one_s))
+    m4_gap = max(float(np.max(np.abs(np.log(a / b)))) for a, b in zip(m4_batched, m4_alone))
 
     k_gp = min(n, 50)
     gp_s, _ = timed(lambda: [GPSurrogate().fit(x[i], y[i]).predict_quantiles(x_new[i], QUANTILES)
@@ -109,6 +142,12 @@ def main() -> None:
     ens_ms = 1000 * ens_s / n
     print(f"ensemble: {ens_ms:.1f} ms per curve (target <= 20 ms on 2 cores): "
           f"{'met' if ens_ms <= 20 else 'NOT met'}")
+    stacked_ms = 1000 * stacked_s / k_stacked
+    print(f"stacked-backtest: {stacked_ms:.1f} ms per curve at {k_stacked} curves (target <= "
+          f"50 ms): {'PASS' if stacked_ms <= 50 else 'FAIL'}")
+    print(f"m4-paper batched against one curve at a time on {k_verify} curves: largest |log "
+          f"ratio| of the forecasts {m4_gap:.1e} (target <= 1e-6): "
+          f"{'PASS' if m4_gap <= 1e-6 else 'FAIL'}")
     err_ens = np.median(np.abs(np.log(ens_q[..., 3] / ref_pred)))
     print(f"median |log(ensemble median / reference fit)| at the forecasts: {err_ens:.4f}")
 

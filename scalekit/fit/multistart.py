@@ -104,7 +104,7 @@ class BatchResult:
 def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: str,
                    delta: float | np.ndarray, weights: np.ndarray | None = None,
                    max_iter: int = 500, ftol: float = 1e-10, xtol: float = 1e-7,
-                   block_size: int | None = None) -> BatchResult:
+                   block_size: int | None = None, bounds=None) -> BatchResult:
     """Minimise the objective from every row of ``starts``.
 
     Parameters
@@ -127,6 +127,9 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
     block_size : int, optional
         Starts advanced together in one vectorised iteration; by default
         ``BLOCK_POINTS // n`` within [1, 4096] (see the module docstring).
+    bounds : (lower, upper), each ndarray (P,) or (S, P), optional
+        The box in the fitting space, one per start where (S, P) (per-row data fitting
+        many data sets, each with bounds of its own); the law's by default.
     """
     starts = np.atleast_2d(np.asarray(starts, dtype=float))
     S = len(starts)
@@ -136,10 +139,13 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
         block_size = int(np.clip(BLOCK_POINTS // max(n, 1), 1, 4096))
     if weights is not None:
         weights = np.broadcast_to(weights, (S, n))
+    lower, upper = (np.broadcast_to(np.asarray(side, dtype=float), starts.shape)
+                    for side in (law.fitting_bounds() if bounds is None else bounds))
     with np.errstate(all="ignore"):      # non-finite values are refused steps, by design
         parts = [_minimize_block(law, data.take(slice(i, i + block_size)),
                                  starts[i:i + block_size],
                                  None if weights is None else weights[i:i + block_size],
+                                 lower[i:i + block_size], upper[i:i + block_size],
                                  loss, max_iter, ftol, xtol)
                  for i in range(0, S, block_size)]
     return BatchResult(*(np.concatenate(column) for column in zip(*parts)))
@@ -329,9 +335,9 @@ def _normal_equations(J, r, weights, loss, delta):
     return H, g
 
 
-def _minimize_block(law, data, starts, weights, loss, max_iter, ftol, xtol):
-    """Run the damped Gauss–Newton iteration on one block; finished rows leave it."""
-    lower, upper = law.fitting_bounds()
+def _minimize_block(law, data, starts, weights, lower, upper, loss, max_iter, ftol, xtol):
+    """Run the damped Gauss–Newton iteration on one block (box ``lower``, ``upper`` per
+    row); finished rows leave it."""
     S, P = starts.shape
     z_out = np.clip(starts, lower, upper)
     f, r, J = _evaluate(law, data, z_out, weights, loss)
@@ -339,7 +345,7 @@ def _minimize_block(law, data, starts, weights, loss, max_iter, ftol, xtol):
     converged = np.zeros(S, dtype=bool)
     iterations = np.zeros(S, dtype=int)
     rows = np.flatnonzero(np.isfinite(f))          # block rows still iterating
-    z, f = z_out[rows], f[rows]
+    z, f, lower, upper = z_out[rows], f[rows], lower[rows], upper[rows]
     w = None if weights is None else weights[rows]
     data = data.take(rows)
     H, g = _normal_equations(J[rows], r[rows], w, loss, data.delta)
@@ -385,7 +391,7 @@ def _minimize_block(law, data, starts, weights, loss, max_iter, ftol, xtol):
             converged[rows[done]] = True
             keep = ~done
             rows, z, f, lam, H, g = rows[keep], z[keep], f[keep], lam[keep], H[keep], g[keep]
-            cap = cap[keep]
+            cap, lower, upper = cap[keep], lower[keep], upper[keep]
             w = None if w is None else w[keep]
             data = data.take(keep)
     z_out[rows], f_out[rows] = z, f

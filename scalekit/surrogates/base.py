@@ -156,11 +156,19 @@ class Surrogate(BaseEstimator):
 
     def fit(self, x, y):
         """Fit the surrogate to one observed curve; returns ``self``."""
+        x, y, loss = self._checked_curve(x, y)
+        self._fit(x, loss)
+        return self._remember(x, y)
+
+    def _checked_curve(self, x, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The curve checked (:func:`check_curve`), and its loss."""
         check_choice("direction", self.direction, DIRECTIONS)
         x, y = check_curve(x, y, min_points=self._min_points,
                            positive=self.direction == "minimize")
-        loss = self._to_loss(y)
-        self._fit(x, loss)
+        return x, y, self._to_loss(y)
+
+    def _remember(self, x, y):
+        """Keep the fitted curve; returns ``self``."""
         self.x_, self.y_ = x, y
         self.n_points_ = x.size
         return self

@@ -343,15 +343,16 @@ def paper_m4_method() -> Method:
     ``BB``, ``NMT``, ``LM``: :data:`~scalekit.surrogates.paper_m4.PAPER_SETTINGS`);
     any other gets an initial L0 of 1 and no upper bound.
     """
-    from scalekit.surrogates.paper_m4 import PAPER_SETTINGS, PaperM4
+    from scalekit.surrogates.paper_m4 import PAPER_SETTINGS, PaperM4, fit_paper_m4
 
     def method(tasks):
-        out = []
-        for t in tasks:
-            l0_start, upper = PAPER_SETTINGS.get(t.group.split("|")[0], (1.0, None))
-            model = PaperM4(upper=upper, l0_start=l0_start).fit(t.x, t.y)
-            out.append(model.predict_quantiles(t.x_target, QUANTILES))
-        return out
+        if not tasks:
+            return []
+        settings = [PAPER_SETTINGS.get(t.group.split("|")[0], (1.0, None)) for t in tasks]
+        models = fit_paper_m4([PaperM4(upper=upper, l0_start=l0_start)
+                               for l0_start, upper in settings], [(t.x, t.y) for t in tasks])
+        return [model.predict_quantiles(t.x_target, QUANTILES)
+                for model, t in zip(models, tasks)]
     return method
 
 

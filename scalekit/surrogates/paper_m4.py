@@ -22,6 +22,8 @@ in the forecast; it is left out.) The interval is a normal in ln L with the fit'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from scipy.optimize import lsq_linear
 
@@ -70,7 +72,12 @@ class PaperM4(Surrogate):
         self.direction = direction
 
     def _fit(self, x, loss):
-        from scalekit.fit.multistart import minimize_batch
+        law, starts = self._problem(x, loss)
+        (z, converged), = _best_rows([(x, loss, law, starts)])
+        self._adopt(x, loss, law, z, converged)
+
+    def _problem(self, x, loss):
+        """The law with this curve's bounds, and its starts inside them."""
         from scalekit.laws.m4 import m4_law, paper_bounds
 
         if self.upper is not None:
@@ -78,19 +85,61 @@ class PaperM4(Surrogate):
         check_number("l0_start", self.l0_start, low=0.0, low_open=True)
         bounds = paper_bounds(loss, upper=self.upper)
         law = m4_law(**bounds)
-        X = {"x": x}
-        starts = np.vstack([paper_start(x, loss, bounds, self.l0_start), law.start_grid(X, loss)])
-        lower, high = law.fitting_bounds()
-        batch = minimize_batch(law, X, np.log(loss), np.clip(starts, lower, high),
-                               loss="squared", delta=1.0)
-        best = int(np.argmin(batch.objective))
-        z = batch.z[best]
-        residuals = np.log(loss) - law.log_predict_fitting(X, z)
+        starts = np.vstack([paper_start(x, loss, bounds, self.l0_start),
+                            law.start_grid({"x": x}, loss)])
+        return law, np.clip(starts, *law.fitting_bounds())
+
+    def _adopt(self, x, loss, law, z, converged):
+        residuals = np.log(loss) - law.log_predict_fitting({"x": x}, z)
         self.law_ = law
         self.values_ = dict(zip(law.param_names, law.to_natural(z).tolist()))
-        self.converged_ = bool(batch.converged[best])
+        self.converged_ = bool(converged)
         self.sigma_ = float(np.sqrt((residuals ** 2).sum() / max(x.size - len(law.params), 1)))
 
     def _log_mixture(self, x):
         log_l = np.log(self.law_.predict({"x": x}, self.values_))
         return log_l[:, None], np.ones((x.size, 1)), np.full(x.size, max(self.sigma_, 1e-6))
+
+
+def fit_paper_m4(models: Sequence[PaperM4], curves: Sequence[tuple]) -> list[PaperM4]:
+    """Fit ``models[i]`` to the curve ``curves[i] = (x, y)``, all in one batch of the engine.
+
+    Each fit is the one ``models[i].fit(x, y)`` gives: the engine's rows never
+    interact, and a curve's rows carry its own points (shorter curves padded with
+    points of weight 0) and its own bounds. Returns ``models``, fitted.
+    """
+    problems = []
+    for model, (x, y) in zip(models, curves, strict=True):
+        x, y, loss = model._checked_curve(x, y)
+        problems.append((model, x, y, loss, *model._problem(x, loss)))
+    fits = _best_rows([(x, loss, law, starts) for _, x, _, loss, law, starts in problems])
+    for (model, x, y, loss, law, _), (z, converged) in zip(problems, fits):
+        model._adopt(x, loss, law, z, converged)
+        model._remember(x, y)
+    return list(models)
+
+
+def _best_rows(problems) -> list[tuple[np.ndarray, bool]]:
+    """The best start of each problem ``(x, loss, law, starts)`` (``z`` and whether it
+    converged), every problem's starts minimised in one batch as per-row data."""
+    from scalekit.fit.multistart import minimize_batch
+
+    sizes = [len(starts) for *_, starts in problems]
+    n = max(x.size for x, *_ in problems)
+    rows = np.repeat(np.arange(len(problems)), sizes)
+    x_rows, log_y_rows, weights = np.ones((len(problems), n)), np.zeros((len(problems), n)), None
+    for i, (x, loss, _, _) in enumerate(problems):
+        x_rows[i, :x.size], log_y_rows[i, :x.size] = x, np.log(loss)
+    if any(x.size < n for x, *_ in problems):
+        weights = (np.arange(n) < np.array([x.size for x, *_ in problems])[:, None])[rows]
+    lower, upper = (np.vstack([np.broadcast_to(law.fitting_bounds()[side], starts.shape)
+                               for _, _, law, starts in problems]) for side in (0, 1))
+    batch = minimize_batch(problems[0][2], {"x": x_rows[rows]}, log_y_rows[rows],
+                           np.vstack([starts for *_, starts in problems]), loss="squared",
+                           delta=1.0, weights=None if weights is None else weights.astype(float),
+                           bounds=(lower, upper))
+    out = []
+    for first, size in zip(np.cumsum([0] + sizes[:-1]), sizes):
+        best = first + int(np.argmin(batch.objective[first:first + size]))
+        out.append((batch.z[best], batch.converged[best]))
+    return out
