@@ -227,12 +227,14 @@ def main() -> None:
         r = bench_batched(args.models, args.steps)
         print(f"batched vs sequential, {r['models']} MLPs x {r['steps']} steps (CPU): "
               f"{r['sequential_model_steps_per_s']:.0f} -> {r['batched_model_steps_per_s']:.0f} model-steps/s, "
-              f"ratio {r['ratio']:.2f}x (target >= 3x); largest final-loss gap "
+              f"ratio {r['ratio']:.2f}x (target >= 3x: {'PASS' if r['ratio'] >= 3 else 'FAIL'}); "
+              f"largest final-loss gap "
               f"{r['largest_relative_gap_in_final_loss']:.1e}")
     if "char" in sections:
         r = bench_char(args.steps, args.repeats)
         print(f"char GPT tokens/s (CPU): scalekit loop {r['ours_tokens_per_s']:.0f}, plain loop "
-              f"{r['plain_tokens_per_s']:.0f}, ratio {r['ratio']:.3f} (target >= 0.9)")
+              f"{r['plain_tokens_per_s']:.0f}, ratio {r['ratio']:.3f} (target >= 0.9: "
+              f"{'PASS' if r['ratio'] >= 0.9 else 'FAIL'})")
     if "cli" in sections:
         r = bench_cli(args.cli_steps, args.repeats)
         ratio, speedup = r["train"] / r["plain"], r["sequential"] / r["batched"]
