@@ -25,6 +25,7 @@ CODES = {
     "few_points": "too few points for the result to be trusted",
     "outliers_dropped": "points were left out of the fit",
     "not_converged": "the optimiser, or some bootstrap resamples, found no optimum",
+    "derived_undefined": "a derived quantity is not finite for some bootstrap resamples",
 }
 
 
