@@ -122,6 +122,7 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
     rows = frame if all_points else last_points(frame)
     if rows is not frame:
         notes.append(f"last point of each of {len(rows)} runs (`all_points` uses all points)")
+        diagnostics += _last_points_too_narrow(law, frame, rows)
     if drop_top:
         if drop_top >= len(rows):
             raise fail("drop_top", drop_top, f"< the number of points ({len(rows)})")
@@ -142,6 +143,33 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
     runs = rows["run"].to_numpy() if "run" in rows else None
     return FitInput(law=law, X=X, y=rows[y].to_numpy(dtype=float), frame=rows, notes=notes,
                     diagnostics=diagnostics, runs=runs)
+
+
+#: Least span (max/min) of an input for the last points to pin the law along it.
+LAST_POINTS_SPAN = 10.0
+
+
+def _last_points_too_narrow(law: Law, frame: pd.DataFrame, rows: pd.DataFrame) -> list:
+    """A warning for each input of ``law`` that the runs' last points span less than a
+    decade of while all their checkpoints span more (a sweep of sizes at one token count
+    cannot pin the exponent, scale and floor of the tokens term)."""
+    found = []
+    for name in law.inputs:
+        if name not in rows or not pd.api.types.is_numeric_dtype(rows[name]):
+            continue
+        last = rows[name].to_numpy(dtype=float)
+        every = frame[name].to_numpy(dtype=float)
+        last, every = last[last > 0], every[every > 0]
+        if not last.size or not every.size:
+            continue
+        span, full = last.max() / last.min(), every.max() / every.min()
+        if span < LAST_POINTS_SPAN <= full:
+            found.append(Diagnostic(
+                "last_points_narrow", "warning",
+                f"the last point of each run spans {span:.3g}x in {name} but all checkpoints "
+                f"span {full:.3g}x, so the law's terms in {name} cannot be pinned: fit every "
+                "checkpoint with `all_points`", param=name, value=float(span)))
+    return found
 
 
 def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
