@@ -52,9 +52,10 @@ def isoflop(
     profile: str = choice_option("params", "--in",
                                  library_choices("scalekit.isoflop.approach2", "PROFILES"),
                                  "Approach 2: parabola in log params or log tokens."),
-    figures: int = typer.Option(2, "--figures", help="Round budgets to this many significant "
-                                "figures.", callback=checked_number("--figures", low=1,
-                                                                    integer=True)),
+    figures: Optional[int] = typer.Option(None, "--figures", help="Round budgets to this many "
+                                          "significant figures (default: find them as clusters "
+                                          "of compute, else 2).", callback=checked_number(
+                                              "--figures", low=1, integer=True)),
     budgets: Optional[str] = typer.Option(None, "--budgets", help="Nominal budgets, "
                                           "comma-separated (e.g. 6e18,1e19,3e19); points join "
                                           "the nearest.", callback=_budget_list),

@@ -52,8 +52,10 @@ class IsoFLOPProfiles(AllocationEstimator):
     ----------
     profile : {"params", "tokens"}
         Fit the parabola in log N or in log D.
-    figures : int
-        Significant figures to which budgets are rounded (when ``budgets`` is None).
+    figures : int or None
+        Significant figures to which budgets are rounded (when ``budgets`` is None);
+        None (the default) finds the budgets as clusters of log-spaced compute when
+        the compute clusters, else rounds to 2 (:func:`~scalekit.isoflop.budgets.assign_budgets`).
     budgets : sequence of float, optional
         The study's nominal budgets; each point joins the nearest within ``tolerance``.
     tolerance : float
@@ -108,7 +110,7 @@ class IsoFLOPProfiles(AllocationEstimator):
 
     TITLE = "Approach 2 (IsoFLOP profiles): N*(C) = k_N·C^a, D*(C) = k_D·C^b"
 
-    def __init__(self, *, profile: str = "params", figures: int = 2, budgets=None,
+    def __init__(self, *, profile: str = "params", figures: int | None = None, budgets=None,
                  tolerance: float = 0.1, window="auto", n_boot: int = 1000,
                  ci_level: float = 0.95, convention: str = "6ND",
                  flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN, seed: int = 0) -> None:
@@ -135,7 +137,8 @@ class IsoFLOPProfiles(AllocationEstimator):
         """Reject settings outside their range (before any data is read)."""
         super().check_settings()
         check_choice("profile", self.profile, PROFILES)
-        check_number("figures", self.figures, low=1, high=15, integer=True)
+        if self.figures is not None:
+            check_number("figures", self.figures, low=1, high=15, integer=True)
         check_number("tolerance", self.tolerance, low=0, low_open=True)
         check_window(self.window)
 
