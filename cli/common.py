@@ -94,6 +94,9 @@ def check_writable(path: Path, flag: str, suffixes: Collection[str] | None = Non
     if path.is_dir():
         raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a file, "
                          "not a folder.")
+    if path.exists() and not path.is_file():
+        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a regular file "
+                         "(it is a pipe, a device or a socket); give a file path.")
     folder = path.parent
     if not folder.is_dir():
         raise InputError(f"The value of `{flag}` is {str(path)!r}, but its folder "
@@ -347,9 +350,9 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
         raise InputError("give either a curves FILE or --store DB (one of them)")
     if file is not None:
         from scalekit.curves import read_curves
+        from scalekit.curves.readers import check_local_input
 
-        if not file.exists():
-            raise InputError("no such file or directory", source=str(file))
+        check_local_input(file)
         frame = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c],
                             duplicates=duplicates)
         return frame, input_sha256(file)

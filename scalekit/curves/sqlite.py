@@ -88,6 +88,9 @@ class Database:
         self.path = Path(path)
         self.timeout = float(timeout)
         self._depth = 0
+        if self.path.exists() and not (self.path.is_file() or self.path.is_dir()):
+            raise InputError("is not a regular file (a pipe, a device or a socket), so it "
+                             "cannot be a curve store; give a file path", source=str(self.path))
         if not create and not self.path.is_file():
             raise InputError("no curve store here (import curves first)", source=str(self.path))
         try:

@@ -5,6 +5,7 @@ nothing else: no report before the error, no traceback, no warning."""
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def _expect_one_error_line(args, capsys):
     assert out == "", (args, out[:300])
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), (args, err[:500])
+    return lines[0]
 
 
 CASES = list(itertools.product(BAD_FILES, READERS))
@@ -116,3 +118,53 @@ def test_a_bad_option_value_exits_2_with_one_line(tmp_path, capsys, command, ext
             continue
         kept.append(a)
     _expect_one_error_line([*kept, *extra], capsys)
+
+
+# -- issue 22: real-world and hostile input ---------------------------------------------------
+#: Commands that read a FILE, beyond READERS (each must refuse a pipe before reading it).
+FILE_READERS = {**READERS, "forecast": ["forecast", "{file}", "--to", "1000"],
+                "law classes": ["law", "classes", "{file}"],
+                "law inference-k": ["law", "inference-k", "{file}"],
+                "allocate plan": PLAN}
+
+
+def _unblock_after(path: Path, seconds: float = 5.0):
+    """A reader that opened the pipe anyway would hang: after ``seconds`` feed it good rows,
+    so that it ends (with exit 0, which the test then refuses) instead of hanging."""
+    import threading
+    import time
+
+    def feed():
+        time.sleep(seconds)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:                 # nobody reading: nothing to unblock
+            return
+        with os.fdopen(fd, "w") as pipe:
+            pipe.write(GOOD_ROWS)
+
+    threading.Thread(target=feed, daemon=True).start()
+
+
+@pytest.mark.parametrize("command", list(FILE_READERS))
+def test_a_pipe_as_input_is_refused_unread(tmp_path, capsys, command):
+    pipe = tmp_path / "f.csv"
+    os.mkfifo(pipe)
+    _unblock_after(pipe)
+    args = [a.format(file=pipe, store=tmp_path / "s.db") for a in FILE_READERS[command]]
+    assert "(a pipe, a device or a socket)" in _expect_one_error_line(args, capsys)
+
+
+def test_a_device_a_url_and_a_pipe_as_output_or_store_are_named_in_one_line(tmp_path, capsys):
+    pipe = tmp_path / "f.csv"
+    os.mkfifo(pipe)
+    _unblock_after(pipe)
+    for args, words in (
+            (["fit", "/dev/zero"], "/dev/zero: is not a regular file"),
+            (["fit", "https://example.com/x.csv"], "is a URL"),
+            (["store", "import", "https://127.0.0.1:9/x", "--store", tmp_path / "s.db"],
+             "cannot read the tracking server"),
+            (["store", "export", pipe, "--store", tmp_path / "s.db"], "must be a regular file"),
+            (["store", "ls", "--store", pipe], "f.csv: is not a regular file")):
+        assert words in _expect_one_error_line(args, capsys), args
+    assert not (tmp_path / "s.db").exists()
