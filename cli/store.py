@@ -130,7 +130,9 @@ def export(
 ) -> None:
     """Export every run, all metrics side by side; re-importing gives the same curves."""
     from scalekit.curves import CurveStore
+    from scalekit.curves.writers import output_format
 
+    output_format(out, format)  # a suffix of another format: refused before the store opens
     with CurveStore(store, create=False) as opened:
         rows = opened.export(out, format=format)
     typer.echo(f"wrote {rows} rows to {out}")

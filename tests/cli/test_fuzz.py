@@ -168,3 +168,83 @@ def test_a_device_a_url_and_a_pipe_as_output_or_store_are_named_in_one_line(tmp_
             (["store", "ls", "--store", pipe], "f.csv: is not a regular file")):
         assert words in _expect_one_error_line(args, capsys), args
     assert not (tmp_path / "s.db").exists()
+
+
+@pytest.fixture()
+def full_folder(tmp_path):
+    """A folder on a full file system: a 64 KiB tmpfs filled up (needs root; else skipped)."""
+    import subprocess
+
+    folder = tmp_path / "full"
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                          capture_output=True)
+    if done.returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        fill = os.open(folder / "fill", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fill, b"\0" * 4096):
+                pass
+        except OSError:                  # ENOSPC: the device is full
+            pass
+        finally:
+            os.close(fill)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("output", [["--json", "out.json"], ["--plot", "out.png"], ["export"]])
+def test_a_full_disk_exits_2_and_leaves_nothing(tmp_path, capsys, full_folder, output):
+    good = _write(tmp_path, "good", ".csv", GOOD_ROWS.encode())
+    if output == ["export"]:
+        store = tmp_path / "s.db"
+        assert main(["store", "import", str(good), "--store", str(store), "-q"]) == 0
+        args = ["store", "export", full_folder / "out.csv", "--store", store]
+    else:
+        args = ["fit", good, "--bootstrap", "0", "-q", output[0], full_folder / output[1]]
+    line = _expect_one_error_line(args, capsys)
+    assert f"no space left on the device holding {full_folder}" in line
+    assert sorted(p.name for p in full_folder.iterdir()) == ["fill"]
+
+
+FORMULAS = ["=HYPERLINK(\"http://x\")", "@SUM(A1)", "+1+2", "-2+3", "\tcmd", "'quoted",
+            "plain"]
+
+
+def test_formulas_are_escaped_on_export_and_the_round_trip_is_byte_identical(tmp_path, capsys):
+    import csv
+    import io
+
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["run", "step", "params", "note", "loss"])
+    for name in FORMULAS:
+        writer.writerows([[name, 1, 1e7, name, 3.0], [name, 2, 1e7, name, 2.5]])
+    source = _write(tmp_path, "formulas", ".csv", text.getvalue().encode())
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    assert main(["store", "import", str(source), "--store", str(tmp_path / "a.db"), "-q"]) == 0
+    assert main(["store", "export", str(first), "--store", str(tmp_path / "a.db")]) == 0
+    assert main(["store", "import", str(first), "--store", str(tmp_path / "b.db"), "-q"]) == 0
+    assert main(["store", "export", str(second), "--store", str(tmp_path / "b.db")]) == 0
+    assert first.read_bytes() == second.read_bytes()
+    cells = [cell for row in csv.reader(first.open(newline="")) for cell in row]
+    assert not [c for c in cells if c[:1] in ("=", "@", "+", "\t") or c.startswith("-2")]
+    assert "'=HYPERLINK(\"http://x\")" in cells and "''quoted" in cells
+    from scalekit.curves import CurveStore
+
+    runs = []
+    for name in ("a.db", "b.db"):                   # the names read back as they were written
+        with CurveStore(tmp_path / name, create=False) as opened:
+            runs.append(set(opened.runs()["run"]))
+    assert runs[0] == runs[1] and {"=HYPERLINK(\"http://x\")", "-2+3", "'quoted"} <= runs[1]
+    capsys.readouterr()
+
+
+def test_an_export_whose_suffix_names_another_format_is_refused_before_work(tmp_path, capsys):
+    good = _write(tmp_path, "good", ".csv", GOOD_ROWS.encode())
+    assert main(["store", "import", str(good), "--store", str(tmp_path / "s.db"), "-q"]) == 0
+    line = _expect_one_error_line(["store", "export", tmp_path / "out.parquet", "--format", "csv",
+                                   "--store", tmp_path / "s.db"], capsys)
+    assert "names parquet" in line and not (tmp_path / "out.parquet").exists()
