@@ -360,7 +360,7 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
 
     if not store.exists():
         raise InputError("no such store", source=str(store))
-    with CurveStore(store) as opened:
+    with CurveStore(store, create=False) as opened:
         frame = opened.curves(metric=metric)
     if frame.empty:
         raise InputError(f"the store holds no points of metric {metric!r}", source=str(store))

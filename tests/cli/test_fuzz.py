@@ -248,3 +248,75 @@ def test_an_export_whose_suffix_names_another_format_is_refused_before_work(tmp_
     line = _expect_one_error_line(["store", "export", tmp_path / "out.parquet", "--format", "csv",
                                    "--store", tmp_path / "s.db"], capsys)
     assert "names parquet" in line and not (tmp_path / "out.parquet").exists()
+
+
+def _store_of(tmp_path, name="s.db", rows=GOOD_ROWS):
+    source = _write(tmp_path, name + "-source", ".csv", rows.encode())
+    store = tmp_path / name
+    assert main(["store", "import", str(source), "--store", str(store), "-q"]) == 0
+    return store
+
+
+def test_a_damaged_store_is_named_and_never_written(tmp_path, capsys):
+    rows = "run,step,params,tokens,loss\n" + "".join(
+        f"r{i},{s},{1e7 * (i + 1)},{s * 1e8},{3 + 1 / s + i / 100}\n"
+        for i in range(40) for s in range(1, 60))
+    store = _store_of(tmp_path, rows=rows)
+    data = bytearray(store.read_bytes())
+    for page in range(2, len(data) // 4096):   # scribble over every b-tree page's cells
+        data[page * 4096 + 8: page * 4096 + 72] = b"\xff" * 64
+    store.write_bytes(bytes(data))
+    before = store.read_bytes()
+    good = _write(tmp_path, "good", ".csv", GOOD_ROWS.encode())
+    for args in (["store", "import", good], ["store", "rm", "r1"], ["store", "ls"],
+                 ["store", "show", "r1"], ["store", "export", tmp_path / "x.csv"],
+                 ["fit", "--bootstrap", "0"]):
+        line = _expect_one_error_line([*args, "--store", store], capsys)
+        assert f"{store}: the store file is damaged" in line, args
+    assert store.read_bytes() == before and not (tmp_path / "x.csv").exists()
+
+
+@pytest.fixture()
+def read_only_folder(tmp_path):
+    """A folder on a read-only mount holding a store (needs root; else skipped)."""
+    import subprocess
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
+                      capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        _store_of(folder)
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_store_on_a_read_only_mount_is_read(read_only_folder, tmp_path, capsys):
+    store = read_only_folder / "s.db"
+    assert main(["store", "ls", "--store", str(store)]) == 0
+    assert "r5" in capsys.readouterr().out
+    assert main(["fit", "--store", str(store), "--bootstrap", "0", "-q",
+                 "--json", str(tmp_path / "fit.json")]) == 0
+    assert main(["store", "export", str(tmp_path / "x.csv"), "--store", str(store)]) == 0
+    capsys.readouterr()
+    line = _expect_one_error_line(["store", "rm", "r1", "--store", store], capsys)
+    assert "read-only" in line
+
+
+def test_an_empty_store_file_stays_empty(tmp_path, capsys):
+    empty = tmp_path / "e.db"
+    empty.touch()
+    for args in (["fit"], ["isoflop"], ["store", "ls"], ["store", "show", "r1"],
+                 ["forecast", "--to", "10"]):
+        assert "empty" in _expect_one_error_line([*args, "--store", empty], capsys), args
+    assert empty.stat().st_size == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["e.db"]
+
+
+def test_a_refused_train_leaves_no_store_and_no_checkpoints(tmp_path, capsys):
+    store = tmp_path / "t.db"
+    _expect_one_error_line(["train", "teacher_student", "--store", store, "--option",
+                            "nosuch=1", "-q"], capsys)
+    assert list(tmp_path.iterdir()) == []
