@@ -105,6 +105,14 @@ def check_writable(path: Path, flag: str, suffixes: Collection[str] | None = Non
         which = f"the file {str(path)!r}" if path.exists() and os.access(folder, os.W_OK) \
             else f"the folder {str(folder)!r}"
         raise InputError(f"The value of `{flag}` is {str(path)!r}, but {which} is read-only.")
+    try:  # a file can really be made there (not so in /proc, whatever the permissions say)
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".scalekit-probe-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"The value of `{flag}` is {str(path)!r}, but no file can be written "
+                         f"in {str(folder)!r} ({exc.strerror or exc}).") from None
 
 
 def output_option(flag: str, suffixes: Collection[str], help: str) -> Any:

@@ -97,6 +97,11 @@ def show(
         runs = opened.runs()
         frame = opened.curves(runs=[run], metric=metric)
     info = runs.loc[runs["run"] == run].iloc[0]
+    if metric not in info["metrics"]:
+        from scalekit.checks import fail
+
+        raise fail("--metric", metric, f"a metric of run {run!r}: "
+                   + ", ".join(repr(m) for m in info["metrics"]))
     header = [f"run {run} (source {info['source']}): {info['points']} points, metrics "
               + ", ".join(info["metrics"])]
     attrs = {k: info[k] for k in ("params", "tokens", "depth", "width", "classes", "k", "seed")
