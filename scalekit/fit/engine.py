@@ -281,10 +281,15 @@ def _check_points(law: Law, X, y) -> tuple[dict[str, np.ndarray], np.ndarray]:
                          f"{bad[0]} is {y[bad[0]]!r}")
     if len(y) <= len(law.params):
         raise InputError(f"law {law.name!r} has {len(law.params)} parameters, so it needs more "
-                         f"than {len(law.params)} points, but got {len(y)}")
+                         f"than {len(law.params)} points, but got {len(y)}: add runs, fit every "
+                         "checkpoint (`all_points`) or a law with fewer parameters (`law`)")
     distinct = len(np.unique(np.column_stack(list(inputs.values())), axis=0))
     if distinct <= len(law.params):
         raise InputError(f"law {law.name!r} has {len(law.params)} free parameters, so it needs "
                          f"more than {len(law.params)} distinct points (values of "
-                         f"{', '.join(law.inputs)}), but the {len(y)} points hold {distinct}")
+                         f"{', '.join(law.inputs)}), but the {len(y)} points hold {distinct}: "
+                         "add runs or fit a law with fewer parameters (`law`)")
+    if np.ptp(y) == 0:
+        raise InputError(f"every point has the same metric value ({y[0]:g}), but a law needs "
+                         "it to vary: check the metric column")
     return inputs, y

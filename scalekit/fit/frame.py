@@ -190,7 +190,15 @@ def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | Non
     """
     from scalekit.fit import fit_law
 
-    prepared = prepare_fit(frame, law=law, x=x, y=y, all_points=all_points, drop_top=drop_top)
-    result = fit_law(prepared.law, prepared.X, prepared.y, runs=prepared.runs, **fit_options)
+    try:
+        prepared = prepare_fit(frame, law=law, x=x, y=y, all_points=all_points,
+                               drop_top=drop_top)
+        result = fit_law(prepared.law, prepared.X, prepared.y, runs=prepared.runs,
+                         **fit_options)
+    except InputError as exc:  # name the file the frame was read from
+        if exc.source is not None or frame.attrs.get("source") is None:
+            raise
+        raise InputError(exc.reason, source=frame.attrs["source"], line=exc.line,
+                         column=exc.column) from None
     result.diagnostics[:0] = prepared.diagnostics
     return result, prepared

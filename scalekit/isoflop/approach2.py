@@ -340,11 +340,10 @@ def _usable_budgets(points: pd.DataFrame, profile: str, source: str | None):
         for budget, n in few.items()]
     kept = counts.index[counts >= 3]
     if len(kept) < 3:
-        found = ", ".join(f"{b:.2g} ({n} {profile} values)" for b, n in counts.items()) or "none"
-        raise InputError(f"IsoFLOP profiles need at least three compute budgets with three or more "
-                         f"distinct {profile} values each; found {found} (give the study's "
-                         "nominal budgets as `budgets`, or round to fewer significant figures "
-                         "with `figures`)", source=source, column="compute")
+        raise InputError(f"IsoFLOP profiles need three budgets of three or more {profile} "
+                         f"values each, but {len(kept)} of {len(counts)} have them: add runs, or "
+                         "give the study's budgets as `budgets`", source=source,
+                         column="compute")
     return points[points["budget"].isin(kept)], diagnostics
 
 
