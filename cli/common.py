@@ -94,6 +94,9 @@ def check_writable(path: Path, flag: str, suffixes: Collection[str] | None = Non
     if path.is_dir():
         raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a file, "
                          "not a folder.")
+    if path.exists() and not path.is_file():
+        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a regular file "
+                         "(it is a pipe, a device or a socket); give a file path.")
     folder = path.parent
     if not folder.is_dir():
         raise InputError(f"The value of `{flag}` is {str(path)!r}, but its folder "
@@ -102,6 +105,14 @@ def check_writable(path: Path, flag: str, suffixes: Collection[str] | None = Non
         which = f"the file {str(path)!r}" if path.exists() and os.access(folder, os.W_OK) \
             else f"the folder {str(folder)!r}"
         raise InputError(f"The value of `{flag}` is {str(path)!r}, but {which} is read-only.")
+    try:  # a file can really be made there (not so in /proc, whatever the permissions say)
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".scalekit-probe-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"The value of `{flag}` is {str(path)!r}, but no file can be written "
+                         f"in {str(folder)!r} ({exc.strerror or exc}).") from None
 
 
 def output_option(flag: str, suffixes: Collection[str], help: str) -> Any:
@@ -347,9 +358,9 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
         raise InputError("give either a curves FILE or --store DB (one of them)")
     if file is not None:
         from scalekit.curves import read_curves
+        from scalekit.curves.readers import check_local_input
 
-        if not file.exists():
-            raise InputError("no such file or directory", source=str(file))
+        check_local_input(file)
         frame = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c],
                             duplicates=duplicates)
         return frame, input_sha256(file)
@@ -357,7 +368,7 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
 
     if not store.exists():
         raise InputError("no such store", source=str(store))
-    with CurveStore(store) as opened:
+    with CurveStore(store, create=False) as opened:
         frame = opened.curves(metric=metric)
     if frame.empty:
         raise InputError(f"the store holds no points of metric {metric!r}", source=str(store))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
-                     file_argument, json_option, library_choices, map_option, open_frame,
+                     file_argument, in_flags, json_option, library_choices, map_option, open_frame,
                      parse_mapping, plot_option, print_renderable, quiet_option,
                      notes_in_flags, reader_diagnostics, seed_option, store_option)
 
@@ -84,6 +85,7 @@ def fit_rows(rows, settings: dict, *, x=None, seed: int, n_jobs):
                                  seed=seed, n_jobs=n_jobs, resample=settings["resample"])
     if "workers_note" in result.stats:
         prepared.notes.append(f"bootstrap: {result.stats['workers_note']} (--n-jobs {n_jobs})")
+    result.diagnostics[:] = [replace(d, message=in_flags(d.message)) for d in result.diagnostics]
     return result, prepared
 
 

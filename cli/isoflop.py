@@ -21,15 +21,26 @@ def _convention_options():
                           "FLOPs: 6ND (C = k·N·D) "
                           "or counted (the compute column as logged)."),
             typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token",
-                         help="k in C = k·N·D."))
+                         help="k in C = k·N·D.", callback=checked_number(
+                             "--flops-per-param-token", low=0, low_open=True)))
 
 
 def _budget_list(text: Optional[str]) -> Optional[str]:
     """--budgets: positive finite FLOPs (checked as the option is parsed)."""
     from scalekit.checks import check_number
 
-    for value in _floats("budgets", text) or []:
+    values = _floats("budgets", text)
+    if values is not None and len(values) < 3:
+        from scalekit.checks import fail
+
+        raise fail("--budgets", text, "at least three comma-separated FLOP counts (a power law "
+                   "through the budgets' optima needs three)")
+    for value in values or []:
         check_number("--budgets", value, low=0, low_open=True)
+    if values is not None and len(set(values)) < len(values):
+        from scalekit.checks import fail
+
+        raise fail("--budgets", text, "distinct FLOP counts (one is given twice)")
     return text
 
 
@@ -52,9 +63,10 @@ def isoflop(
     profile: str = choice_option("params", "--in",
                                  library_choices("scalekit.isoflop.approach2", "PROFILES"),
                                  "Approach 2: parabola in log params or log tokens."),
-    figures: int = typer.Option(2, "--figures", help="Round budgets to this many significant "
-                                "figures.", callback=checked_number("--figures", low=1,
-                                                                    integer=True)),
+    figures: Optional[int] = typer.Option(None, "--figures", help="Round budgets to this many "
+                                          "significant figures (default: find them as clusters "
+                                          "of compute, else 2).", callback=checked_number(
+                                              "--figures", low=1, integer=True)),
     budgets: Optional[str] = typer.Option(None, "--budgets", help="Nominal budgets, "
                                           "comma-separated (e.g. 6e18,1e19,3e19); points join "
                                           "the nearest.", callback=_budget_list),

@@ -16,8 +16,8 @@ from typing import Optional
 
 import typer
 
-from .common import (json_option, open_frame, parse_mapping, plot_option, print_renderable,
-                     quiet_option, store_option)
+from .common import (bootstrap_option, json_option, open_frame, parse_mapping, plot_option,
+                     print_renderable, quiet_option, seed_option, store_option)
 from .fit import objective_option
 
 law_app = typer.Typer(help="Fit the depth, class-count or inference-k law and plan with it.",
@@ -25,10 +25,9 @@ law_app = typer.Typer(help="Fit the depth, class-count or inference-k law and pl
 
 _FILE = typer.Argument(None, help="Measurements file (CSV, JSONL, Parquet, …). Omit to read --store.")
 _MAP = typer.Option([], "--map", help="Column role, as role=column (repeatable).")
-_BOOTSTRAP = typer.Option(0, "--bootstrap", help="Bootstrap resamples (0: normal intervals "
-                          "from the standard errors).")
+_BOOTSTRAP = bootstrap_option(0)
 _LOSS = objective_option()
-_SEED = typer.Option(0, "--seed", help="Seed of every random choice.")
+_SEED = seed_option()
 _JSON = json_option()
 _PLOT = plot_option()
 _QUIET = quiet_option()
@@ -72,8 +71,8 @@ def depth(
     quiet: bool = _QUIET,
 ) -> None:
     """Fit L(m, l, D) = c_m m^-α_m + c_l l^-α_l + c_D D^-α_D + L0 and plan the model's shape."""
-    from scalekit.planners.depth import param_count_from_expression, plan_depth
-    from scalekit.planners.measured_laws import fit_depth_law
+    from scalekit.planners.depth import param_count_from_expression
+    from scalekit.planners.measured_laws import fit_depth_law, plan_depth_in_data
 
     frame, digest = open_frame(file, store, parse_mapping(mapping), metric=y)
     result, prepared = fit_depth_law(frame, y=y, keep_lowest=keep_lowest,
@@ -89,11 +88,13 @@ def depth(
                 raise _input_error("--plan needs both width and depth for a shape")
             shape = (spec["width"], spec["depth"])
         with _plan_terms(params_budget="params", tokens="tokens"):
-            planned = plan_depth(result.values, spec["params"], spec["tokens"],
-                                 param_count=param_count_from_expression(param_count),
-                                 shape=shape, integer_depth=bool(spec.get("integer", 0)),
-                                 exclude_end_layers=exclude_end_layers,
-                                 alpha_l_interval=tuple(result.ci["alpha_l"])).to_dict()
+            planned, found = plan_depth_in_data(
+                result, prepared, spec["params"], spec["tokens"],
+                param_count=param_count_from_expression(param_count), shape=shape,
+                integer_depth=bool(spec.get("integer", 0)), exclude_end_layers=exclude_end_layers,
+                alpha_l_interval=tuple(result.ci["alpha_l"]))
+            planned = planned.to_dict()
+            result.diagnostics.extend(found)
     settings = {"y": y, "keep_lowest": keep_lowest, "exclude_end_layers": exclude_end_layers,
                 "loss": loss, "bootstrap": bootstrap, "plan": plan, "param_count": param_count,
                 "flops_convention": "none: the depth law is in width, depth and tokens"}
@@ -121,8 +122,7 @@ def classes(
     quiet: bool = _QUIET,
 ) -> None:
     """Fit ε(K) = min(c K^γ, 1 − 1/K) and plan a chain-of-thought tree of steps."""
-    from scalekit.planners.cot import plan_tree
-    from scalekit.planners.measured_laws import fit_class_count_law
+    from scalekit.planners.measured_laws import fit_class_count_law, plan_tree_in_data
 
     frame, digest = open_frame(file, store, parse_mapping(mapping), metric=y)
     result, prepared = fit_class_count_law(frame, y=y, source=_source(file), loss=loss,
@@ -131,7 +131,9 @@ def classes(
     if plan is not None:
         spec = _parse_plan(plan, required=("classes",), optional=())
         with _plan_terms(classes="classes"):
-            planned = plan_tree(spec["classes"], result.values).to_dict()
+            planned, found = plan_tree_in_data(result, prepared, spec["classes"])
+            planned = planned.to_dict()
+            result.diagnostics.extend(found)
     settings = {"y": y, "loss": loss, "bootstrap": bootstrap, "plan": plan,
                 "flops_convention": "none: the class-count law is in classes"}
     _finish("law.classes", result, prepared.notes, planned, "Plan: least-error tree of steps",

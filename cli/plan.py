@@ -15,7 +15,8 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
-from .common import (bootstrap_option, ci_level_option, file_argument, format_option,
+from .common import (bootstrap_option, checked_number, ci_level_option, file_argument,
+                     format_option,
                      json_option, map_option, open_frame, parse_mapping, print_tables,
                      notes_in_flags, quiet_option, reader_diagnostics, seed_option,
                      store_option)
@@ -37,7 +38,9 @@ def plan(
     compare: Optional[str] = typer.Option(None, "--compare", help="N,D of a planned run: the "
                                           "compute it spends beyond the optimum."),
     flops_per_param_token: float = typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token",
-                                                help="k in C = k·N·D."),
+                                                help="k in C = k·N·D.", callback=checked_number(
+                                                    "--flops-per-param-token", low=0,
+                                                    low_open=True)),
     law: Optional[str] = law_option(),
     y: str = y_option(),
     mapping: list[str] = map_option("params=non_embedding_params"),

@@ -97,6 +97,11 @@ def show(
         runs = opened.runs()
         frame = opened.curves(runs=[run], metric=metric)
     info = runs.loc[runs["run"] == run].iloc[0]
+    if metric not in info["metrics"]:
+        from scalekit.checks import fail
+
+        raise fail("--metric", metric, f"a metric of run {run!r}: "
+                   + ", ".join(repr(m) for m in info["metrics"]))
     header = [f"run {run} (source {info['source']}): {info['points']} points, metrics "
               + ", ".join(info["metrics"])]
     attrs = {k: info[k] for k in ("params", "tokens", "depth", "width", "classes", "k", "seed")
@@ -130,7 +135,9 @@ def export(
 ) -> None:
     """Export every run, all metrics side by side; re-importing gives the same curves."""
     from scalekit.curves import CurveStore
+    from scalekit.curves.writers import output_format
 
+    output_format(out, format)  # a suffix of another format: refused before the store opens
     with CurveStore(store, create=False) as opened:
         rows = opened.export(out, format=format)
     typer.echo(f"wrote {rows} rows to {out}")

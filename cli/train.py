@@ -150,9 +150,14 @@ def train(
     checkpoint_dir = checkpoints or store.with_name(store.name + ".checkpoints")
     on_interrupt(lambda: f"the store {store} keeps {points_kept(store, 'scalekit train')} "
                  "logged before it; run the same command again to resume from the checkpoints")
-    with running(make_executor(executor, max_workers=workers, address=ray_address)) as pool:
-        frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
-                          batched=batched)
+    made = {"store": not store.exists(), "checkpoints": not checkpoint_dir.exists()}
+    try:
+        with running(make_executor(executor, max_workers=workers, address=ray_address)) as pool:
+            frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
+                              batched=batched)
+    except Exception:
+        _remove_if_empty(store, checkpoint_dir, made)
+        raise
     if export is not None:
         from scalekit.curves import CurveStore
 
@@ -160,6 +165,20 @@ def train(
             opened.export(export)
     if not quiet:
         print_tables([_summary(frame, store)], "table")
+
+
+def _remove_if_empty(store: Path, checkpoint_dir: Path, made: dict) -> None:
+    """After a failed sweep: remove the store file and the checkpoint folder this command
+    made, when they hold nothing (no point, no file); what holds work stays, to resume."""
+    import shutil
+
+    if made["checkpoints"] and checkpoint_dir.is_dir() and not any(
+            p.is_file() for p in checkpoint_dir.rglob("*")):
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    if made["store"] and store.is_file() and points_kept(store).startswith("0 points"):
+        for path in (store, store.with_name(store.name + "-wal"),
+                     store.with_name(store.name + "-shm")):
+            path.unlink(missing_ok=True)
 
 
 def _summary(frame, store: Path) -> dict:

@@ -25,6 +25,9 @@ CODES = {
     "few_points": "too few points for the result to be trusted",
     "outliers_dropped": "points were left out of the fit",
     "not_converged": "the optimiser, or some bootstrap resamples, found no optimum",
+    "derived_undefined": "a derived quantity is not finite for some bootstrap resamples",
+    "last_points_narrow": "the runs' last points span too little of an input; all checkpoints span more",
+    "no_optimum": "an optimum, shape or critical value lies outside the data, so none is stated",
 }
 
 

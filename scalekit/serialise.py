@@ -8,10 +8,14 @@ read, the ``seed`` and the ``settings``. Non-finite floats are written as
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,5 +92,55 @@ def write_report(path: str | Path, kind: str, body: Any, *, input_sha256: str | 
 
 
 def write(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as strict JSON to ``path``."""
-    Path(path).write_text(dumps(obj) + "\n", encoding="utf-8")
+    """Write ``obj`` as strict JSON to ``path`` (whole or not at all: :func:`atomic_output`)."""
+    text = dumps(obj) + "\n"
+    with atomic_output(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+@contextmanager
+def atomic_output(path: str | Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` to write; renamed to ``path`` when the block ends.
+
+    If the block fails, nothing is left behind (``path`` keeps what it held). A full
+    device (``ENOSPC``, ``EDQUOT``) becomes an :class:`~scalekit.errors.InputError`
+    "no space left on the device holding PATH". The file gets the permissions a new
+    file would (or those of the file it replaces).
+    """
+    path = Path(path)
+    try:
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp",
+                                        dir=path.parent)
+    except OSError as exc:
+        raise _no_space(exc, path) or exc
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+        os.chmod(temporary, mode)
+        yield temporary
+        os.replace(temporary, path)
+    except BaseException as exc:
+        temporary.unlink(missing_ok=True)
+        full = _no_space(exc, path)
+        if full is not None:
+            raise full from None
+        raise
+
+
+def _no_space(exc: BaseException, path: Path):
+    """The InputError for a full device behind ``exc`` (also one wrapped by a library)."""
+    from scalekit.errors import InputError
+
+    full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or \
+        "No space left on device" in str(exc)
+    if not full:
+        return None
+    return InputError(f"no space left on the device holding {path}; free some space or "
+                      "write elsewhere (nothing was written)")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -143,6 +143,7 @@ def sweep_from_frame(frame: pd.DataFrame, *, resource: str = "compute", metric: 
         ends[run] = float((max_resource or {}).get(run, r[-1]))
         fpu[run] = 1.0 if resource == "compute" else float(np.median(c / r))
         params[run] = float(group["params"].iloc[0]) if "params" in group else np.nan
-    if not curves:
-        raise InputError("the curves hold no run", source=source)
+    if len(curves) < 2:
+        raise InputError(f"the curves hold {len(curves)} run, but allocating compute needs at "
+                         "least two runs to choose between", source=source, column="run")
     return Sweep(resource, curves, ends, fpu, params)

@@ -88,10 +88,26 @@ class Database:
         self.path = Path(path)
         self.timeout = float(timeout)
         self._depth = 0
+        if self.path.exists() and not (self.path.is_file() or self.path.is_dir()):
+            raise InputError("is not a regular file (a pipe, a device or a socket), so it "
+                             "cannot be a curve store; give a file path", source=str(self.path))
         if not create and not self.path.is_file():
             raise InputError("no curve store here (import curves first)", source=str(self.path))
+        if not create and self.path.stat().st_size == 0:
+            raise InputError("the store file is empty (0 bytes): import curves into it first",
+                             source=str(self.path))
+        # A store on a read-only mount or without write permission is opened for reading
+        # only (immutable where not even the folder is writable: no -shm file can be made).
+        self.read_only = self.path.is_file() and not os.access(self.path, os.W_OK)
+        folder_read_only = self.path.is_file() and not os.access(self.path.parent, os.W_OK)
+        target = self.path
+        if self.read_only or folder_read_only:
+            self.read_only = True
+            target = (self.path.resolve().as_uri() + "?mode=ro"
+                      + ("&immutable=1" if folder_read_only else ""))
         try:
-            self.con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            self.con = sqlite3.connect(target, timeout=self.timeout, isolation_level=None,
+                                       uri=self.read_only)
         except sqlite3.Error as exc:  # a missing folder, a folder, no permission
             raise InputError(f"cannot open the store file ({exc})", source=str(self.path)) from None
         try:
@@ -128,6 +144,12 @@ class Database:
             raise InputError(f"the store was written by a newer scalekit (schema version "
                              f"{version}; this one reads up to {SCHEMA_VERSION}): upgrade "
                              "scalekit", source=str(self.path))
+        if self.read_only:
+            if version < SCHEMA_VERSION:
+                raise InputError(f"the store has an older schema (version {version}) and is "
+                                 "read-only, so it cannot be brought up to date: copy it to a "
+                                 "writable folder", source=str(self.path))
+            return
         con.execute(f"PRAGMA page_size = {_PAGE_SIZE}")  # takes effect on a new file only
         if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             con.execute("PRAGMA journal_mode = WAL")
@@ -208,7 +230,8 @@ class Database:
         try:
             yield self.con
         finally:
-            self.con.execute("COMMIT")
+            if self.con.in_transaction:  # an error may have ended it (a damaged file)
+                self.con.execute("COMMIT")
 
     @contextmanager
     def locked(self, names: Iterable[str], what: str) -> Iterator[None]:

@@ -11,6 +11,7 @@ so an import lands whole or not at all.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sqlite3
@@ -37,6 +38,34 @@ class ImportSummary:
 
     runs: int
     points: int
+
+
+#: SQLite's words for a file it cannot read or write as a database.
+_DAMAGE = ("malformed", "not a database", "disk i/o error", "database or disk is full")
+
+
+def _file_named(method):
+    """A store method whose SQLite damage or full-disk error becomes an :class:`InputError`
+    naming the store file; a writing one first checks the file once (:meth:`_check_intact`)."""
+    writes = method.__name__ in ("add_run", "remove", "import_frame", "append_points")
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            if writes:
+                self._check_intact()
+            return method(self, *args, **kwargs)
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+            text = str(exc).lower()
+            if not any(word in text for word in _DAMAGE):
+                raise
+            exc = str(exc).rsplit("': ", 1)[-1]      # pandas puts the query first
+            if "full" in text:
+                raise InputError(f"no space left on the device holding {self.path}; free some "
+                                 "space (the store is as it was)", source=str(self.path)) from None
+            raise InputError(f"the store file is damaged ({exc}); restore it from a copy, or "
+                             "import the curves into a new store", source=str(self.path)) from None
+    return wrapper
 
 
 class CurveStore:
@@ -82,6 +111,17 @@ class CurveStore:
         """The file's schema version (``PRAGMA user_version``)."""
         return self._db.version
 
+    def _check_intact(self) -> None:
+        """Before this store's first write: refuse a damaged file (``PRAGMA quick_check``),
+        so that nothing is written into it."""
+        if getattr(self, "_intact", False):
+            return
+        found = [str(row[0]) for row in self._con.execute("PRAGMA quick_check(1)")]
+        if found != ["ok"]:
+            raise sqlite3.DatabaseError("malformed: quick_check found "
+                                        + " ".join(found[0].split())[:60])
+        self._intact = True
+
     def close(self) -> None:
         """Close the connection (the write-ahead log is folded into the file)."""
         self._con.close()
@@ -96,6 +136,7 @@ class CurveStore:
         return f"CurveStore({str(self.path)!r})"
 
     # -- runs ---------------------------------------------------------------------------------
+    @_file_named
     def add_run(self, name: str, *, source: str = "api",
                 attrs: Mapping[str, object] | None = None) -> int:
         """Create run ``name`` (or find it) and return its id.
@@ -141,6 +182,7 @@ class CurveStore:
                                      row[0]))
         return int(row[0]), False
 
+    @_file_named
     def runs(self) -> pd.DataFrame:
         """One row per run: ``run`` (name), ``id``, ``source``, run-level attributes
         (float, NaN when unset), ``config`` (dict), ``points`` (number stored, all
@@ -162,6 +204,7 @@ class CurveStore:
         frame["metrics"] = [metrics.get(i, []) for i in frame["id"]]
         return frame
 
+    @_file_named
     def remove(self, runs: str | Iterable[str]) -> int:
         """Delete runs (by name) with their points; all or none. Returns how many."""
         names = [runs] if isinstance(runs, str) else [str(r) for r in runs]
@@ -182,6 +225,7 @@ class CurveStore:
         return found
 
     # -- points -------------------------------------------------------------------------------
+    @_file_named
     def import_frame(self, frame: pd.DataFrame, *, source: str,
                      metrics: Sequence[str] | None = None) -> ImportSummary:
         """Store a tidy curve frame in one transaction: every row, or nothing.
@@ -222,6 +266,7 @@ class CurveStore:
             written = self._insert(sorted_points, run_ids, metrics)
         return ImportSummary(runs=len(firsts), points=written)
 
+    @_file_named
     def append_points(self, run: str | int, points: pd.DataFrame | Mapping[str, object]) -> int:
         """Append points to an existing run (name or id) in one transaction; return how many.
 
@@ -344,6 +389,7 @@ class CurveStore:
         return written
 
     # -- reading ------------------------------------------------------------------------------
+    @_file_named
     def curves(self, *, runs: str | Iterable[str] | None = None,
                metric: str = "loss") -> pd.DataFrame:
         """The tidy curve frame of ``metric`` for ``runs`` (names; all by default).
@@ -376,6 +422,7 @@ class CurveStore:
         rows = chunks[0] if len(chunks) == 1 else [r for chunk in chunks for r in chunk]
         return _assemble(rows, which, run_rows, metric)
 
+    @_file_named
     def export(self, path: str | Path, *, format: str | None = None) -> int:
         """Write every run's points, all metrics side by side, to CSV/Parquet/JSONL.
 

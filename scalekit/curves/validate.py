@@ -20,6 +20,9 @@ from scalekit.errors import InputError
 EMPTY_TEXTS = frozenset({"", "nan", "NaN", "NAN", "null", "None", "NA", "N/A", "n/a", "<NA>"})
 #: Largest whole number a float64 holds exactly (with every smaller one).
 MAX_WHOLE = 2 ** 53
+#: Largest parameter count, token count or compute accepted: far beyond any model, and low
+#: enough that 6·N·D and powers of it stay finite.
+MAX_SCALE = 1e100
 #: Why a whole number beyond :data:`MAX_WHOLE` is refused.
 TOO_LARGE = "is too large to be held exactly; whole numbers up to 2**53 are supported"
 
@@ -211,6 +214,15 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
     for column in (*LOG_COLUMNS, *(m for m in metrics if is_log_metric(m))):
         if column in frame:
             check_positive(frame[column].to_numpy(dtype=np.float64), column, where)
+    for column in LOG_COLUMNS:   # params, tokens, compute
+        if column in frame:
+            values = frame[column].to_numpy(dtype=np.float64)
+            big = values > MAX_SCALE
+            if big.any():
+                row = int(np.flatnonzero(big)[0])
+                raise where.error(f"the value {float(values[row])!r} is above {MAX_SCALE:g}, "
+                                  "where products of sizes, tokens and compute overflow; check "
+                                  "the units of the column", row, column)
     for column in INTEGER_RUN_COLUMNS:
         if column in frame:
             values = frame[column].to_numpy(dtype=np.float64)

@@ -16,14 +16,34 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice
+from scalekit.curves.readers.csv_file import escape_cell
 from scalekit.curves.schema import CONFIG_PREFIX, METRIC_PREFIX, is_metric_name
 from scalekit.errors import InputError
+from scalekit.serialise import atomic_output
 
 WRITE_FORMATS = ("csv", "wandb", "jsonl", "parquet", "tensorboard")
 #: The formats that carry every metric side by side (what a store exports).
 TABLE_FORMATS = ("csv", "jsonl", "parquet")
 _SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet",
              ".pq": "parquet"}
+
+
+def output_format(path: str | Path, format: str | None = None) -> str:
+    """The format :func:`write_curves` writes ``path`` in: ``format``, or the suffix's; a
+    suffix that names another format than ``format`` is refused (a ``.parquet`` file of
+    CSV text would mislead every reader)."""
+    path = Path(path)
+    suffix_format = _SUFFIXES.get(path.suffix.lower())
+    if format is None:
+        if suffix_format is None:
+            raise InputError(f"cannot tell the format from the suffix {path.suffix!r}; "
+                             "use .csv, .jsonl or .parquet", source=str(path))
+        return suffix_format
+    check_choice("format", format, WRITE_FORMATS)
+    if suffix_format is not None and suffix_format != {"wandb": "csv"}.get(format, format):
+        raise InputError(f"the suffix {path.suffix!r} names {suffix_format}, but `format` is "
+                         f"{format!r}: give the file the suffix of its format", source=str(path))
+    return format
 
 
 def write_curves(frame: pd.DataFrame, path: str | Path, *, format: str | None = None,
@@ -45,12 +65,7 @@ def write_curves(frame: pd.DataFrame, path: str | Path, *, format: str | None = 
         The metric written by the one-metric formats (``wandb``, ``tensorboard``).
     """
     path = Path(path)
-    if format is None:
-        format = _SUFFIXES.get(path.suffix.lower())
-        if format is None:
-            raise InputError(f"cannot tell the format from the suffix {path.suffix!r}; "
-                             "use .csv, .jsonl or .parquet", source=str(path))
-    check_choice("format", format, WRITE_FORMATS)
+    format = output_format(path, format)
     config = [c for c in frame.attrs.get("config_columns", ()) if c in frame]
     hidden = [m for m in frame.attrs.get("metrics", ()) if m in frame and not is_metric_name(m)
               and format in TABLE_FORMATS]
@@ -59,17 +74,29 @@ def write_curves(frame: pd.DataFrame, path: str | Path, *, format: str | None = 
     if format in ("wandb", "tensorboard") and metric not in frame:
         raise InputError(f"the frame has no {metric!r} column to write", source=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    if format == "csv":
-        frame.to_csv(path, index=False)
-    elif format == "parquet":
-        frame.to_parquet(path, index=False)
-    elif format == "jsonl":
-        _write_jsonl(frame, path)
-    elif format == "wandb":
-        _write_wandb(frame, path, metric)
-    else:
+    if format == "tensorboard":             # a folder of event files
         _write_tensorboard(frame, path, metric)
+        return path
+    with atomic_output(path) as temporary:  # whole or not at all
+        if format == "csv":
+            _escaped(frame).to_csv(temporary, index=False)
+        elif format == "parquet":
+            frame.to_parquet(temporary, index=False)
+        elif format == "jsonl":
+            _write_jsonl(frame, temporary)
+        else:
+            _write_wandb(frame, temporary, metric)
     return path
+
+
+def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell and column name a spreadsheet would run as a formula
+    escaped (:func:`~scalekit.curves.readers.csv_file.escape_cell`)."""
+    out = frame.rename(columns=lambda c: escape_cell(str(c)))
+    for column in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[column]):
+            out[column] = out[column].map(lambda v: escape_cell(v) if isinstance(v, str) else v)
+    return out
 
 
 def _write_jsonl(frame: pd.DataFrame, path: Path) -> None:
@@ -93,7 +120,7 @@ def _write_wandb(frame: pd.DataFrame, path: Path, metric: str) -> None:
     for run in runs:
         values = wide[run].to_numpy()
         for suffix in ("", "__MIN", "__MAX"):
-            out[f"{run} - {metric}{suffix}"] = values
+            out[escape_cell(f"{run} - {metric}{suffix}")] = values
     out.to_csv(path, index=False)
 
 

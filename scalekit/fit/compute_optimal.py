@@ -89,6 +89,7 @@ def plan_for_compute(result, compute, *,
 
 def _plan_one(result, compute: float, k: float) -> dict:
     check_number("target_compute", compute, low=0, low_open=True)
+    check_number("flops_per_param_token", k, low=0, low_open=True)
     law = result.law
     if set(law.inputs) == {"compute"}:
         X = {"compute": np.array([compute])}

@@ -192,7 +192,12 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     diagnostics += fit_diagnostics(law, X, best.z, stderr, intervals, draws, ci_level, n)
     fixed_values = dict(law.extra.get("fixed", {}))
     values = {name: float(v) for name, v in zip(law.param_names, theta)}
-    derived, derived_ci = _derived(law, values, best.z, cov, draws, ci_level, dof)
+    derived, derived_ci, dropped = _derived(law, values, best.z, cov, draws, ci_level, dof)
+    for name, count in dropped.items():
+        diagnostics.append(Diagnostic(
+            "derived_undefined", "warning", f"`{name}` is not finite in {count} of {len(draws)} "
+            "bootstrap resamples (a parameter on its bound, e.g. B = 0); they were left out of "
+            f"its interval; read it with care or fix the parameter", param=name, value=count))
     return FitResult(
         law=law, values={**fixed_values, **values},
         stderr={**{name: 0.0 for name in fixed_values},
@@ -204,21 +209,28 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
 
 
 def _derived(law, values, z, cov, draws, level, dof):
-    """The law's derived quantities and their intervals (same draws as the parameters)."""
+    """The law's derived quantities, their intervals (same draws as the parameters) and
+    how many draws each left out because it is not finite there (a parameter on its
+    bound, such as ``B = 0`` for Chinchilla's ``G``)."""
     if law.derive is None:
-        return {}, {}
+        return {}, {}, {}
     derived = dict(law.derive(values))
     names = [k for k, v in derived.items() if isinstance(v, (int, float, np.floating))]
     if not names:
-        return derived, {}
+        return derived, {}, {}
 
     def function(theta):
         out = law.derive(dict(zip(law.param_names, theta)))
-        return np.array([out[k] for k in names], dtype=float)
+        values = np.array([out[k] for k in names], dtype=float)
+        return np.where(np.isfinite(values), values, np.nan)   # left out of the percentiles
 
+    dropped = {}
     with np.errstate(all="ignore"):
+        if draws is not None and len(draws):
+            bad = ~np.isfinite(np.array([function(theta) for theta in draws]))
+            dropped = {k: int(n) for k, n in zip(names, bad.sum(axis=0)) if n}
         ends = function_intervals(function, law, z, cov, draws, level, dof)
-    return derived, {k: (float(lo), float(hi)) for k, (lo, hi) in zip(names, ends)}
+    return derived, {k: (float(lo), float(hi)) for k, (lo, hi) in zip(names, ends)}, dropped
 
 
 def _check_resample(resample, runs, n):
@@ -269,10 +281,15 @@ def _check_points(law: Law, X, y) -> tuple[dict[str, np.ndarray], np.ndarray]:
                          f"{bad[0]} is {y[bad[0]]!r}")
     if len(y) <= len(law.params):
         raise InputError(f"law {law.name!r} has {len(law.params)} parameters, so it needs more "
-                         f"than {len(law.params)} points, but got {len(y)}")
+                         f"than {len(law.params)} points, but got {len(y)}: add runs, fit every "
+                         "checkpoint (`all_points`) or a law with fewer parameters (`law`)")
     distinct = len(np.unique(np.column_stack(list(inputs.values())), axis=0))
     if distinct <= len(law.params):
         raise InputError(f"law {law.name!r} has {len(law.params)} free parameters, so it needs "
                          f"more than {len(law.params)} distinct points (values of "
-                         f"{', '.join(law.inputs)}), but the {len(y)} points hold {distinct}")
+                         f"{', '.join(law.inputs)}), but the {len(y)} points hold {distinct}: "
+                         "add runs or fit a law with fewer parameters (`law`)")
+    if np.ptp(y) == 0:
+        raise InputError(f"every point has the same metric value ({y[0]:g}), but a law needs "
+                         "it to vary: check the metric column")
     return inputs, y

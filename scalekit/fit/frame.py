@@ -125,6 +125,7 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
     rows = frame if all_points else last_points(frame)
     if rows is not frame:
         notes.append(f"last point of each of {len(rows)} runs (`all_points` uses all points)")
+        diagnostics += _last_points_too_narrow(law, frame, rows)
     if drop_top:
         if drop_top >= len(rows):
             raise fail("drop_top", drop_top, f"< the number of points ({len(rows)})")
@@ -147,6 +148,33 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
                     diagnostics=diagnostics, runs=runs)
 
 
+#: Least span (max/min) of an input for the last points to pin the law along it.
+LAST_POINTS_SPAN = 10.0
+
+
+def _last_points_too_narrow(law: Law, frame: pd.DataFrame, rows: pd.DataFrame) -> list:
+    """A warning for each input of ``law`` that the runs' last points span less than a
+    decade of while all their checkpoints span more (a sweep of sizes at one token count
+    cannot pin the exponent, scale and floor of the tokens term)."""
+    found = []
+    for name in law.inputs:
+        if name not in rows or not pd.api.types.is_numeric_dtype(rows[name]):
+            continue
+        last = rows[name].to_numpy(dtype=float)
+        every = frame[name].to_numpy(dtype=float)
+        last, every = last[last > 0], every[every > 0]
+        if not last.size or not every.size:
+            continue
+        span, full = last.max() / last.min(), every.max() / every.min()
+        if span < LAST_POINTS_SPAN <= full:
+            found.append(Diagnostic(
+                "last_points_narrow", "warning",
+                f"the last point of each run spans {span:.3g}x in {name} but all checkpoints "
+                f"span {full:.3g}x, so the law's terms in {name} cannot be pinned: fit every "
+                "checkpoint with `all_points`", param=name, value=float(span)))
+    return found
+
+
 def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
               y: str = "loss", all_points: bool = False, drop_top: int = 0, **fit_options):
     """Choose law and points with :func:`prepare_fit`, then :func:`~scalekit.fit.fit_law`.
@@ -165,7 +193,15 @@ def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | Non
     """
     from scalekit.fit import fit_law
 
-    prepared = prepare_fit(frame, law=law, x=x, y=y, all_points=all_points, drop_top=drop_top)
-    result = fit_law(prepared.law, prepared.X, prepared.y, runs=prepared.runs, **fit_options)
+    try:
+        prepared = prepare_fit(frame, law=law, x=x, y=y, all_points=all_points,
+                               drop_top=drop_top)
+        result = fit_law(prepared.law, prepared.X, prepared.y, runs=prepared.runs,
+                         **fit_options)
+    except InputError as exc:  # name the file the frame was read from
+        if exc.source is not None or frame.attrs.get("source") is None:
+            raise
+        raise InputError(exc.reason, source=frame.attrs["source"], line=exc.line,
+                         column=exc.column) from None
     result.diagnostics[:0] = prepared.diagnostics
     return result, prepared

@@ -29,6 +29,8 @@ a bootstrap, from the delta method in the fitting space
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from scalekit.fit.objective import log_jacobian, log_residuals
@@ -137,7 +139,8 @@ def function_intervals(function, law: Law, z: np.ndarray, cov: np.ndarray | None
     if draws is not None and len(draws):
         values = np.array([np.atleast_1d(function(theta)) for theta in draws], dtype=float)
         tail = expanded_tail(level, dof, len(z))
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # a column of NaN: NaN ends
             return np.nanpercentile(values, [tail, 100.0 - tail], axis=0).T
     center = np.atleast_1d(np.asarray(function(law.to_natural(z)), dtype=float))
     if cov is None or not np.isfinite(cov).all():

@@ -118,8 +118,14 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
     if not fitted:
         if len(errors) == 1:
             raise errors[0]
-        raise InputError("no approach can be fitted to these data: " + "; ".join(
-            f"{name}: {why}" for name, why in skipped.items()), source=source)
+        if len({why for why in skipped.values()}) == 1:   # one reason for all: say it once
+            raise errors[0]
+        name, why = min(skipped.items(), key=lambda item: len(item[1]))   # the plainest
+        text = f"no approach can be fitted to these data; {name}: {why}"
+        if len(text) > 160:
+            text = ("no approach can be fitted to these data; give `approach` (1, 2 or 3) "
+                    "to read one approach's reason")
+        raise InputError(text, source=source)
     named = {NAMES[k]: m for k, m in fitted.items()}
     target = settings.get("target_compute")
     table = comparison_table(named, target)

@@ -52,8 +52,10 @@ class IsoFLOPProfiles(AllocationEstimator):
     ----------
     profile : {"params", "tokens"}
         Fit the parabola in log N or in log D.
-    figures : int
-        Significant figures to which budgets are rounded (when ``budgets`` is None).
+    figures : int or None
+        Significant figures to which budgets are rounded (when ``budgets`` is None);
+        None (the default) finds the budgets as clusters of log-spaced compute when
+        the compute clusters, else rounds to 2 (:func:`~scalekit.isoflop.budgets.assign_budgets`).
     budgets : sequence of float, optional
         The study's nominal budgets; each point joins the nearest within ``tolerance``.
     tolerance : float
@@ -108,7 +110,7 @@ class IsoFLOPProfiles(AllocationEstimator):
 
     TITLE = "Approach 2 (IsoFLOP profiles): N*(C) = k_N·C^a, D*(C) = k_D·C^b"
 
-    def __init__(self, *, profile: str = "params", figures: int = 2, budgets=None,
+    def __init__(self, *, profile: str = "params", figures: int | None = None, budgets=None,
                  tolerance: float = 0.1, window="auto", n_boot: int = 1000,
                  ci_level: float = 0.95, convention: str = "6ND",
                  flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN, seed: int = 0) -> None:
@@ -135,7 +137,8 @@ class IsoFLOPProfiles(AllocationEstimator):
         """Reject settings outside their range (before any data is read)."""
         super().check_settings()
         check_choice("profile", self.profile, PROFILES)
-        check_number("figures", self.figures, low=1, high=15, integer=True)
+        if self.figures is not None:
+            check_number("figures", self.figures, low=1, high=15, integer=True)
         check_number("tolerance", self.tolerance, low=0, low_open=True)
         check_window(self.window)
 
@@ -337,11 +340,10 @@ def _usable_budgets(points: pd.DataFrame, profile: str, source: str | None):
         for budget, n in few.items()]
     kept = counts.index[counts >= 3]
     if len(kept) < 3:
-        found = ", ".join(f"{b:.2g} ({n} {profile} values)" for b, n in counts.items()) or "none"
-        raise InputError(f"IsoFLOP profiles need at least three compute budgets with three or more "
-                         f"distinct {profile} values each; found {found} (give the study's "
-                         "nominal budgets as `budgets`, or round to fewer significant figures "
-                         "with `figures`)", source=source, column="compute")
+        raise InputError(f"IsoFLOP profiles need three budgets of three or more {profile} "
+                         f"values each, but {len(kept)} of {len(counts)} have them: add runs, or "
+                         "give the study's budgets as `budgets`", source=source,
+                         column="compute")
     return points[points["budget"].isin(kept)], diagnostics
 
 

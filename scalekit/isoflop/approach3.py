@@ -17,6 +17,7 @@ from scalekit.errors import InputError
 from scalekit.fit.result import FitResult
 from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.powerfit import derived_power_law
+from scalekit.laws.chinchilla import optimum_coefficients
 
 
 def allocation_lines(values: np.ndarray,
@@ -27,8 +28,9 @@ def allocation_lines(values: np.ndarray,
     """
     values = np.asarray(values, dtype=float)
     A, B, alpha, beta = values[..., 1], values[..., 2], values[..., 3], values[..., 4]
-    a, b = beta / (alpha + beta), alpha / (alpha + beta)
-    log_g = np.log(alpha * A / (beta * B)) / (alpha + beta)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a bound (B = 0) gives inf, no error
+        a, b = beta / (alpha + beta), alpha / (alpha + beta)
+        log_g = (np.log(alpha) + np.log(A) - np.log(beta) - np.log(B)) / (alpha + beta)
     log_k = np.log(flops_per_param_token)
     return np.stack([log_g - a * log_k, a], -1), np.stack([-b * log_k - log_g, b], -1)
 
@@ -105,8 +107,7 @@ class ParametricOptimum(AllocationEstimator):
             derived_power_law(line, rep, ci_level=self.ci_level, n_points=points.shape[0],
                               source="chinchilla law (approach 3)")
             for line, rep in zip(lines, reps))
-        alpha, beta = theta[3], theta[4]
-        self.G_ = float((alpha * theta[1] / (beta * theta[2])) ** (1 / (alpha + beta)))
+        self.G_ = optimum_coefficients(self.result_.values)["G"]
         self.compute_range_ = (float(points["compute"].min()), float(points["compute"].max()))
         self.warnings_ = list(self.result_.warnings)
         self.diagnostics_ = self._exponent_diagnostics()

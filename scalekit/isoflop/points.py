@@ -76,6 +76,10 @@ def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
                              f"{frame[name].iloc[bad[0]]!r} (data row {bad[0] + 1})",
                              source=source, column=name)
         out[name if name != loss else "loss"] = values
+    sizes = out[[c for c in out.columns if c not in ("run", "loss")]].drop_duplicates()
+    if len(sizes) > 1 and np.ptp(out["loss"].to_numpy()) == 0:
+        raise InputError(f"every point has {loss} = {out['loss'].iloc[0]:g}, but IsoFLOP "
+                         "profiles need it to vary: check the column", source=source, column=loss)
     k = flops_per_param_token
     notes = []
     if "params" not in have:

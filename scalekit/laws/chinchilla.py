@@ -54,11 +54,17 @@ def optimum_coefficients(values: Mapping[str, float]) -> dict[str, float]:
 
     ``a = beta / (alpha + beta)``, ``b = alpha / (alpha + beta)`` and
     ``G = (alpha A / (beta B))^(1 / (alpha + beta))`` (Hoffmann et al. 2022, Appendix D).
+    Built from logs, so a parameter on its bound (``B = 0``, ``alpha + beta = 0``) gives
+    an infinite or NaN value instead of an error.
     """
     alpha, beta = float(values["alpha"]), float(values["beta"])
     A, B = float(values["A"]), float(values["B"])
-    return {"a": beta / (alpha + beta), "b": alpha / (alpha + beta),
-            "G": (alpha * A / (beta * B)) ** (1.0 / (alpha + beta))}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        total = np.float64(alpha + beta)
+        log_g = (np.log(np.float64(alpha)) + np.log(np.float64(A)) - np.log(np.float64(beta))
+                 - np.log(np.float64(B))) / total
+        return {"a": float(np.float64(beta) / total), "b": float(np.float64(alpha) / total),
+                "G": float(np.exp(log_g))}
 
 
 def chinchilla_optimum(values: Mapping[str, float], compute,

@@ -59,7 +59,8 @@ def optimal_k(values: Mapping[str, float]) -> dict:
     """
     E, A, a, B, b = (float(values[name]) for name in ("E", "A", "a", "B", "b"))
     if B > 0 and a > b:
-        k_star = max(1.0, (a * A / (b * B)) ** (1.0 / (a - b)))
+        with np.errstate(over="ignore", divide="ignore"):  # from logs: no OverflowError
+            k_star = max(1.0, float(np.exp((np.log(a * A) - np.log(b * B)) / (a - b))))
         error = E + A * k_star ** -a + B * (1.0 - k_star ** -b)
         return {"k_opt": k_star, "error_at_opt": error, "shape": "U-shaped"}
     if B > A:  # rises overall: no sample beyond the first helps

@@ -73,6 +73,10 @@ class SamplesPlan(FlatResult):
         return {"k": self.k, "objective": self.objective, "error": self.error}
 
 
+#: Largest ``k_max`` of :func:`plan_samples` (every k up to it is tried: 80 MB of floats).
+MAX_K = 10_000_000
+
+
 def plan_samples(error: ErrorCurve | Mapping[str, float], cost_per_sample: float, *,
                  k_max: int = 100_000) -> SamplesPlan:
     """Whole ``k`` in ``1..k_max`` minimising ``error(k) + cost_per_sample * k``.
@@ -91,7 +95,7 @@ def plan_samples(error: ErrorCurve | Mapping[str, float], cost_per_sample: float
     SamplesPlan
     """
     check_number("cost_per_sample", cost_per_sample, low=0)
-    k_max = check_number("k_max", k_max, low=1, integer=True)
+    k_max = check_number("k_max", k_max, low=1, high=MAX_K, integer=True)
     if isinstance(error, Mapping):
         theta = np.array([error[name] for name in INFERENCE_K.param_names], dtype=float)
         error = lambda k: INFERENCE_K.function({"k": k}, theta)  # noqa: E731

@@ -11,6 +11,13 @@ and fits the law by :func:`scalekit.fit.frame.fit_frame`:
   Balasubramanian & Chaudhari, from ``classes`` and an error in (0, 1);
 - :func:`fit_inference_k_law`: error against the number of samples ``k`` (Halder &
   Pehlevan), from ``k`` >= 1 and a positive error.
+
+An optimum, a shape or a critical value is stated only when it (and its interval,
+where one is defined) lies inside the range of the data: the inference-k optimum
+``k_opt``, the class count where the error reaches chance, the loss-optimal depth of
+:func:`plan_depth_in_data` and the critical degree of :func:`plan_tree_in_data`.
+Otherwise the result says none was found inside the data, with a ``no_optimum``
+diagnostic.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_number
+from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.fit.frame import fit_frame, last_points
 from scalekit.laws import get_law
@@ -67,7 +75,73 @@ def fit_class_count_law(frame: pd.DataFrame, *, y: str = "error", source: str | 
     _require_columns(rows, ["classes", y], source)
     _check_range(rows, "classes", rows["classes"] < 2, "at least 2", source)
     _check_range(rows, y, (rows[y] <= 0) | (rows[y] >= 1), "strictly between 0 and 1", source)
-    return _fit(rows, "class_count", y, source, **fit_options)
+    result, prepared = _fit(rows, "class_count", y, source, **fit_options)
+    classes = prepared.X["classes"]
+    if result.derived.get("saturation_classes") is not None and not _inside(
+            result, "saturation_classes", classes):
+        result.derived["saturation_classes"] = None
+        result.derived_ci.pop("saturation_classes", None)
+        result.diagnostics.append(_no_optimum(
+            "the class count where the error reaches chance", "classes", classes,
+            "`saturation_classes`", "add runs with more classes"))
+    return result, prepared
+
+
+def plan_depth_in_data(result, prepared, params_budget: float, tokens: float, **plan_options):
+    """:func:`scalekit.planners.depth.plan_depth` searching only the depths of the data.
+
+    ``result, prepared`` are :func:`fit_depth_law`'s. A best depth on an edge of the
+    data's depths is no optimum found inside the data: it comes with a ``no_optimum``
+    diagnostic (the plan is then the best shape the data cover). Returns
+    ``(plan, diagnostics)``.
+    """
+    from scalekit.planners.depth import plan_depth
+
+    depths = np.asarray(prepared.frame["depth"], dtype=float)    # every layer counted:
+    depths = depths + (2.0 if plan_options.get("exclude_end_layers") else 0.0)
+    low, high = float(depths.min()), float(depths.max())
+    plan = plan_depth(result.values, params_budget, tokens, depth_range=(low, high),
+                      **plan_options)
+    diagnostics = []
+    if high == low or np.isclose(plan.depth, low, rtol=1e-6) or np.isclose(plan.depth, high,
+                                                                           rtol=1e-6):
+        diagnostics.append(Diagnostic(
+            "no_optimum", "warning", f"the loss-optimal depth for `params_budget` = "
+            f"{params_budget:g} lies on an edge of the data's depths ({low:g} to {high:g}), "
+            "so no optimum was found inside the data; the plan is the best depth they cover: "
+            "add runs beyond that edge", param="depth", value=plan.depth))
+    return plan, diagnostics
+
+
+def plan_tree_in_data(result, prepared, classes: int):
+    """:func:`scalekit.planners.cot.plan_tree` for a fitted ``class_count`` law, with a
+    ``no_optimum`` diagnostic when its critical degree lies outside the data's class
+    counts (the law is carried beyond them there). Returns ``(plan, diagnostics)``."""
+    from scalekit.planners.cot import plan_tree
+
+    plan = plan_tree(classes, result.values)
+    data = prepared.X["classes"]
+    if data.min() <= plan.critical_degree <= data.max():
+        return plan, []
+    return plan, [Diagnostic(
+        "no_optimum", "warning", f"the critical degree {plan.critical_degree} lies outside the "
+        f"data's class counts ({data.min():g} to {data.max():g}), so it is the law carried "
+        "beyond them, not a measured optimum: add runs with that many classes",
+        param="critical_degree", value=plan.critical_degree)]
+
+
+def _inside(result, name, data) -> bool:
+    """Whether the derived ``name`` and its interval (where defined) lie in ``data``'s range."""
+    low, high = float(np.min(data)), float(np.max(data))
+    value = result.derived.get(name)
+    ends = [end for end in result.derived_ci.get(name, ()) if end is not None and np.isfinite(end)]
+    return value is not None and all(low <= v <= high for v in [value, *ends])
+
+
+def _no_optimum(what, column, data, name, remedy) -> Diagnostic:
+    return Diagnostic("no_optimum", "warning", f"{what} ({name}) or its interval lies outside "
+                      f"the data ({column} from {np.min(data):g} to {np.max(data):g}), so none "
+                      f"is stated: {remedy}", param=name.strip("`"))
 
 
 def fit_inference_k_law(frame: pd.DataFrame, *, y: str = "error", source: str | None = None,
@@ -78,7 +152,17 @@ def fit_inference_k_law(frame: pd.DataFrame, *, y: str = "error", source: str | 
     _require_columns(rows, ["k", y], source)
     _check_range(rows, "k", rows["k"] < 1, "at least 1", source)
     _check_range(rows, y, rows[y] <= 0, "positive", source)
-    return _fit(rows, "inference_k", y, source, **fit_options)
+    result, prepared = _fit(rows, "inference_k", y, source, **fit_options)
+    k = prepared.X["k"]
+    if result.derived.get("shape") == "U-shaped" and not _inside(result, "k_opt", k):
+        result.derived.update(k_opt=None, error_at_opt=None,
+                              shape=f"monotone within the data (k ≤ {k.max():g}); no optimum found")
+        result.derived_ci.pop("k_opt", None)
+        result.derived_ci.pop("error_at_opt", None)
+        result.diagnostics.append(_no_optimum(
+            "the fitted curve's least error", "k", k, "`k_opt`", "add runs at larger k to "
+            "see whether the error turns up"))
+    return result, prepared
 
 
 def _fit(rows, law, y, source, *, drop_top=0, **fit_options):

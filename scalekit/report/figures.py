@@ -45,6 +45,9 @@ def finish(figure, path: str | Path | None, made: bool) -> None:
     """Write ``figure`` to ``path`` (if given); close it if this module made it."""
     if path is None:
         return
-    figure.savefig(path, dpi=120)
+    from scalekit.serialise import atomic_output
+
+    with atomic_output(path) as temporary:   # whole or not at all
+        figure.savefig(temporary, dpi=120)
     if made:
         pyplot().close(figure)

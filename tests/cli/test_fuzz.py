@@ -5,6 +5,7 @@ nothing else: no report before the error, no traceback, no warning."""
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def _expect_one_error_line(args, capsys):
     assert out == "", (args, out[:300])
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), (args, err[:500])
+    return lines[0]
 
 
 CASES = list(itertools.product(BAD_FILES, READERS))
@@ -116,3 +118,205 @@ def test_a_bad_option_value_exits_2_with_one_line(tmp_path, capsys, command, ext
             continue
         kept.append(a)
     _expect_one_error_line([*kept, *extra], capsys)
+
+
+# -- issue 22: real-world and hostile input ---------------------------------------------------
+#: Commands that read a FILE, beyond READERS (each must refuse a pipe before reading it).
+FILE_READERS = {**READERS, "forecast": ["forecast", "{file}", "--to", "1000"],
+                "law classes": ["law", "classes", "{file}"],
+                "law inference-k": ["law", "inference-k", "{file}"],
+                "allocate plan": PLAN}
+
+
+def _unblock_after(path: Path, seconds: float = 5.0):
+    """A reader that opened the pipe anyway would hang: after ``seconds`` feed it good rows,
+    so that it ends (with exit 0, which the test then refuses) instead of hanging."""
+    import threading
+    import time
+
+    def feed():
+        time.sleep(seconds)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:                 # nobody reading: nothing to unblock
+            return
+        with os.fdopen(fd, "w") as pipe:
+            pipe.write(GOOD_ROWS)
+
+    threading.Thread(target=feed, daemon=True).start()
+
+
+@pytest.mark.parametrize("command", list(FILE_READERS))
+def test_a_pipe_as_input_is_refused_unread(tmp_path, capsys, command):
+    pipe = tmp_path / "f.csv"
+    os.mkfifo(pipe)
+    _unblock_after(pipe)
+    args = [a.format(file=pipe, store=tmp_path / "s.db") for a in FILE_READERS[command]]
+    assert "(a pipe, a device or a socket)" in _expect_one_error_line(args, capsys)
+
+
+def test_a_device_a_url_and_a_pipe_as_output_or_store_are_named_in_one_line(tmp_path, capsys):
+    pipe = tmp_path / "f.csv"
+    os.mkfifo(pipe)
+    _unblock_after(pipe)
+    for args, words in (
+            (["fit", "/dev/zero"], "/dev/zero: is not a regular file"),
+            (["fit", "https://example.com/x.csv"], "is a URL"),
+            (["store", "import", "https://127.0.0.1:9/x", "--store", tmp_path / "s.db"],
+             "cannot read the tracking server"),
+            (["store", "export", pipe, "--store", tmp_path / "s.db"], "must be a regular file"),
+            (["store", "ls", "--store", pipe], "f.csv: is not a regular file")):
+        assert words in _expect_one_error_line(args, capsys), args
+    assert not (tmp_path / "s.db").exists()
+
+
+@pytest.fixture()
+def full_folder(tmp_path):
+    """A folder on a full file system: a 64 KiB tmpfs filled up (needs root; else skipped)."""
+    import subprocess
+
+    folder = tmp_path / "full"
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                          capture_output=True)
+    if done.returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        fill = os.open(folder / "fill", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fill, b"\0" * 4096):
+                pass
+        except OSError:                  # ENOSPC: the device is full
+            pass
+        finally:
+            os.close(fill)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("output", [["--json", "out.json"], ["--plot", "out.png"], ["export"]])
+def test_a_full_disk_exits_2_and_leaves_nothing(tmp_path, capsys, full_folder, output):
+    good = _write(tmp_path, "good", ".csv", GOOD_ROWS.encode())
+    if output == ["export"]:
+        store = tmp_path / "s.db"
+        assert main(["store", "import", str(good), "--store", str(store), "-q"]) == 0
+        args = ["store", "export", full_folder / "out.csv", "--store", store]
+    else:
+        args = ["fit", good, "--bootstrap", "0", "-q", output[0], full_folder / output[1]]
+    line = _expect_one_error_line(args, capsys)
+    assert f"no space left on the device holding {full_folder}" in line
+    assert sorted(p.name for p in full_folder.iterdir()) == ["fill"]
+
+
+FORMULAS = ["=HYPERLINK(\"http://x\")", "@SUM(A1)", "+1+2", "-2+3", "\tcmd", "'quoted",
+            "plain"]
+
+
+def test_formulas_are_escaped_on_export_and_the_round_trip_is_byte_identical(tmp_path, capsys):
+    import csv
+    import io
+
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["run", "step", "params", "note", "loss"])
+    for name in FORMULAS:
+        writer.writerows([[name, 1, 1e7, name, 3.0], [name, 2, 1e7, name, 2.5]])
+    source = _write(tmp_path, "formulas", ".csv", text.getvalue().encode())
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    assert main(["store", "import", str(source), "--store", str(tmp_path / "a.db"), "-q"]) == 0
+    assert main(["store", "export", str(first), "--store", str(tmp_path / "a.db")]) == 0
+    assert main(["store", "import", str(first), "--store", str(tmp_path / "b.db"), "-q"]) == 0
+    assert main(["store", "export", str(second), "--store", str(tmp_path / "b.db")]) == 0
+    assert first.read_bytes() == second.read_bytes()
+    cells = [cell for row in csv.reader(first.open(newline="")) for cell in row]
+    assert not [c for c in cells if c[:1] in ("=", "@", "+", "\t") or c.startswith("-2")]
+    assert "'=HYPERLINK(\"http://x\")" in cells and "''quoted" in cells
+    from scalekit.curves import CurveStore
+
+    runs = []
+    for name in ("a.db", "b.db"):                   # the names read back as they were written
+        with CurveStore(tmp_path / name, create=False) as opened:
+            runs.append(set(opened.runs()["run"]))
+    assert runs[0] == runs[1] and {"=HYPERLINK(\"http://x\")", "-2+3", "'quoted"} <= runs[1]
+    capsys.readouterr()
+
+
+def test_an_export_whose_suffix_names_another_format_is_refused_before_work(tmp_path, capsys):
+    good = _write(tmp_path, "good", ".csv", GOOD_ROWS.encode())
+    assert main(["store", "import", str(good), "--store", str(tmp_path / "s.db"), "-q"]) == 0
+    line = _expect_one_error_line(["store", "export", tmp_path / "out.parquet", "--format", "csv",
+                                   "--store", tmp_path / "s.db"], capsys)
+    assert "names parquet" in line and not (tmp_path / "out.parquet").exists()
+
+
+def _store_of(tmp_path, name="s.db", rows=GOOD_ROWS):
+    source = _write(tmp_path, name + "-source", ".csv", rows.encode())
+    store = tmp_path / name
+    assert main(["store", "import", str(source), "--store", str(store), "-q"]) == 0
+    return store
+
+
+def test_a_damaged_store_is_named_and_never_written(tmp_path, capsys):
+    rows = "run,step,params,tokens,loss\n" + "".join(
+        f"r{i},{s},{1e7 * (i + 1)},{s * 1e8},{3 + 1 / s + i / 100}\n"
+        for i in range(40) for s in range(1, 60))
+    store = _store_of(tmp_path, rows=rows)
+    data = bytearray(store.read_bytes())
+    for page in range(2, len(data) // 4096):   # scribble over every b-tree page's cells
+        data[page * 4096 + 8: page * 4096 + 72] = b"\xff" * 64
+    store.write_bytes(bytes(data))
+    before = store.read_bytes()
+    good = _write(tmp_path, "good", ".csv", GOOD_ROWS.encode())
+    for args in (["store", "import", good], ["store", "rm", "r1"], ["store", "ls"],
+                 ["store", "show", "r1"], ["store", "export", tmp_path / "x.csv"],
+                 ["fit", "--bootstrap", "0"]):
+        line = _expect_one_error_line([*args, "--store", store], capsys)
+        assert f"{store}: the store file is damaged" in line, args
+    assert store.read_bytes() == before and not (tmp_path / "x.csv").exists()
+
+
+@pytest.fixture()
+def read_only_folder(tmp_path):
+    """A folder on a read-only mount holding a store (needs root; else skipped)."""
+    import subprocess
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
+                      capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        _store_of(folder)
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_store_on_a_read_only_mount_is_read(read_only_folder, tmp_path, capsys):
+    store = read_only_folder / "s.db"
+    assert main(["store", "ls", "--store", str(store)]) == 0
+    assert "r5" in capsys.readouterr().out
+    assert main(["fit", "--store", str(store), "--bootstrap", "0", "-q",
+                 "--json", str(tmp_path / "fit.json")]) == 0
+    assert main(["store", "export", str(tmp_path / "x.csv"), "--store", str(store)]) == 0
+    capsys.readouterr()
+    line = _expect_one_error_line(["store", "rm", "r1", "--store", store], capsys)
+    assert "read-only" in line
+
+
+def test_an_empty_store_file_stays_empty(tmp_path, capsys):
+    empty = tmp_path / "e.db"
+    empty.touch()
+    for args in (["fit"], ["isoflop"], ["store", "ls"], ["store", "show", "r1"],
+                 ["forecast", "--to", "10"]):
+        assert "empty" in _expect_one_error_line([*args, "--store", empty], capsys), args
+    assert empty.stat().st_size == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["e.db"]
+
+
+def test_a_refused_train_leaves_no_store_and_no_checkpoints(tmp_path, capsys):
+    store = tmp_path / "t.db"
+    _expect_one_error_line(["train", "teacher_student", "--store", store, "--option",
+                            "nosuch=1", "-q"], capsys)
+    assert list(tmp_path.iterdir()) == []

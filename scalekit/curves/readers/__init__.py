@@ -18,6 +18,7 @@ The tracking tools' packages are optional extras, imported only when read.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -99,9 +100,7 @@ def read_curves(path: str | Path, *, format: str | None = None,
     source = str(path)
     uri = _is_uri(path)
     if not uri:
-        path = Path(path)
-        if not path.exists():
-            raise InputError("no such file or folder", source=source)
+        path = check_local_input(path)
     check_choice("duplicates", duplicates, DUPLICATES)
     fmt = _detect_format(path, format, uri)
     if experiment is not None and fmt != "mlflow":
@@ -178,6 +177,23 @@ def _read_tracking(path: str | Path, fmt: str, uri: bool, source: str, *, mappin
                                duplicates=duplicates, keep=keep, what=what, choice=choice)
     frame.attrs["notes"] = notes + frame.attrs["notes"]
     return frame
+
+
+def check_local_input(path: str | Path) -> Path:
+    """``path`` as a Path, refused (:class:`InputError`) unless it is an existing regular
+    file or folder: a pipe, a device or a socket would block or never end, and a URL
+    (``https:/…`` once made a path) names no local file. Only ``stat`` is called."""
+    source = str(path)
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:/", source):
+        raise InputError("is a URL; scalekit reads local files and folders: download it first",
+                         source=source)
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file or folder", source=source)
+    if not (path.is_file() or path.is_dir()):
+        raise InputError("is not a regular file or folder (a pipe, a device or a socket); "
+                         "save its contents to a file first", source=source)
+    return path
 
 
 def _is_uri(path: str | Path) -> bool:

@@ -1,4 +1,11 @@
-"""CSV and TSV files: every cell read as text, with the file line of every row."""
+"""CSV and TSV files: every cell read as text, with the file line of every row.
+
+Text that a spreadsheet would run as a formula (a cell starting with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return) is written by scalekit with a ``'`` in front
+(OWASP's advice against CSV injection; a cell starting with ``'`` gets one more), and
+that ``'`` is taken off again when a cell is read (:func:`escape_cell`,
+:func:`unescape_cell`), so an export read back is the same, byte for byte.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,20 @@ import numpy as np
 import pandas as pd
 
 from scalekit.errors import InputError
+
+#: First characters of a cell that a spreadsheet runs as a formula, and the escape itself.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def escape_cell(text: str) -> str:
+    """``text`` with a ``'`` in front when a spreadsheet would read it as a formula."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def unescape_cell(text: str) -> str:
+    """The inverse of :func:`escape_cell`."""
+    return text[1:] if text[:1] == "'" and text[1:].startswith(FORMULA_STARTS) else text
+
 
 def read_csv_table(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
     """Read every cell as text; return the table and the file line where each row starts."""
@@ -26,6 +47,7 @@ def read_csv_table(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
                     break
                 if not row or all(not cell.strip() for cell in row):
                     continue
+                row = [unescape_cell(cell) for cell in row]
                 if header is None:
                     header = [cell.strip() for cell in row]
                     _check_header(header, source)

@@ -25,6 +25,9 @@ def read_jsonl_table(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc.msg})", source=str(path),
                              line=number) from None
+        except RecursionError:
+            raise InputError("the JSON is nested too deeply; a record holds numbers and text, "
+                             "not nested lists", source=str(path), line=number) from None
         if not isinstance(record, dict):
             raise InputError("each line must be a JSON object", source=str(path), line=number)
         records.append(record)

@@ -28,7 +28,7 @@ def read_mlflow_records(uri: str, *, experiment: str | None = None,
     except ImportError:  # pragma: no cover - depends on the environment
         raise InputError("reading MLflow stores needs the optional package 'mlflow' "
                          "(pip install 'scalekit-laws[mlflow]')", source=source) from None
-    with _file_store_allowed():
+    with _file_store_allowed(), _bounded_server_wait(uri, source):
         client = MlflowClient(tracking_uri=uri)
         experiments = client.search_experiments()
         if experiment is not None:
@@ -66,6 +66,37 @@ def read_mlflow_records(uri: str, *, experiment: str | None = None,
         raise InputError("the MLflow store holds no runs" + (
             f" in experiment {experiment!r}" if experiment else ""), source=source)
     return records, notes
+
+
+#: A tracking server that does not answer fails within seconds (MLflow's defaults retry
+#: for minutes); a setting of the user's own environment wins.
+_SERVER_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "15"}
+
+
+@contextmanager
+def _bounded_server_wait(uri: str, source: str):
+    """For a server's address, bound MLflow's retries and timeout, and turn a failure to
+    reach it into one :class:`InputError` naming the address."""
+    if not uri.lower().startswith(("http:", "https:", "databricks")):
+        yield
+        return
+    saved = {key: os.environ.get(key) for key in _SERVER_LIMITS}
+    for key, value in _SERVER_LIMITS.items():
+        os.environ.setdefault(key, value)
+    try:
+        yield
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - requests' and MLflow's errors alike
+        raise InputError(f"cannot read the tracking server ({type(exc).__name__}); check the "
+                         "address and the network, or export the runs to a file",
+                         source=source) from None
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def mlflow_uri(path: Path) -> str:
