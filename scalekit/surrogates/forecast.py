@@ -164,6 +164,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     check_number("points", points, low=1, integer=True)
     _check_columns(frame, "run", x, y)
     tasks, warnings = [], []
+    ends = run_ends(frame) if x == "step" else {}
     for run, curve in frame.groupby("run", sort=True):
         curve = curve[[x, y]].dropna()
         curve = curve[curve[x] > 0]
@@ -177,6 +178,12 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
                             "not forecast")
             continue
         last = curve[x].max()
+        end = ends.get(run)
+        if end is not None and to > end:
+            warnings.append(f"run {run!r}: its schedule ends at step {end:g}, so the run is "
+                            f"finished before {x} = {to:g}; not forecast (to ask what a longer "
+                            "run would do, give the longer schedule)")
+            continue
         if to <= last:
             warnings.append(f"run {run!r}: already at x = {last:g} >= {to:g}; not forecast")
             continue
@@ -185,6 +192,10 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
             if "params" in frame.columns else float("nan")
         tasks.append(Task(str(run), curve[x].to_numpy(float), curve[y].to_numpy(float),
                           grid, np.full(grid.size, np.nan), size=size))
+    if not tasks and warnings and all("is finished" in w for w in warnings):
+        raise InputError(f"every run's schedule ends before {x} {to:g} (the latest at "
+                         f"{max(ends.values()):g}): the runs are finished; give a longer "
+                         "schedule to ask what a longer run would do")
     if not tasks:
         raise InputError("no run has enough points below the target to forecast"
                          + (f" ({warnings[0]})" if warnings else ""))
@@ -198,6 +209,16 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         part.insert(0, "run", task.run)
         rows.append(part)
     return Forecast(method, x, y, float(to), pd.concat(rows, ignore_index=True), warnings)
+
+
+def run_ends(frame: pd.DataFrame) -> dict:
+    """Each run's last step where the curves say it (a ``total_steps`` column, or the
+    run configuration's ``steps``), by run."""
+    column = next((c for c in ("total_steps", "steps") if c in frame.columns), None)
+    if column is None:
+        return {}
+    ends = pd.to_numeric(frame.groupby("run", sort=True)[column].max(), errors="coerce")
+    return {run: float(end) for run, end in ends.items() if np.isfinite(end) and end > 0}
 
 
 def evaluate_frame(frame: pd.DataFrame, *, methods: Sequence[str], x: str = "step",

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.compute import tokens_for_compute
+from scalekit.curves.readers.lr_series import find_lr_column
 from scalekit.curves.readers.metric_choice import MetricChoice, choose_metric
 from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, INTEGER_RUN_COLUMNS, KEY_COLUMNS,
                                     METRIC_PREFIX, POINT_COLUMNS, RUN_COLUMNS, is_metric_name,
@@ -69,6 +70,11 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
             out[name] = to_float(table[column].to_numpy(), column, where, missing="nan")
             metrics.append(name)
             used.add(column)
+    lr_column = find_lr_column(c for c in table.columns
+                               if c not in used and not str(c).startswith(CONFIG_PREFIX))
+    if lr_column is not None and "lr" not in out:
+        out["lr"] = to_float(table[lr_column].to_numpy(), lr_column, where, missing="nan")
+        used.add(lr_column)
     for role in ("params", *INTEGER_RUN_COLUMNS):
         if role in roles:
             out[role] = to_float(table[roles[role]].to_numpy(), roles[role], where,
@@ -164,8 +170,8 @@ def _steps(table: pd.DataFrame, roles: dict, where: Locator, runs: np.ndarray,
 
 def _ordered(columns, metrics: list[str], config: list[str]) -> list[str]:
     head = [c for c in ("run", "step", "compute", "tokens") if c in columns]
-    tail = [c for c in ("wall_time", "params", "depth", "width", "classes", "k", "seed")
-            if c in columns]
+    tail = [c for c in ("lr", "wall_time", "params", "depth", "width", "classes", "k", "seed")
+            if c in columns and c not in config]
     return head + metrics + tail + config
 
 
