@@ -46,25 +46,42 @@ class ScheduleTerms:
         The rate of every step from 0 (covering the largest requested step).
     steps : 1-d int array
         The steps at which the law is evaluated.
+    stride : int
+        1: the exact law. Larger: the rate's changes are taken every ``stride``
+        steps only (a coarse approximation, for a fit's first stage).
     """
 
-    def __init__(self, rates, steps):
+    def __init__(self, rates, steps, stride: int = 1):
         rates = np.asarray(rates, dtype=float)
         steps = np.asarray(steps, dtype=np.int64)
         prefix = np.cumsum(rates)
         self.s1 = prefix[steps]
-        change = np.flatnonzero(np.diff(rates)) + 1          # k >= 1 with eta_{k-1} != eta_k
-        self.drop = rates[change - 1] - rates[change]        # eta_{k-1} - eta_k
+        if stride == 1:
+            change = np.flatnonzero(np.diff(rates)) + 1      # k >= 1 with eta_{k-1} != eta_k
+            before = change - 1
+        else:                                                # every stride-th step: approximate
+            change = np.arange(stride, rates.size, stride)
+            before = change - stride
+            kept = rates[before] != rates[change]
+            change, before = change[kept], before[kept]
+        self.drop = rates[before] - rates[change]            # eta_{k-1} - eta_k
         self.log_rate = np.log(np.maximum(rates[change], 1e-30))   # a rate of 0: G = 1
         self.slope_drop = self.drop * (-self.log_rate)       # for dQ/dlog gamma (times gamma)
         area = prefix[steps][:, None] - prefix[change - 1][None, :]
         self.area = np.where(change[None, :] <= steps[:, None], area, 0.0)  # S_k(t), 0 if k > t
+        self._steps, self._change = steps, change
 
     def blocks(self):
-        """Row blocks of the area array (bounded memory for long curves)."""
+        """Row blocks of the area array and the changes each needs (those up to its last
+        step: the rest are zeros), each block of bounded size."""
         rows = max(1, _BLOCK // max(1, self.area.shape[1]))
-        for start in range(0, self.area.shape[0], rows):
-            yield slice(start, start + rows)
+        order = np.argsort(self._steps, kind="stable")
+        for start in range(0, order.size, rows):
+            block = order[start:start + rows]
+            if np.all(np.diff(block) == 1):
+                block = slice(int(block[0]), int(block[-1]) + 1)
+            last = int(np.searchsorted(self._change, self._steps[block].max(), side="right"))
+            yield block, slice(0, last)
 
 
 def loss_drop_sums(terms: ScheduleTerms, C: float, beta: float, gamma: float,
@@ -76,18 +93,19 @@ def loss_drop_sums(terms: ScheduleTerms, C: float, beta: float, gamma: float,
     n = terms.area.shape[0]
     out = np.zeros((4 if derivatives else 1, n))
     scale = C * np.exp(-gamma * terms.log_rate)              # C eta_k^-gamma
-    for rows in terms.blocks():
-        x = terms.area[rows] * scale                         # 0 where k > t
+    for rows, cols in terms.blocks():
+        drop = terms.drop[cols]
+        x = terms.area[rows, cols] * scale[cols]             # 0 where k > t
         lu = np.log1p(x)
         power = np.exp(-beta * lu)                           # (1 + x)^-beta
-        out[0, rows] = (1.0 - power) @ terms.drop
+        out[0, rows] = drop.sum() - power @ drop             # sum (1 - power) drop; 0 if k > t
         if derivatives:
             lu *= power
-            out[2, rows] = beta * (lu @ terms.drop)         # dQ/dlog beta
+            out[2, rows] = beta * (lu @ drop)               # dQ/dlog beta
             power *= x
             power /= 1.0 + x                                 # dG/dlog C = beta * this
-            out[1, rows] = beta * (power @ terms.drop)
-            out[3, rows] = beta * gamma * (power @ terms.slope_drop)
+            out[1, rows] = beta * (power @ drop)
+            out[3, rows] = beta * gamma * (power @ terms.slope_drop[cols])
     return out if derivatives else out[0]
 
 
@@ -104,9 +122,10 @@ def multipower_value_and_jacobian(terms: ScheduleTerms, theta, *, jacobian: bool
     return value, J
 
 
-def multipower_law(schedules: Sequence) -> Law:
+def multipower_law(schedules: Sequence, *, stride: int = 1) -> Law:
     """The multi-power law for runs with these schedules (rate arrays, or objects with
     ``rates``); its inputs are ``curve`` (the index of a run's schedule) and ``step``.
+    ``stride`` > 1 gives the coarse approximation of :class:`ScheduleTerms`.
 
     The schedule-only arrays of the points last evaluated are kept, so a fit pays
     for them once.
@@ -127,7 +146,7 @@ def multipower_law(schedules: Sequence) -> Law:
                 run = rates[index]
                 if steps.max() >= run.size:  # a point logged after the last update
                     run = np.append(run, np.full(steps.max() + 1 - run.size, run[-1]))
-                parts.append((where, ScheduleTerms(run, steps)))
+                parts.append((where, ScheduleTerms(run, steps, stride)))
             cache[key] = parts
         return cache[key], len(step)
 
