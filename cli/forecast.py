@@ -201,7 +201,8 @@ def _multipower(files, store, *, fit_on, predict, schedule, evaluate, y, mapping
                 owners[run] = path
     result = multipower_forecast(frame, fit_on=[r.strip() for r in fit_on.split(",")
                                                 if r.strip()],
-                                 predict=predict, evaluate=evaluate, schedules=specs, y=y)
+                                 predict_schedule=predict, evaluate=evaluate,
+                                 schedules=specs, y=y)
     rows = [[r["run"], format_number(r["mean_rel_error"]), format_number(r["worst_rel_error"]),
              format_number(r["r2"])] for r in result.runs]
     avg = result.averages()

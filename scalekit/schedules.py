@@ -106,12 +106,13 @@ class Schedule:
         return cls(np.asarray(data["rates"], dtype=float), name=data.get("name", ""))
 
 
-def parse_schedule(spec: str, *, name: str | None = None) -> Schedule:
-    """Build a schedule from ``family:key=value,...`` (see the module docstring)."""
+def parse_schedule(spec: str, *, name: str | None = None, param: str = "schedule") -> Schedule:
+    """Build a schedule from ``family:key=value,...`` (see the module docstring); errors
+    name the parameter ``param``."""
     family, _, body = str(spec).partition(":")
     family = family.strip()
     if family not in FAMILIES:
-        raise InputError(f"The value of `schedule` is {spec!r}, but must start with one of "
+        raise InputError(f"The value of `{param}` is {spec!r}, but must start with one of "
                          + ", ".join(FAMILIES) + " (e.g. 'cosine:warmup=2160,peak=3e-4,"
                          "final=3e-5,total=24000') or name a file of rates")
     required, optional = FAMILIES[family]
@@ -120,34 +121,34 @@ def parse_schedule(spec: str, *, name: str | None = None) -> Schedule:
         key, eq, text = item.partition("=")
         key = key.strip()
         if not eq or (key not in required and key not in optional):
-            raise InputError(f"The value of `schedule` is {spec!r}, but {family} takes "
+            raise InputError(f"The value of `{param}` is {spec!r}, but {family} takes "
                              + ", ".join(f"{k}=…" for k in (*required, *optional)))
-        values[key] = text.strip() if key == "shape" else _number(spec, key, text)
+        values[key] = text.strip() if key == "shape" else _number(spec, key, text, param)
     missing = [key for key in required if key not in values]
     if missing:
-        raise InputError(f"The value of `schedule` is {spec!r}, but {family} needs "
+        raise InputError(f"The value of `{param}` is {spec!r}, but {family} needs "
                          + ", ".join(f"{k}=…" for k in missing))
-    rates = _build(family, values, spec)
+    rates = _build(family, values, spec, param)
     return Schedule(rates, name=spec if name is None else name, spec=spec)
 
 
-def _number(spec: str, key: str, text: str) -> float:
+def _number(spec: str, key: str, text: str, param: str) -> float:
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
     if not np.isfinite(value) or value < 0 or (key in _STEP_KEYS and value != int(value)):
-        raise InputError(f"The value of `schedule` is {spec!r}, but {key} must be a "
+        raise InputError(f"The value of `{param}` is {spec!r}, but {key} must be a "
                          + ("whole number of steps" if key in _STEP_KEYS else "rate >= 0"))
     return value
 
 
-def _build(family: str, v: dict, spec: str) -> np.ndarray:
+def _build(family: str, v: dict, spec: str, param: str) -> np.ndarray:
     warmup, total, peak = int(v["warmup"]), int(v["total"]), float(v["peak"])
     inner = {"wsd": "decay", "two_stage": "switch"}.get(family)
     bound = int(v[inner]) if inner else warmup
     if not warmup <= bound <= total or total <= warmup:
-        raise InputError(f"The value of `schedule` is {spec!r}, but its steps must satisfy "
+        raise InputError(f"The value of `{param}` is {spec!r}, but its steps must satisfy "
                          f"warmup{' <= ' + inner if inner else ''} <= total and warmup < total")
     rates = np.full(total, peak)
     rates[:warmup] = np.linspace(0.0, peak, warmup)
@@ -159,11 +160,11 @@ def _build(family: str, v: dict, spec: str) -> np.ndarray:
     elif family == "wsd":
         final, shape = float(v["final"]), v["shape"]
         if shape not in ("exp", "linear"):
-            raise InputError(f"The value of `schedule` is {spec!r}, but shape must be exp or "
+            raise InputError(f"The value of `{param}` is {spec!r}, but shape must be exp or "
                              "linear")
         f = (step[bound:] - bound) / (total - bound)
         if shape == "exp" and (peak <= 0 or final <= 0):
-            raise InputError(f"The value of `schedule` is {spec!r}, but an exp decay needs "
+            raise InputError(f"The value of `{param}` is {spec!r}, but an exp decay needs "
                              "peak > 0 and final > 0")
         rates[bound:] = (peak ** (1 - f) * final ** f if shape == "exp"
                          else peak * (1 - f) + final * f)

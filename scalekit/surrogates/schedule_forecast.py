@@ -109,7 +109,7 @@ def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Map
                    seed=seed, runs=curve)
 
 
-def predict_schedule(fit, schedule: Schedule, steps) -> pd.DataFrame:
+def forecast_schedule(fit, schedule: Schedule, steps) -> pd.DataFrame:
     """The fitted law along ``schedule`` at ``steps``: median and delta-method intervals."""
     steps = np.asarray(steps, dtype=np.int64)
     theta = np.array([fit.values[name] for name in PARAMS])
@@ -215,7 +215,7 @@ class ScheduleForecast(ResultProtocol):
 
 
 def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
-                        predict: Sequence[str | Schedule] = (), evaluate: bool = False,
+                        predict_schedule: Sequence[str | Schedule] = (), evaluate: bool = False,
                         schedules: Mapping[str, str | Schedule] | None = None,
                         total_steps: Mapping[str, int] | None = None, y: str = "loss",
                         points: int = 200, seed: int = 0) -> ScheduleForecast:
@@ -228,7 +228,7 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
         ``schedules``, an ``lr`` column.
     fit_on : sequence of str
         The runs fitted at once (shared parameters).
-    predict : sequence of str or Schedule
+    predict_schedule : sequence of str or Schedule
         Schedules to forecast: a run of ``frame`` (at its logged steps), a spec
         (``cosine:warmup=…``) or a :class:`~scalekit.schedules.Schedule` (at
         ``points`` steps up to its end).
@@ -246,6 +246,9 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
         raise InputError(f"The value of `fit_on` names run {unknown[0]!r}, but the curves "
                          "have no such run")
     known = run_schedules(frame, specs=schedules, total_steps=total_steps)
+    predict = [target if isinstance(target, Schedule) or target in known
+               else parse_schedule(target, param="predict_schedule")
+               for target in predict_schedule]
     started = time.perf_counter()
     fit = fit_multipower(frame, fit_on=fit_on, schedules=known, y=y, seed=seed)
     seconds = time.perf_counter() - started
@@ -253,16 +256,16 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
     targets = list(predict) + ([run for run in sorted(known) if run not in fit_on]
                                if evaluate else [])
     for target in dict.fromkeys(targets):
-        if isinstance(target, str) and target in known:
+        if isinstance(target, str):
             schedule = known[target]
             steps, observed = _points(frame, target, y, schedule)
-            part = predict_schedule(fit, schedule, steps)
+            part = forecast_schedule(fit, schedule, steps)
             if evaluate and target not in fit_on:
                 scored.append({"run": target, **scores(observed, part["q0.5"])})
         else:
-            schedule = target if isinstance(target, Schedule) else parse_schedule(target)
+            schedule = target
             steps = np.unique(np.linspace(1, schedule.total_steps, points).astype(np.int64))
-            part = predict_schedule(fit, schedule, steps)
+            part = forecast_schedule(fit, schedule, steps)
         part.insert(0, "schedule", schedule.name)
         parts.append(part)
     table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
