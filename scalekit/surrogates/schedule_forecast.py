@@ -271,9 +271,14 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
     table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=["schedule", "step", "lr", "q0.5"])
     names = list(PARAMS)
+    first = known[fit_on[0]].rates
+    cov = fit.covariance
     stats = {"objective": fit.stats["objective"], "n_points": fit.stats["n_points"],
              "delta": fit.stats["delta"], "fit_seconds": seconds,
-             "converged": fit.stats["converged"], "interval": "delta method, normal on log loss"}
+             "converged": fit.stats["converged"], "interval": "delta method, normal on log loss",
+             "peak_rate": float(first.max()), "warmup_steps": int(np.argmax(first)) + 1,
+             "covariance": (cov.tolist() if cov is not None and np.isfinite(cov).all()
+                            else None)}
     return ScheduleForecast(fit_on, {k: fit.values[k] for k in names},
                             {k: fit.stderr[k] for k in names}, scored, table, stats,
                             list(fit.diagnostics))

@@ -23,7 +23,7 @@ SPECS = {"cos": "cosine:warmup=100,peak=1e-3,final=1e-4,total=3000",
 
 
 def _curve(spec, steps):
-    rates = parse_schedule(spec).rates
+    rates = parse_schedule(spec).rates_through(int(np.max(steps)))
     return multipower_value_and_jacobian(ScheduleTerms(rates, steps), TRUTH, jacobian=False)
 
 
@@ -78,3 +78,55 @@ def test_multipower_evaluates_held_out_runs_and_predicts_a_spec(runs, tmp_path, 
 def test_multipower_refusals_name_the_option(runs, args, words, capsys):
     assert main(["forecast", *runs[:1], *args]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_schedule_search_finds_the_best_wsd_of_its_grid_and_beats_cosine(runs, tmp_path,
+                                                                        capsys):
+    fit_json = tmp_path / "mp.json"
+    assert main(["forecast", *runs, "--method", "multipower", "--fit-on", "cos,const,two",
+                 "--evaluate", "--json", str(fit_json), "--quiet"]) == 0
+    out, png = tmp_path / "search.json", tmp_path / "search.png"
+    assert main(["plan", "--schedule-search", "--from", str(fit_json), "--total-steps", "3000",
+                 "--json", str(out), "--plot", str(png)]) == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    # an independent check: the truth's loss at step 3000 of the chosen schedule and of
+    # every candidate, recomputed from the spec
+    truth_best = _curve(report["best"], np.array([3000]))[0]
+    truth_all = [_curve(row["spec"], np.array([3000]))[0] for row in report["candidates"]]
+    assert truth_best == pytest.approx(min(truth_all), abs=5e-4)   # of a gain of 0.07
+    assert report["best_loss"] == pytest.approx(truth_best, rel=1e-3)
+    truth_cos = _curve(report["baseline"], np.array([3000]))[0]
+    assert report["gain"] == pytest.approx(truth_cos - truth_best, abs=5e-4)
+    assert report["gain"] > 0 and report["gain_interval"][0] <= report["gain"]
+    assert png.stat().st_size > 10_000
+
+
+def test_schedule_search_refusals(tmp_path, capsys):
+    assert main(["plan", "--schedule-search", "--total-steps", "10", "--from",
+                 str(tmp_path / "none.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["plan", "--schedule-search", "--from", str(bad)]) == 2
+    assert "--total-steps" in capsys.readouterr().err
+    assert main(["plan", "--schedule-search", "--from", str(bad), "--total-steps", "10"]) == 2
+    assert "multipower" in capsys.readouterr().err
+
+
+def test_results_follow_the_protocol(runs):
+    from scalekit.curves.readers import read_curves
+    from scalekit.serialise import dumps
+    from scalekit.surrogates.schedule_forecast import ScheduleForecast, multipower_forecast
+    from scalekit.surrogates.schedule_search import ScheduleSearch, search_schedule
+
+    frame = pd.concat([read_curves(path) for path in runs], ignore_index=True)
+    result = multipower_forecast(frame, fit_on=["cos", "const", "two"], evaluate=True)
+    back = ScheduleForecast.from_dict(json.loads(dumps(result.to_dict())))
+    assert back.to_dict() == json.loads(dumps(result.to_dict()))
+    assert result.summary().splitlines()[0].startswith("Multi-power law fitted on cos")
+    assert repr(result) == "ScheduleForecast(fit_on=3, scored=1, schedules=1)"
+    search = search_schedule(result.params, total_steps=3000, warmup=100, peak=1e-3,
+                             family="cosine", covariance=result.stats["covariance"])
+    again = ScheduleSearch.from_dict(json.loads(dumps(search.to_dict())))
+    assert again.to_dict() == json.loads(dumps(search.to_dict()))
+    assert "[[Answer]]" in search.summary() and search.best.startswith("cosine:")
