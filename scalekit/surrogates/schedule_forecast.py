@@ -110,7 +110,9 @@ def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Map
 
 
 def forecast_schedule(fit, schedule: Schedule, steps) -> pd.DataFrame:
-    """The fitted law along ``schedule`` at ``steps``: median and delta-method intervals."""
+    """The fitted law along ``schedule`` at ``steps``: median and intervals, normal on the log
+    loss with the parameters' variance (delta method) plus the fit's residual variance (the
+    scatter of the fitted runs' points about the law)."""
     steps = np.asarray(steps, dtype=np.int64)
     theta = np.array([fit.values[name] for name in PARAMS])
     rates = schedule.rates_through(int(steps.max()))
@@ -119,7 +121,8 @@ def forecast_schedule(fit, schedule: Schedule, steps) -> pd.DataFrame:
     cov = fit.covariance
     if cov is not None and np.isfinite(cov).all() and cov.shape == (len(PARAMS),) * 2:
         g = J / value[:, None]                                  # d log L / d z
-        sd = np.sqrt(np.maximum(np.einsum("np,pq,nq->n", g, cov, g), 0.0))
+        scale = float(fit.stats.get("residual_scale", 0.0))
+        sd = np.sqrt(np.maximum(np.einsum("np,pq,nq->n", g, cov, g), 0.0) + scale ** 2)
         for level in LEVELS:
             low, high = (1 - level) / 2, (1 + level) / 2
             out[f"q{low:g}"] = value * np.exp(-_Z[level] * sd)
@@ -275,7 +278,8 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
     cov = fit.covariance
     stats = {"objective": fit.stats["objective"], "n_points": fit.stats["n_points"],
              "delta": fit.stats["delta"], "fit_seconds": seconds,
-             "converged": fit.stats["converged"], "interval": "delta method, normal on log loss",
+             "converged": fit.stats["converged"], "interval": "normal on log loss: delta method + residual scale",
+             "residual_scale": fit.stats["residual_scale"],
              "peak_rate": float(first.max()), "warmup_steps": int(np.argmax(first)) + 1,
              "covariance": (cov.tolist() if cov is not None and np.isfinite(cov).all()
                             else None)}
