@@ -93,3 +93,15 @@ def test_readers_keep_the_lr_series_and_name_a_runless_file_by_its_stem(tmp_path
     frame = read_curves(path)
     assert list(frame["lr"]) == [0.1, 0.05]   # the series, not the configured peak
     assert list(frame.columns).count("lr") == 1
+
+
+@pytest.mark.parametrize("name", ["lr-AdamW", "train/learning_rate", "lr"])
+def test_tracking_records_keep_their_lr_series(name):
+    from scalekit.curves.readers.run_records import RunRecord, frame_from_records
+
+    record = RunRecord("run-a", series={"train/loss": ([10, 20, 30], [3.0, 2.5, 2.2], None),
+                                        name: ([10, 20, 30], [1e-3, 5e-4, 1e-4], None)},
+                       attrs={"lr": 1e-3})
+    frame = frame_from_records([record], source="tb", metric="loss")
+    assert list(frame["lr"]) == [1e-3, 5e-4, 1e-4]
+    assert list(frame.columns).count("lr") == 1 and (name == "lr" or name not in frame.columns)

@@ -62,6 +62,10 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     out[metric] = to_float(table[roles["loss"]].to_numpy(), roles["loss"], where)
     metrics = [metric]
     used = {c for value in roles.values() for c in _columns_of(value)}
+    lr_column = _lr_column(table.columns, used)
+    if lr_column is not None:
+        out["lr"] = to_float(table[lr_column].to_numpy(), lr_column, where, missing="nan")
+        used.add(lr_column)
     for column in table.columns:
         text = str(column)
         name = text[len(METRIC_PREFIX):] if text.startswith(METRIC_PREFIX) else text
@@ -70,11 +74,6 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
             out[name] = to_float(table[column].to_numpy(), column, where, missing="nan")
             metrics.append(name)
             used.add(column)
-    lr_column = find_lr_column(c for c in table.columns
-                               if c not in used and not str(c).startswith(CONFIG_PREFIX))
-    if lr_column is not None and "lr" not in out:
-        out["lr"] = to_float(table[lr_column].to_numpy(), lr_column, where, missing="nan")
-        used.add(lr_column)
     for role in ("params", *INTEGER_RUN_COLUMNS):
         if role in roles:
             out[role] = to_float(table[roles[role]].to_numpy(), roles[role], where,
@@ -124,6 +123,15 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     frame.attrs.update(notes=notes, metrics=metrics, config_columns=config_columns,
                        metric_choice=choice.to_dict(), diagnostics=choice.diagnostics())
     return frame
+
+
+def _lr_column(columns, used) -> str | None:
+    """The learning-rate series among the columns (a tracker's series carries the metric
+    prefix; a configured rate, ``config.lr``, is no series)."""
+    names = {str(c)[len(METRIC_PREFIX):] if str(c).startswith(METRIC_PREFIX) else str(c): c
+             for c in columns if c not in used and not str(c).startswith(CONFIG_PREFIX)}
+    found = find_lr_column(names)
+    return None if found is None else names[found]
 
 
 def _columns_of(role_value: str | tuple[str, ...]) -> tuple[str, ...]:
