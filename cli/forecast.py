@@ -66,6 +66,10 @@ def forecast(
         "constant:…; two_stage:…,second=R,switch=K) or a run (repeatable)."),
     schedule: list[str] = typer.Option([], "--schedule", help="A run's schedule as RUN=SPEC "
                                        "(repeatable; else its lr column)."),
+    total_steps: Optional[int] = typer.Option(None, "--total-steps", help="Where every run "
+                                              "ends (its schedule's last step): no forecast "
+                                              "past it; by default the curves' total_steps "
+                                              "or configured steps."),
     mapping: list[str] = map_option(),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),
@@ -80,7 +84,8 @@ def forecast(
 
     if method == "multipower":
         return _multipower(file, store, fit_on=fit_on, predict=predict_schedule,
-                           schedule=schedule, evaluate=evaluate, y=y, mapping=mapping,
+                           schedule=schedule, total_steps=total_steps, evaluate=evaluate, y=y,
+                           mapping=mapping,
                            duplicates=duplicates, json_out=json_out, plot=plot, quiet=quiet,
                            fmt=fmt)
     if fit_on is not None or predict_schedule or schedule:
@@ -133,7 +138,8 @@ def forecast(
         shown_table = _table("forecast evaluation (cut at 10/20/30/50%)", shown)
     else:
         target = to_compute if to_compute is not None else to
-        result = forecast_frame(frame, to=target, x=axis, y=y, method=method)
+        result = forecast_frame(frame, to=target, x=axis, y=y, method=method,
+                                total_steps=total_steps)
         table, final = result.table, result.final
         notes += notes_in_flags(result.warnings)
         shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
@@ -160,8 +166,8 @@ def forecast(
                                seed=0, settings=settings)
 
 
-def _multipower(files, store, *, fit_on, predict, schedule, evaluate, y, mapping, duplicates,
-                json_out, plot, quiet, fmt) -> None:
+def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluate, y, mapping,
+                duplicates, json_out, plot, quiet, fmt) -> None:
     """``--method multipower``: fit the runs of --fit-on at once, forecast other schedules."""
     import hashlib
 
@@ -202,7 +208,8 @@ def _multipower(files, store, *, fit_on, predict, schedule, evaluate, y, mapping
     result = multipower_forecast(frame, fit_on=[r.strip() for r in fit_on.split(",")
                                                 if r.strip()],
                                  predict_schedule=predict, evaluate=evaluate,
-                                 schedules=specs, y=y)
+                                 schedules=specs, y=y, total_steps=None if total_steps is None
+                                 else dict.fromkeys(set(frame["run"].astype(str)), total_steps))
     rows = [[r["run"], format_number(r["mean_rel_error"]), format_number(r["worst_rel_error"]),
              format_number(r["r2"])] for r in result.runs]
     avg = result.averages()

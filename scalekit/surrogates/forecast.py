@@ -129,8 +129,8 @@ class Forecast(ResultProtocol):
 
 
 def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = "loss",
-                   method: str = "stacked-backtest", points: int = 40, min_points: int = 5
-                   ) -> Forecast:
+                   method: str = "stacked-backtest", points: int = 40, min_points: int = 5,
+                   total_steps: int | None = None) -> Forecast:
     """Forecast every run of ``frame`` from its last point to ``x = to``.
 
     Parameters
@@ -152,6 +152,11 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     min_points : int
         Runs with fewer observed points are skipped with a warning (as are runs
         with a value of ``y`` <= 0).
+    total_steps : int, optional
+        Where every run ends (its schedule's last step); by default each run's
+        ``total_steps`` or configured ``steps`` column where the curves have one. A
+        run that ends before ``to`` (with ``x`` the step) is not forecast, with a
+        warning.
 
     Returns
     -------
@@ -164,7 +169,11 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     check_number("points", points, low=1, integer=True)
     _check_columns(frame, "run", x, y)
     tasks, warnings = [], []
-    ends = run_ends(frame) if x == "step" else {}
+    if total_steps is not None:
+        check_number("total_steps", total_steps, low=1, integer=True)
+        ends = {run: float(total_steps) for run in frame["run"].unique()}
+    else:
+        ends = run_ends(frame) if x == "step" else {}
     for run, curve in frame.groupby("run", sort=True):
         curve = curve[[x, y]].dropna()
         curve = curve[curve[x] > 0]

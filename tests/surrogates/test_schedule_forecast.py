@@ -130,3 +130,13 @@ def test_results_follow_the_protocol(runs):
     again = ScheduleSearch.from_dict(json.loads(dumps(search.to_dict())))
     assert again.to_dict() == json.loads(dumps(search.to_dict()))
     assert "[[Answer]]" in search.summary() and search.best.startswith("cosine:")
+
+
+def test_total_steps_sets_every_runs_end(tmp_path, capsys):
+    out = tmp_path / "f.json"
+    assert main(["forecast", str(SAMPLE), "--to", "4000", "--total-steps", "5000", "--method",
+                 "pow3", "--quiet", "--json", str(out)]) == 0, capsys.readouterr().err
+    assert len(json.loads(out.read_text())["final"]) == 24
+    assert main(["forecast", str(SAMPLE), "--to", "600", "--total-steps", "500", "--method",
+                 "pow3", "--quiet"]) == 2
+    assert "ends before step 600" in capsys.readouterr().err
