@@ -168,7 +168,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     check_number("to", to, low=0.0, low_open=True)
     check_number("points", points, low=1, integer=True)
     _check_columns(frame, "run", x, y)
-    tasks, warnings = [], []
+    tasks, warnings, finished = [], [], 0
     if total_steps is not None:
         check_number("total_steps", total_steps, low=1, integer=True)
         ends = {run: float(total_steps) for run in frame["run"].unique()}
@@ -189,6 +189,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         last = curve[x].max()
         end = ends.get(run)
         if end is not None and to > end:
+            finished += 1
             warnings.append(f"run {run!r}: its schedule ends at step {end:g}, so the run is "
                             f"finished before {x} = {to:g}; not forecast (to ask what a longer "
                             "run would do, give the longer schedule)")
@@ -201,7 +202,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
             if "params" in frame.columns else float("nan")
         tasks.append(Task(str(run), curve[x].to_numpy(float), curve[y].to_numpy(float),
                           grid, np.full(grid.size, np.nan), size=size))
-    if not tasks and warnings and all("is finished" in w for w in warnings):
+    if not tasks and finished and finished == len(warnings):
         raise InputError(f"every run's schedule ends before {x} {to:g} (the latest at "
                          f"{max(ends.values()):g}): the runs are finished; give a longer "
                          "schedule to ask what a longer run would do")
