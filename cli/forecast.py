@@ -18,7 +18,12 @@ _METHODS = ("scalekit.surrogates.forecast", "METHODS")
 
 
 def forecast(
-    file: Optional[Path] = file_argument(),
+    file: Optional[list[Path]] = typer.Argument(None, help="Curves file(s) (CSV, JSONL, "
+                                                "Parquet, W&B CSV; a folder of TensorBoard "
+                                                "logs, W&B offline runs or mlruns; an Optuna "
+                                                "or MLflow SQLite file); a file without a run "
+                                                "column is one run named by the file. Omit to "
+                                                "read --store."),
     store: Optional[Path] = store_option(default=None),
     to: Optional[float] = typer.Option(None, "--to", help="Forecast each run to this step "
                                        "(or this value of --x)."),
@@ -27,14 +32,17 @@ def forecast(
     x: Optional[str] = typer.Option(None, "--x", help="x column (default: step; compute with "
                                     "--to-compute)."),
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
-    method: str = choice_option("stacked-backtest", "--method", library_choices(*_METHODS, "all"),
+    method: str = choice_option("stacked-backtest", "--method",
+                                library_choices(*_METHODS, "all", "multipower"),
                                 "stacked-backtest (default: M4, ensemble and average stacked "
                                 "by backtests of the prefixes), ensemble, average (equal family "
                                 "weights), gp, joint, "
                                 "ensemble+joint, m4-paper (M4 fitted with the settings of "
                                 "Alabdulmohsin et al. 2022), or one family (vap, pow3, "
                                 "loglinear, hill3, logpower, pow4, mmf, exp4, janoschek, weibull, "
-                                "ilog2, satpow, m4)."),
+                                "ilog2, satpow, m4); multipower (the multi-power law of Luo et "
+                                "al. 2025 over the runs' learning-rate schedules: --fit-on, "
+                                "--predict-schedule)."),
     evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
                                   "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
     holdout_column: Optional[str] = typer.Option(
@@ -50,6 +58,18 @@ def forecast(
                                     library_choices("scalekit.curves.readers", "DUPLICATES"),
                                     "A step a run logs twice: error, first or last."),
     runs: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
+    fit_on: Optional[str] = typer.Option(None, "--fit-on", help="With --method multipower: "
+                                         "the runs fitted at once, comma-separated."),
+    predict_schedule: list[str] = typer.Option(
+        [], "--predict-schedule", help="With --method multipower: a schedule to forecast, a "
+        "spec (cosine:warmup=2160,peak=3e-4,final=3e-5,total=24000; wsd:…,decay=D; "
+        "constant:…; two_stage:…,second=R,switch=K) or a run (repeatable)."),
+    schedule: list[str] = typer.Option([], "--schedule", help="A run's schedule as RUN=SPEC "
+                                       "(repeatable; else its lr column)."),
+    total_steps: Optional[int] = typer.Option(None, "--total-steps", help="Where every run "
+                                              "ends (its schedule's last step): no forecast "
+                                              "past it; by default the curves' total_steps "
+                                              "or configured steps."),
     mapping: list[str] = map_option(),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),
@@ -62,6 +82,18 @@ def forecast(
     from scalekit.formatting import collapse_notes
     from scalekit.surrogates.forecast import METHODS, evaluate_frame, forecast_frame, holdout_frame
 
+    if method == "multipower":
+        return _multipower(file, store, fit_on=fit_on, predict=predict_schedule,
+                           schedule=schedule, total_steps=total_steps, evaluate=evaluate, y=y,
+                           mapping=mapping,
+                           duplicates=duplicates, json_out=json_out, plot=plot, quiet=quiet,
+                           fmt=fmt)
+    if fit_on is not None or predict_schedule or schedule:
+        raise InputError("--fit-on, --predict-schedule and --schedule go with --method "
+                         "multipower")
+    if file is not None and len(file) > 1:
+        raise InputError("several curves files go with --method multipower; give one FILE")
+    file = file[0] if file else None
     if evaluate == (to is not None or to_compute is not None) or (to is not None and
                                                                  to_compute is not None):
         raise InputError("give exactly one of --to STEP, --to-compute FLOPS or --evaluate")
@@ -106,7 +138,8 @@ def forecast(
         shown_table = _table("forecast evaluation (cut at 10/20/30/50%)", shown)
     else:
         target = to_compute if to_compute is not None else to
-        result = forecast_frame(frame, to=target, x=axis, y=y, method=method)
+        result = forecast_frame(frame, to=target, x=axis, y=y, method=method,
+                                total_steps=total_steps)
         table, final = result.table, result.final
         notes += notes_in_flags(result.warnings)
         shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
@@ -131,6 +164,78 @@ def forecast(
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
                                seed=0, settings=settings)
+
+
+def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluate, y, mapping,
+                duplicates, json_out, plot, quiet, fmt) -> None:
+    """``--method multipower``: fit the runs of --fit-on at once, forecast other schedules."""
+    import hashlib
+
+    import pandas as pd
+
+    from scalekit import serialise
+    from scalekit.errors import InputError
+    from scalekit.formatting import collapse_notes, format_number
+    from scalekit.surrogates.schedule_forecast import multipower_forecast
+
+    if not fit_on:
+        raise InputError("--method multipower needs --fit-on RUN,RUN,...")
+    if not predict and not evaluate:
+        raise InputError("--method multipower needs --predict-schedule SPEC|RUN or --evaluate")
+    if plot is not None:
+        raise InputError("--plot is not drawn for --method multipower yet; leave it out")
+    specs = {}
+    for item in schedule:
+        run, eq, spec = item.partition("=")
+        if not eq or not run.strip() or not spec.strip():
+            raise InputError(f"--schedule takes RUN=SPEC, got {item!r}")
+        specs[run.strip()] = spec.strip()
+    frames, digests = [], []
+    for path in (files or [None]):
+        frame, digest = open_frame(path, store if path is None else None, parse_mapping(mapping),
+                                   metric=y, duplicates=duplicates)
+        frames.append(frame)
+        digests.append(digest)
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if len(frames) > 1:
+        owners = {}
+        for path, part in zip(files, frames):
+            for run in set(part["run"].astype(str)):
+                if run in owners:
+                    raise InputError(f"run {run!r} is in two files; give each run once",
+                                     source=str(path))
+                owners[run] = path
+    result = multipower_forecast(frame, fit_on=[r.strip() for r in fit_on.split(",")
+                                                if r.strip()],
+                                 predict_schedule=predict, evaluate=evaluate,
+                                 schedules=specs, y=y, total_steps=None if total_steps is None
+                                 else dict.fromkeys(set(frame["run"].astype(str)), total_steps))
+    rows = [[r["run"], format_number(r["mean_rel_error"]), format_number(r["worst_rel_error"]),
+             format_number(r["r2"])] for r in result.runs]
+    avg = result.averages()
+    if avg:
+        rows.append(["average", format_number(avg["mean_rel_error"]),
+                     format_number(avg["worst_rel_error"]), format_number(avg["r2"])])
+    final = result.table.groupby("schedule", sort=False).tail(1)
+    tables = [_table("multipower fit on " + ", ".join(result.fit_on) + " (params: " + ", ".join(
+        f"{k} {format_number(v)}" for k, v in result.params.items()) + ")",
+        pd.DataFrame(rows, columns=["run", "mean rel err", "worst rel err", "R2"]))
+        if rows else None,
+        _table("multipower forecast at each schedule's last step",
+               final[[c for c in ("schedule", "step", "lr", "q0.5", "q0.025", "q0.975")
+                      if c in final]].rename(columns={"q0.5": "median", "q0.025": "95% low",
+                                                      "q0.975": "95% high"}))]
+    if not quiet:
+        print_tables([t for t in tables if t is not None], fmt)
+        for note in collapse_notes([d.message for d in result.diagnostics]):
+            typer.echo(f"note: {note}", err=True)
+    if json_out is not None:
+        digest = hashlib.sha256("".join(digests).encode()).hexdigest()
+        serialise.write_report(json_out, FORMAT, result, input_sha256=digest, seed=0,
+                               settings={"method": "multipower", "fit_on": result.fit_on,
+                                         "predict_schedule": list(predict), "evaluate": evaluate,
+                                         "schedules": specs, "y": y, "loss": "huber",
+                                         "delta": result.stats["delta"]})
 
 
 def _groups(table, reference):

@@ -53,6 +53,16 @@ def plan(
     resample: Optional[str] = resample_option(),
     seed: int = seed_option(),
     n_jobs: Optional[int] = n_jobs_option(),
+    schedule_search: bool = typer.Option(False, "--schedule-search", help="Choose a learning-"
+                                         "rate schedule under a multi-power fit (--from the "
+                                         "JSON of forecast --method multipower)."),
+    total_steps: Optional[int] = typer.Option(None, "--total-steps", help="With "
+                                              "--schedule-search: the run's length in steps."),
+    family: str = typer.Option("wsd", "--family", help="With --schedule-search: wsd (decay "
+                               "start, final rate, shape) or cosine (final rate)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="With --schedule-search: draw the "
+                                        "chosen and the cosine schedule and their predicted "
+                                        "curves (PNG/SVG)."),
     json_out: Optional[Path] = json_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
@@ -60,6 +70,13 @@ def plan(
     """Plan from a fitted law: by compute, by target loss, or against a chosen N, D."""
     from scalekit import serialise
     from scalekit.errors import InputError
+
+    if schedule_search:
+        return _schedule_search(from_fit, file=file, store=store, total_steps=total_steps,
+                                family=family, plot=plot, json_out=json_out, quiet=quiet,
+                                fmt=fmt)
+    if total_steps is not None or plot is not None:
+        raise InputError("--total-steps and --plot go with --schedule-search")
 
     if compute is None and target_loss is None and compare is None:
         raise InputError("give at least one of --compute C, --target-loss L, --compare N,D")
@@ -87,6 +104,56 @@ def plan(
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha, seed=seed,
                                settings=settings)
+
+
+def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_out, quiet,
+                     fmt) -> None:
+    """``--schedule-search``: the schedule of --family with the least predicted final loss."""
+    import json
+
+    from scalekit import serialise
+    from scalekit.errors import InputError
+    from scalekit.formatting import format_interval, format_number
+    from scalekit.report.tables import table_data
+
+    from .common import input_sha256
+
+    if from_fit is None or file is not None or store is not None:
+        raise InputError("--schedule-search reads a multipower fit: give --from FIT.json "
+                         "(the --json of forecast --method multipower) and no curves")
+    if total_steps is None:
+        raise InputError("--schedule-search needs --total-steps T")
+    if not from_fit.is_file():
+        raise InputError("no such file", source=str(from_fit))
+    try:
+        report = json.loads(from_fit.read_text(encoding="utf-8"))
+        params, stats = report["params"], report["stats"]
+        warmup, peak = int(stats["warmup_steps"]), float(stats["peak_rate"])
+    except (ValueError, KeyError, TypeError):
+        raise InputError("not the JSON of forecast --method multipower (no params, "
+                         "stats.warmup_steps, stats.peak_rate)", source=str(from_fit)) from None
+    from scalekit.surrogates.schedule_search import schedule_curves, search_schedule
+
+    result = search_schedule(params, total_steps=total_steps, warmup=warmup, peak=peak,
+                             family=family, covariance=stats.get("covariance"))
+    if not quiet:
+        rows = [["best", result.best, format_number(result.best_loss)],
+                ["cosine", result.baseline, format_number(result.baseline_loss)],
+                ["gain", "", f"{format_number(result.gain)} (95% "
+                             f"{format_interval(result.gain_interval)})"]]
+        print_tables([table_data(f"schedule search ({family}, {total_steps} steps)",
+                                 ["", "schedule", "predicted final loss"], rows)], fmt)
+    if plot is not None:
+        from scalekit.report.schedule_plots import plot_schedule_search
+
+        curves = schedule_curves(params, [result.best, result.baseline],
+                                 total_steps=total_steps)
+        plot_schedule_search(curves, plot, labels={result.best: f"best {family}",
+                                                    result.baseline: "cosine"})
+    if json_out is not None:
+        serialise.write_report(json_out, FORMAT, result, input_sha256=input_sha256(from_fit),
+                               seed=0, settings={"schedule_search": True, "from": str(from_fit),
+                                                 "total_steps": total_steps, "family": family})
 
 
 def plan_body(result, notes, read=(), *, compute, target_loss, compare, k: float) -> dict:

@@ -129,8 +129,8 @@ class Forecast(ResultProtocol):
 
 
 def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = "loss",
-                   method: str = "stacked-backtest", points: int = 40, min_points: int = 5
-                   ) -> Forecast:
+                   method: str = "stacked-backtest", points: int = 40, min_points: int = 5,
+                   total_steps: int | None = None) -> Forecast:
     """Forecast every run of ``frame`` from its last point to ``x = to``.
 
     Parameters
@@ -152,6 +152,11 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     min_points : int
         Runs with fewer observed points are skipped with a warning (as are runs
         with a value of ``y`` <= 0).
+    total_steps : int, optional
+        Where every run ends (its schedule's last step); by default each run's
+        ``total_steps`` or configured ``steps`` column where the curves have one. A
+        run that ends before ``to`` (with ``x`` the step) is not forecast, with a
+        warning.
 
     Returns
     -------
@@ -163,7 +168,12 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     check_number("to", to, low=0.0, low_open=True)
     check_number("points", points, low=1, integer=True)
     _check_columns(frame, "run", x, y)
-    tasks, warnings = [], []
+    tasks, warnings, finished = [], [], 0
+    if total_steps is not None:
+        check_number("total_steps", total_steps, low=1, integer=True)
+        ends = {run: float(total_steps) for run in frame["run"].unique()}
+    else:
+        ends = run_ends(frame) if x == "step" else {}
     for run, curve in frame.groupby("run", sort=True):
         curve = curve[[x, y]].dropna()
         curve = curve[curve[x] > 0]
@@ -177,6 +187,13 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
                             "not forecast")
             continue
         last = curve[x].max()
+        end = ends.get(run)
+        if end is not None and to > end:
+            finished += 1
+            warnings.append(f"run {run!r}: its schedule ends at step {end:g}, so the run is "
+                            f"finished before {x} = {to:g}; not forecast (to ask what a longer "
+                            "run would do, give the longer schedule)")
+            continue
         if to <= last:
             warnings.append(f"run {run!r}: already at x = {last:g} >= {to:g}; not forecast")
             continue
@@ -185,6 +202,10 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
             if "params" in frame.columns else float("nan")
         tasks.append(Task(str(run), curve[x].to_numpy(float), curve[y].to_numpy(float),
                           grid, np.full(grid.size, np.nan), size=size))
+    if not tasks and finished and finished == len(warnings):
+        raise InputError(f"every run's schedule ends before {x} {to:g} (the latest at "
+                         f"{max(ends.values()):g}): the runs are finished; give a longer "
+                         "schedule to ask what a longer run would do")
     if not tasks:
         raise InputError("no run has enough points below the target to forecast"
                          + (f" ({warnings[0]})" if warnings else ""))
@@ -198,6 +219,16 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         part.insert(0, "run", task.run)
         rows.append(part)
     return Forecast(method, x, y, float(to), pd.concat(rows, ignore_index=True), warnings)
+
+
+def run_ends(frame: pd.DataFrame) -> dict:
+    """Each run's last step where the curves say it (a ``total_steps`` column, or the
+    run configuration's ``steps``), by run."""
+    column = next((c for c in ("total_steps", "steps") if c in frame.columns), None)
+    if column is None:
+        return {}
+    ends = pd.to_numeric(frame.groupby("run", sort=True)[column].max(), errors="coerce")
+    return {run: float(end) for run, end in ends.items() if np.isfinite(end) and end > 0}
 
 
 def evaluate_frame(frame: pd.DataFrame, *, methods: Sequence[str], x: str = "step",

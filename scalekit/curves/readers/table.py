@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.compute import tokens_for_compute
+from scalekit.curves.readers.lr_series import find_lr_column
 from scalekit.curves.readers.metric_choice import MetricChoice, choose_metric
 from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, INTEGER_RUN_COLUMNS, KEY_COLUMNS,
                                     METRIC_PREFIX, POINT_COLUMNS, RUN_COLUMNS, is_metric_name,
@@ -61,6 +62,10 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     out[metric] = to_float(table[roles["loss"]].to_numpy(), roles["loss"], where)
     metrics = [metric]
     used = {c for value in roles.values() for c in _columns_of(value)}
+    lr_column = _lr_column(table.columns, used)
+    if lr_column is not None:
+        out["lr"] = to_float(table[lr_column].to_numpy(), lr_column, where, missing="nan")
+        used.add(lr_column)
     for column in table.columns:
         text = str(column)
         name = text[len(METRIC_PREFIX):] if text.startswith(METRIC_PREFIX) else text
@@ -120,6 +125,15 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     return frame
 
 
+def _lr_column(columns, used) -> str | None:
+    """The learning-rate series among the columns (a tracker's series carries the metric
+    prefix; a configured rate, ``config.lr``, is no series)."""
+    names = {str(c)[len(METRIC_PREFIX):] if str(c).startswith(METRIC_PREFIX) else str(c): c
+             for c in columns if c not in used and not str(c).startswith(CONFIG_PREFIX)}
+    found = find_lr_column(names)
+    return None if found is None else names[found]
+
+
 def _columns_of(role_value: str | tuple[str, ...]) -> tuple[str, ...]:
     return role_value if isinstance(role_value, tuple) else (role_value,)
 
@@ -164,8 +178,8 @@ def _steps(table: pd.DataFrame, roles: dict, where: Locator, runs: np.ndarray,
 
 def _ordered(columns, metrics: list[str], config: list[str]) -> list[str]:
     head = [c for c in ("run", "step", "compute", "tokens") if c in columns]
-    tail = [c for c in ("wall_time", "params", "depth", "width", "classes", "k", "seed")
-            if c in columns]
+    tail = [c for c in ("lr", "wall_time", "params", "depth", "width", "classes", "k", "seed")
+            if c in columns and c not in config]
     return head + metrics + tail + config
 
 

@@ -1,0 +1,142 @@
+"""Schedule-aware forecasts: the refusal past a run's end, and ``--method multipower`` end to
+end on curves drawn from a known multi-power law (one file per run, each with its lr column)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalekit.laws.multipower import ScheduleTerms, multipower_value_and_jacobian
+from scalekit.schedules import parse_schedule
+from scalekit_cli.app import main
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample_curves.csv"
+TRUTH = (2.0, 0.6, 0.5, 300.0, 2.0, 0.6, 0.6)
+SPECS = {"cos": "cosine:warmup=100,peak=1e-3,final=1e-4,total=3000",
+         "const": "constant:warmup=100,peak=1e-3,total=3000",
+         "two": "two_stage:warmup=100,peak=1e-3,second=3e-4,switch=1500,total=2500",
+         "wsd": "wsd:warmup=100,peak=1e-3,final=1e-4,decay=2000,total=3000"}
+
+
+def _curve(spec, steps):
+    rates = parse_schedule(spec).rates_through(int(np.max(steps)))
+    return multipower_value_and_jacobian(ScheduleTerms(rates, steps), TRUTH, jacobian=False)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    paths = []
+    for name, spec in SPECS.items():
+        rates = parse_schedule(spec).rates
+        steps = np.arange(100, rates.size, 50)
+        path = tmp_path / f"{name}.csv"
+        pd.DataFrame({"step": steps, "lr": rates[steps], "loss": _curve(spec, steps)}).to_csv(
+            path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def test_forecast_past_the_schedule_end_is_refused(tmp_path, capsys):
+    out = tmp_path / "f.json"
+    assert main(["forecast", str(SAMPLE), "--to", "4000", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "schedule ends before step 4000" in err and "finished" in err
+    assert len(err.strip().splitlines()[-1]) <= 200 and not out.exists()
+
+
+def test_multipower_evaluates_held_out_runs_and_predicts_a_spec(runs, tmp_path, capsys):
+    out = tmp_path / "mp.json"
+    spec = "cosine:warmup=100,peak=1e-3,final=1e-4,total=4000"
+    assert main(["forecast", *runs, "--method", "multipower", "--fit-on", "cos,const,two",
+                 "--evaluate", "--predict-schedule", spec, "--json", str(out)]) == 0, \
+        capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["format"] == "scalekit.forecast/1"
+    assert [r["run"] for r in report["runs"]] == ["wsd"]
+    wsd = report["runs"][0]
+    assert set(wsd) >= {"run", "mean_rel_error", "worst_rel_error", "r2"}
+    assert wsd["worst_rel_error"] < 1e-3 and wsd["r2"] > 0.999   # lr read every 50 steps
+    assert report["params"]["alpha"] == pytest.approx(0.5, rel=0.1)
+    predicted = [row for row in report["forecasts"] if row["schedule"] == spec]
+    final = predicted[-1]
+    assert final["step"] == 4000
+    assert final["q0.5"] == pytest.approx(_curve(spec, np.array([3999]))[0], rel=2e-3)
+    assert final["q0.025"] <= final["q0.5"] <= final["q0.975"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--method", "multipower", "--evaluate"], "--fit-on"),
+    (["--method", "multipower", "--fit-on", "cos"], "--predict-schedule"),
+    (["--method", "multipower", "--fit-on", "nope", "--evaluate"], "--fit-on"),
+    (["--method", "multipower", "--fit-on", "cos", "--predict-schedule", "tri:x=1"],
+     "--predict-schedule"),
+    (["--fit-on", "cos", "--to", "10"], "go with --method multipower")])
+def test_multipower_refusals_name_the_option(runs, args, words, capsys):
+    assert main(["forecast", *runs[:1], *args]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_schedule_search_finds_the_best_wsd_of_its_grid_and_beats_cosine(runs, tmp_path,
+                                                                        capsys):
+    fit_json = tmp_path / "mp.json"
+    assert main(["forecast", *runs, "--method", "multipower", "--fit-on", "cos,const,two",
+                 "--evaluate", "--json", str(fit_json), "--quiet"]) == 0
+    out, png = tmp_path / "search.json", tmp_path / "search.png"
+    assert main(["plan", "--schedule-search", "--from", str(fit_json), "--total-steps", "3000",
+                 "--json", str(out), "--plot", str(png)]) == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    # an independent check: the truth's loss at step 3000 of the chosen schedule and of
+    # every candidate, recomputed from the spec
+    truth_best = _curve(report["best"], np.array([3000]))[0]
+    truth_all = [_curve(row["spec"], np.array([3000]))[0] for row in report["candidates"]]
+    assert truth_best == pytest.approx(min(truth_all), abs=5e-4)   # of a gain of 0.07
+    assert report["best_loss"] == pytest.approx(truth_best, rel=1e-3)
+    truth_cos = _curve(report["baseline"], np.array([3000]))[0]
+    assert report["gain"] == pytest.approx(truth_cos - truth_best, abs=5e-4)
+    assert report["gain"] > 0 and report["gain_interval"][0] <= report["gain"]
+    assert png.stat().st_size > 10_000
+
+
+def test_schedule_search_refusals(tmp_path, capsys):
+    assert main(["plan", "--schedule-search", "--total-steps", "10", "--from",
+                 str(tmp_path / "none.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["plan", "--schedule-search", "--from", str(bad)]) == 2
+    assert "--total-steps" in capsys.readouterr().err
+    assert main(["plan", "--schedule-search", "--from", str(bad), "--total-steps", "10"]) == 2
+    assert "multipower" in capsys.readouterr().err
+
+
+def test_results_follow_the_protocol(runs):
+    from scalekit.curves.readers import read_curves
+    from scalekit.serialise import dumps
+    from scalekit.surrogates.schedule_forecast import ScheduleForecast, multipower_forecast
+    from scalekit.surrogates.schedule_search import ScheduleSearch, search_schedule
+
+    frame = pd.concat([read_curves(path) for path in runs], ignore_index=True)
+    result = multipower_forecast(frame, fit_on=["cos", "const", "two"], evaluate=True)
+    back = ScheduleForecast.from_dict(json.loads(dumps(result.to_dict())))
+    assert back.to_dict() == json.loads(dumps(result.to_dict()))
+    assert result.summary().splitlines()[0].startswith("Multi-power law fitted on cos")
+    assert repr(result) == "ScheduleForecast(fit_on=3, scored=1, schedules=1)"
+    search = search_schedule(result.params, total_steps=3000, warmup=100, peak=1e-3,
+                             family="cosine", covariance=result.stats["covariance"])
+    again = ScheduleSearch.from_dict(json.loads(dumps(search.to_dict())))
+    assert again.to_dict() == json.loads(dumps(search.to_dict()))
+    assert "[[Answer]]" in search.summary() and search.best.startswith("cosine:")
+
+
+def test_total_steps_sets_every_runs_end(tmp_path, capsys):
+    out = tmp_path / "f.json"
+    assert main(["forecast", str(SAMPLE), "--to", "4000", "--total-steps", "5000", "--method",
+                 "pow3", "--quiet", "--json", str(out)]) == 0, capsys.readouterr().err
+    assert len(json.loads(out.read_text())["final"]) == 24
+    assert main(["forecast", str(SAMPLE), "--to", "600", "--total-steps", "500", "--method",
+                 "pow3", "--quiet"]) == 2
+    assert "ends before step 600" in capsys.readouterr().err
