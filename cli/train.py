@@ -103,6 +103,9 @@ def train(
     device: str = choice_option("auto", "--device", _config("DEVICES"),
                                 "auto (CUDA, then MPS, then CPU), cpu, cuda, mps."),
     compile_model: bool = typer.Option(False, "--compile", help="Wrap models in torch.compile."),
+    precision: str = choice_option("auto", "--precision", _config("PRECISIONS"),
+                                   "auto (bf16 autocast on a CUDA GPU that has it, else "
+                                   "fp32), bf16 or fp32 (no autocast)."),
     executor: str = choice_option("local", "--executor",
                                   library_choices("scalekit.executors", "EXECUTORS"),
                                   "local (process pool) or ray."),
@@ -111,7 +114,8 @@ def train(
                                 help="Parallel runs (1: in this process; at most the runs and "
                                 "the CPUs)."),
     batched: bool = typer.Option(False, "--batched", help="Train runs that differ only in seed, lr "
-                                 "and dropout together with vmap (MLP tasks; no checkpoints)."),
+                                 "and dropout together with vmap (one model per shape on the "
+                                 "device; no checkpoints)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join."),
     store: Path = store_option(writes=True),
     checkpoints: Optional[Path] = typer.Option(None, "--checkpoints", help="Checkpoint folder "
@@ -134,7 +138,8 @@ def train(
                "eval_size": eval_size, "data_seed": data_seed}
     settings.update({k: v for k, v in {**grids, **singles}.items() if v is not None})
     for key, name, value in (("device", "device", device), ("compile", "compile_model",
-                                                           compile_model)):
+                                                           compile_model),
+                             ("precision", "precision", precision)):
         if key not in settings or ctx.get_parameter_source(name).name != "DEFAULT":
             settings[key] = value  # a setting of the --config file yields only to a given option
     if option:
