@@ -152,7 +152,7 @@ def train(
         workers, note = worker_count(workers, len(configs))
         if note and not quiet:
             typer.echo(f"--workers: {note}", err=True)
-    checkpoint_dir = checkpoints or store.with_name(store.name + ".checkpoints")
+    checkpoint_dir = checkpoints or _checkpoints_of(store)
     on_interrupt(lambda: f"the store {store} keeps {points_kept(store, 'scalekit train')} "
                  "logged before it; run the same command again to resume from the checkpoints")
     with running(make_executor(executor, max_workers=workers, address=ray_address)) as pool:
@@ -165,6 +165,16 @@ def train(
             opened.export(export)
     if not quiet:
         print_tables([_summary(frame, store)], "table")
+
+
+def _checkpoints_of(store) -> Path:
+    """The default checkpoint folder: STORE.checkpoints beside a store file, or
+    DATABASE.checkpoints in the working folder for a PostgreSQL store."""
+    if isinstance(store, Path):
+        return store.with_name(store.name + ".checkpoints")
+    from urllib.parse import urlsplit
+
+    return Path(urlsplit(store).path.strip("/") + ".checkpoints")
 
 
 def _summary(frame, store: Path) -> dict:

@@ -62,12 +62,20 @@ class StoreDatabase:
         ``fetchall``, iteration) and ``executemany(sql, rows)``; SQL uses ``?``.
     integrity_error : type
         The exception a broken unique constraint raises.
+    copies : bool
+        Whether points are written with :meth:`copy_points` (PostgreSQL's COPY) rather
+        than multi-row ``INSERT`` statements.
     """
 
     path: Path | str
     timeout: float
     con: Any
     integrity_error: type[Exception]
+    copies = False
+
+    def copy_points(self, metric: str, extras: list[str], matrix) -> None:
+        """Write the points of ``metric``: rows of run id, step, value and ``extras``."""
+        raise NotImplementedError
 
     def transaction(self) -> AbstractContextManager:
         """Group several writes into one transaction (nested blocks are savepoints)."""

@@ -15,6 +15,7 @@ psycopg's ``%s`` here.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from urllib.parse import urlsplit
@@ -88,6 +89,9 @@ class PostgresDatabase(StoreDatabase):
         except ImportError:
             raise InputError("a postgresql:// store needs the psycopg package: pip install "
                              "'scalekit-laws[postgresql]'", source=display(url)) from None
+        # psycopg logs a lost COPY's clean-up at warning level; the error we raise says it
+        # all, so without a logging set-up nothing more is printed (configured handlers see it)
+        logging.getLogger("psycopg").addHandler(logging.NullHandler())
         self.path, self.timeout = display(url), float(timeout)
         self.integrity_error = psycopg.IntegrityError
         self._depth, self._writing = 0, False
@@ -179,6 +183,28 @@ class PostgresDatabase(StoreDatabase):
             raise
         finally:
             self._depth = 0
+
+    copies = True
+
+    def copy_points(self, metric: str, extras: list[str], matrix) -> None:
+        """Write points with one binary ``COPY``: rows of run id, step, value and ``extras``
+        (a float64 matrix; NaN extras become NULL, as SQLite stores them)."""
+        import numpy as np
+
+        ids, steps = (matrix[:, i].astype(np.int64).tolist() for i in (0, 1))
+        columns = [matrix[:, i].tolist() for i in range(2, matrix.shape[1])]
+        for column in columns[1:]:
+            column[:] = [None if v != v else v for v in column]
+        names = ", ".join(["run_id", "step", "metric", "value", *extras])
+        types = ["int8", "int8", "text", *["float8"] * (1 + len(extras))]
+        sql = f"COPY points ({names}) FROM STDIN (FORMAT BINARY)"
+
+        def run():
+            with self.con.raw.cursor() as cursor, cursor.copy(sql) as copy:
+                copy.set_types(types)
+                for run_id, step, *rest in zip(ids, steps, *columns):
+                    copy.write_row((run_id, step, metric, *rest))
+        self.con._run(run)
 
     @contextmanager
     def snapshot(self) -> Iterator["_Connection"]:

@@ -337,6 +337,9 @@ class CurveStore:
                       for i in range(0, whole, _ROWS_PER_CHUNK)]
             blocks.append((len(matrix) - whole, matrix[whole:]))  # the rest in one statement
             try:
+                if self._db.copies:  # PostgreSQL: one COPY of the whole matrix
+                    self._db.copy_points(metric, extras, matrix)
+                    blocks = []
                 for rows, block in blocks:
                     if len(block):
                         self._con.executemany(_insert_sql(metric, extras, rows),
