@@ -61,7 +61,8 @@ class Server:
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}"
 
     def _run(self, *command: str) -> None:
-        done = subprocess.run([*self._as, *command], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([*self._as, *command], capture_output=True, text=True, timeout=120,
+                              check=False)
         if done.returncode:
             raise RuntimeError(f"{command[0]} failed: {done.stderr or done.stdout}")
 

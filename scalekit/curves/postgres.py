@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from urllib.parse import urlsplit
@@ -194,7 +195,7 @@ class PostgresDatabase(StoreDatabase):
         ids, steps = (matrix[:, i].astype(np.int64).tolist() for i in (0, 1))
         columns = [matrix[:, i].tolist() for i in range(2, matrix.shape[1])]
         for column in columns[1:]:
-            column[:] = [None if v != v else v for v in column]
+            column[:] = [None if math.isnan(v) else v for v in column]
         names = ", ".join(["run_id", "step", "metric", "value", *extras])
         types = ["int8", "int8", "text", *["float8"] * (1 + len(extras))]
         sql = f"COPY points ({names}) FROM STDIN (FORMAT BINARY)"

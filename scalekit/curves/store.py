@@ -25,9 +25,9 @@ import pandas as pd
 
 from scalekit.checks import check_choice
 from scalekit.compute import tokens_for_compute
+from scalekit.curves.database import display, open_database
 from scalekit.curves.schema import (CONFIG_PREFIX, INTEGER_RUN_COLUMNS, LOG_COLUMNS, POINT_COLUMNS,
                                     RUN_COLUMNS, RUN_ONLY_COLUMNS, is_metric_name)
-from scalekit.curves.database import display, open_database
 from scalekit.curves.validate import (MAX_WHOLE, TOO_LARGE, Locator, check_frame, to_float,
                                       to_step)
 from scalekit.errors import InputError

@@ -176,8 +176,8 @@ def test_a_client_cut_off_mid_import_gets_one_line_and_nothing_is_kept(postgres_
     pd.DataFrame({"run": "big", "step": np.arange(steps), "loss": np.linspace(5, 1, steps)}
                  ).to_parquet(tmp_path / "big.parquet")
     client = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from scalekit_cli.app import main; "
-         "sys.exit(main())", "store", "import", str(tmp_path / "big.parquet"), "--store", url],
+        [sys.executable, "-c", ("import sys; from scalekit_cli.app import main; "
+                                "sys.exit(main())"), "store", "import", str(tmp_path / "big.parquet"), "--store", url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     database = url.rsplit("/", 1)[1]
     deadline, cut = time.monotonic() + 60, []
@@ -193,3 +193,16 @@ def test_a_client_cut_off_mid_import_gets_one_line_and_nothing_is_kept(postgres_
     assert "imported" not in out
     with CurveStore(url) as store:
         assert store.runs().empty
+
+
+def test_train_logs_into_a_postgresql_store_with_checkpoints_named_after_the_database(
+        postgres_server, tmp_path, monkeypatch):
+    url = postgres_server.new_database()
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "teacher_student", "--widths", "4,8", "--steps", "5", "--evals", "2",
+                 "--eval-size", "16", "--device", "cpu", "--quiet", "--store", url]) == 0
+    with CurveStore(url) as store:
+        runs = store.runs()
+    assert len(runs) == 2 and runs["points"].gt(0).all()
+    database = url.rsplit("/", 1)[1]
+    assert len(list((tmp_path / f"{database}.checkpoints").glob("*.pt"))) == 2
