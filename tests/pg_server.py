@@ -2,8 +2,8 @@
 TCP on 127.0.0.1 only, started once per session and stopped at its end.
 
 Run as root (as in CI), the server runs as the ``postgres`` user (``initdb``
-refuses root). Without the binaries the tests that need it are skipped, except
-in CI (``CI=true``), where that is a failure.
+refuses root). Without the binaries or psycopg the tests that need it are
+skipped, except in CI (``CI=true``), where that is a failure.
 """
 
 from __future__ import annotations
@@ -45,10 +45,15 @@ class Server:
 
     def __init__(self) -> None:
         bin_dir = binaries()
-        if bin_dir is None:
+        missing = "PostgreSQL's binaries (initdb, pg_ctl)" if bin_dir is None else None
+        try:
+            import psycopg  # noqa: F401 - the client of the postgresql extra
+        except ImportError:
+            missing = "the psycopg package (the postgresql extra)"
+        if missing:
             if os.environ.get("CI", "").lower() == "true":
-                pytest.fail("PostgreSQL's binaries are missing in CI (.ci/run installs them)")
-            pytest.skip("PostgreSQL's binaries (initdb, pg_ctl) are not installed")
+                pytest.fail(f"{missing} missing in CI (.ci/run installs them)")
+            pytest.skip(f"{missing} not installed")
         self.folder = Path(tempfile.mkdtemp(prefix="scalekit-pg-"))
         self.data = self.folder / "data"
         self.port = _free_port()
