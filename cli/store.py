@@ -57,7 +57,7 @@ def import_(
         return
     for source, frame, summary in zip(sources, frames, summaries):
         typer.echo(f"{source}: imported {summary.points} points of {summary.runs} runs "
-                   f"into {store}")
+                   f"into {display(store)}")
         for note in collapse_notes(notes_in_flags(frame.attrs.get("notes", []))):
             typer.echo(f"  note: {note}")
         for diagnostic in reader_diagnostics(frame):
@@ -74,7 +74,7 @@ def ls(store: Path = store_option(), fmt: str = format_option()) -> None:
         runs = opened.runs()
     rows = [[row.run, row.source, _whole(row.params), _whole(row.tokens), int(row.points),
              ", ".join(row.metrics)] for row in runs.itertuples()]
-    print_tables([table_data(f"{len(runs)} runs in {store}",
+    print_tables([table_data(f"{len(runs)} runs in {display(store)}",
                              ["run", "source", "params", "tokens", "points", "metrics"], rows)],
                  fmt)
 
@@ -148,7 +148,7 @@ def rm(
 
     with CurveStore(store, create=False) as opened:
         removed = opened.remove(runs)
-    typer.echo(f"removed {removed} runs from {store}")
+    typer.echo(f"removed {removed} runs from {display(store)}")
 
 
 @store_app.command("copy")
@@ -166,8 +166,15 @@ def copy(
     if not is_server_url(destination):
         check_writable(destination, "DST")
     summary = copy_store(source, destination)
-    typer.echo(f"copied {summary.points} points of {summary.runs} runs from {source} to "
-               f"{destination}")
+    typer.echo(f"copied {summary.points} points of {summary.runs} runs from {display(source)} to "
+               f"{display(destination)}")
+
+
+def display(store) -> str:
+    """A store's location as printed: a URL's password as ``***``."""
+    from scalekit.curves.database import display as shown
+
+    return shown(store)
 
 
 def _whole(value: object) -> object:
