@@ -67,6 +67,10 @@ MIGRATIONS = {
 }
 assert max(MIGRATIONS) == SCHEMA_VERSION, "a migration of the SQLite back end is missing here"
 
+# psycopg logs a lost COPY's clean-up at warning level; the error raised says it all, so
+# without a logging set-up nothing more is printed (configured handlers still see it)
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
 #: Key of the advisory lock every write transaction holds (any fixed 64-bit number).
 _WRITE_LOCK = 0x5CA1E517
 
@@ -90,9 +94,6 @@ class PostgresDatabase(StoreDatabase):
         except ImportError:
             raise InputError("a postgresql:// store needs the psycopg package: pip install "
                              "'scalekit-laws[postgresql]'", source=display(url)) from None
-        # psycopg logs a lost COPY's clean-up at warning level; the error we raise says it
-        # all, so without a logging set-up nothing more is printed (configured handlers see it)
-        logging.getLogger("psycopg").addHandler(logging.NullHandler())
         self.path, self.timeout = display(url), float(timeout)
         self.integrity_error = psycopg.IntegrityError
         self._depth, self._writing = 0, False
