@@ -19,16 +19,21 @@ CPU sections (always run, each measured against its reference in the same run):
    (target >= 3x). The trainer's pools are its own (``SCALEKIT_TRAIN_THREADS``,
    1 by default), not ``--threads``.
 
-GPU section (``gpu``; skipped with a message when CUDA is absent): a larger
-character GPT with bf16 autocast, eager and with ``torch.compile``, in tokens
-per second and model FLOP utilisation (counted FLOPs per step x steps per second
-/ peak bf16 FLOP/s of the card; pass ``--peak-tflops`` for cards not listed).
-Steady-state rates are taken between the last two evaluations, so start-up and
-compilation are excluded. Finishes in under 3 minutes on one H100-class card:
+Device bench (``--device cuda``, instead of the CPU sections): on one device,
+tokens per second and model FLOP utilisation (counted FLOPs per step x steps
+per second / the device's peak dense bf16 FLOP/s, looked up from its name or
+``--peak-tflops``) of :func:`scalekit.train.train` on the character GPT at three
+sizes against a plain nanoGPT-style loop of the same model on the same batches
+(target >= 0.9x at every size); a 16-run char_lm sweep batched vs one run after
+another (target >= 5x); and one run's loss curve on the device against the CPU's
+(gap within the spread between two seeds). Rates are steady state, between the
+last two evaluations. ``--device cpu`` with small sizes checks the script:
 
-    python bench/bench_train.py --sections gpu
+    python bench/bench_train.py --device cuda [--device-compile]
+    python bench/bench_train.py --device cpu --device-sizes 32:1:4,32:1:4,32:1:4 \
+        --device-steps 16 --device-runs 4 --device-sweep-steps 8
 
-Run: python bench/bench_train.py [--sections batched,char,cli,gpu] [--threads 1]
+Run: python bench/bench_train.py [--sections batched,char,cli] [--threads 1]
                                  [--cli-steps 4000]
 """
 
@@ -178,49 +183,204 @@ def steady_rate(result) -> tuple[float, float]:
     return (b["tokens"] - a["tokens"]) / seconds, (b["step"] - a["step"]) / seconds
 
 
-def bench_gpu(peak_tflops: float | None) -> dict:
-    if not torch.cuda.is_available():
-        return {"skipped": "no CUDA device"}
-    name = torch.cuda.get_device_name()
-    peak = peak_tflops or next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
-    config = TrainConfig(task="char_lm", width=512, depth=8, steps=300, batch_size=64, evals=3,
-                         eval_size=64, device="cuda", options={"context": 256, "max_chars": 400_000})
-    rows = {"device": name, "peak_bf16_tflops": peak}
-    for label, compiled in (("eager_bf16", False), ("compiled_bf16", True)):
-        result = train(config.replace(compile=compiled))
-        tokens_per_s, steps_per_s = steady_rate(result)
-        achieved = result.attrs["flops_per_step"] * steps_per_s
-        rows[label] = {"tokens_per_s": tokens_per_s, "achieved_tflops": achieved / 1e12,
-                       "mfu": achieved / (peak * 1e12) if peak else None,
-                       "final_loss": result.points[-1]["loss"]}
-    configs = [TrainConfig(width=256, depth=3, steps=300, evals=2, batch_size=256, device="cuda",
-                           seed=seed) for seed in range(64)]
-    train_batched(configs[:2])
+# -- on a device (``--device cuda``): tokens/s and MFU against a plain loop, a batched sweep,
+# -- and the loss curve against the CPU's ---------------------------------------------------
+
+#: Character GPTs of the device bench: (width, depth, batch size), context 256.
+DEVICE_SIZES = ((256, 4, 64), (512, 8, 64), (1024, 12, 32))
+
+
+def device_peak(device: torch.device, given: float | None) -> float | None:
+    """Peak dense bf16 FLOP/s of ``device``: ``given`` (TFLOP/s), else looked up from its name."""
+    if given is not None:
+        return given * 1e12
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((v * 1e12 for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def plain_device_loop(config: TrainConfig, mark: int) -> tuple[float, float]:
+    """A nanoGPT-style loop on ``config.device``: the same model, initialisation, batches
+    (window starts from the same NumPy stream, gathered on the device), fused AdamW and bf16
+    autocast as :func:`scalekit.train.train`, written out by hand. Returns the seconds
+    from step ``mark`` to the end and the mean training loss over those steps."""
+    device = torch.device(config.device)
+    context = config.options["context"]
+    text = torch.from_numpy(encode(build_corpus(config.options["max_chars"])))
+    tokens = text[:int(len(text) * 0.9)].to(device)
+    torch.manual_seed(config.seed)
+    model = GPT(96, context, width=config.width, depth=config.depth).to(device)
+    forward = torch.compile(model) if config.compile else model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0,
+                                  fused=device.type == "cuda" or None)
+    offsets = torch.arange(context + 1, device=device)
+    rng = np.random.default_rng([config.data_seed, 1])
+    bf16 = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    total = torch.zeros((), device=device)
+    for step in range(config.steps):
+        if step == mark:
+            _sync(device)
+            start, total = time.perf_counter(), torch.zeros((), device=device)
+        starts = torch.from_numpy(rng.integers(0, len(tokens) - context, config.batch_size))
+        chunk = tokens[starts.to(device, non_blocking=True)[:, None] + offsets]
+        with bf16:
+            logits = forward(chunk[:, :-1])
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        total += loss.detach()
+    mean = float(total) / (config.steps - mark)  # waits for the device
+    return time.perf_counter() - start, mean
+
+
+def device_throughput(config: TrainConfig, peak: float | None) -> dict:
+    """Tokens/s and MFU of ``train`` and of the plain loop, steady state (between the last two
+    evaluations, about step ``sqrt(steps)`` and the last: start-up and compilation left out)."""
+    result = train(config)
+    a, b = result.points[-2], result.points[-1]
+    steps = b["step"] - a["step"]
+    ours = steps / (b["wall_time"] - a["wall_time"])
+    plain_seconds, plain_loss = plain_device_loop(config, a["step"])
+    plain = steps / plain_seconds
+    flops = result.attrs["flops_per_step"]
+    tokens = config.batch_size * config.options["context"]
+    return {"width": config.width, "depth": config.depth, "batch": config.batch_size,
+            "params": result.attrs["params"], "compile": config.compile,
+            "ours_tokens_per_s": ours * tokens, "plain_tokens_per_s": plain * tokens,
+            "ratio": ours / plain, "ours_mfu": flops * ours / peak if peak else None,
+            "plain_mfu": flops * plain / peak if peak else None,
+            "ours_train_loss": b["train_loss"], "plain_train_loss": plain_loss}
+
+
+def device_sweep(device: str, runs: int, steps: int) -> dict:
+    """A ``runs``-run char_lm sweep (seeds x learning rates), batched vs one after another."""
+    from scalekit.train import run_sweep
+
+    base = TrainConfig(task="char_lm", width=64, depth=2, steps=steps, batch_size=32, evals=2,
+                       eval_size=64, device=device, options={"context": 64, "max_chars": 100_000})
+    configs = [base.replace(seed=i // 2, lr=(1e-3, 3e-3)[i % 2]) for i in range(runs)]
+    run_sweep([c.replace(steps=3) for c in configs[:2]], batched=True)  # warm-up
+    run_sweep([configs[0].replace(steps=3)])
+    _sync(torch.device(device))
     start = time.perf_counter()
-    train_batched(configs)
-    batched = time.perf_counter() - start
+    sequential = run_sweep(configs)
+    _sync(torch.device(device))
+    t_seq = time.perf_counter() - start
     start = time.perf_counter()
-    for config in configs[:8]:
-        train(config)
-    sequential = (time.perf_counter() - start) * len(configs) / 8
-    rows["batched_64_mlps_ratio"] = sequential / batched
-    return rows
+    batched = run_sweep(configs, batched=True)
+    _sync(torch.device(device))
+    t_bat = time.perf_counter() - start
+    last = [frame.groupby("run", sort=False)["loss"].last().to_numpy() for frame in
+            (sequential, batched)]
+    return {"runs": runs, "steps": steps, "sequential_s": t_seq, "batched_s": t_bat,
+            "ratio": t_seq / t_bat, "largest_final_loss_gap": float(np.max(np.abs(
+                last[0] - last[1]) / last[0]))}
+
+
+def device_agreement(device: str, steps: int) -> dict:
+    """Validation-loss curves of one char_lm run on ``device`` (default precision) and on the
+    CPU (fp32), same seeds and batches, against the spread between two CPU seeds."""
+    base = TrainConfig(task="char_lm", width=64, depth=2, steps=steps, batch_size=32, evals=5,
+                       eval_size=256, lr=3e-3, device="cpu",
+                       options={"context": 64, "max_chars": 100_000})
+    cpu = np.array([p["loss"] for p in train(base).points])
+    other_seed = np.array([p["loss"] for p in train(base.replace(seed=1)).points])
+    on_device = np.array([p["loss"] for p in train(base.replace(device=device)).points])
+    return {"steps": steps, "cpu": cpu.tolist(), "device": on_device.tolist(),
+            "largest_gap": float(np.max(np.abs(on_device - cpu) / cpu)),
+            "seed_noise": float(np.max(np.abs(other_seed - cpu) / cpu))}
+
+
+def bench_device(device: str, *, steps: int, sizes, runs: int, sweep_steps: int,
+                 peak_tflops: float | None, compile_size: bool) -> bool:
+    """Print the device bench; return whether every target is met."""
+    dev = torch.device(device)
+    peak = device_peak(dev, peak_tflops)
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU"
+    print(f"device: {name}; peak bf16 dense "
+          + (f"{peak / 1e12:.0f} TFLOP/s" if peak else "unknown (give --peak-tflops)"))
+    ok = True
+    rows = []
+    for width, depth, batch in sizes:
+        rows.append(device_throughput(TrainConfig(
+            task="char_lm", width=width, depth=depth, steps=steps, batch_size=batch, evals=3,
+            eval_size=batch, lr=1e-3, device=device, options={"context": 256, "max_chars": 400_000}),
+            peak))
+    if compile_size:
+        middle = rows[len(sizes) // 2]
+        rows.append(device_throughput(TrainConfig(
+            task="char_lm", width=middle["width"], depth=middle["depth"], steps=steps,
+            batch_size=middle["batch"], evals=3, eval_size=middle["batch"], lr=1e-3,
+            device=device, compile=True, options={"context": 256, "max_chars": 400_000}), peak))
+    print("char_lm, context 256, bf16 autocast where the device has it (steady state):")
+    print(f"  {'width':>5} {'depth':>5} {'batch':>5} {'params':>10} {'compile':>7} "
+          f"{'ours tok/s':>11} {'plain tok/s':>11} {'ratio':>6} {'ours MFU':>8} {'plain MFU':>9}")
+    for r in rows:
+        mfu = [f"{m:.1%}" if m is not None else "n/a" for m in (r["ours_mfu"], r["plain_mfu"])]
+        passed = r["ratio"] >= 0.9
+        ok &= passed
+        print(f"  {r['width']:>5} {r['depth']:>5} {r['batch']:>5} {r['params']:>10} "
+              f"{r['compile']!s:>7} {r['ours_tokens_per_s']:>11.4g} "
+              f"{r['plain_tokens_per_s']:>11.4g} {r['ratio']:>6.3f} {mfu[0]:>8} {mfu[1]:>9}  "
+              f"{'PASS' if passed else 'FAIL'} (>= 0.9x); train loss "
+              f"{r['ours_train_loss']:.3f} / plain {r['plain_train_loss']:.3f}")
+    sweep = device_sweep(device, runs, sweep_steps)
+    passed = sweep["ratio"] >= 5
+    ok &= passed
+    print(f"{sweep['runs']}-run char_lm sweep x {sweep['steps']} steps: one after another "
+          f"{sweep['sequential_s']:.2f} s, batched {sweep['batched_s']:.2f} s, ratio "
+          f"{sweep['ratio']:.2f}x {'PASS' if passed else 'FAIL'} (>= 5x); largest final-loss gap "
+          f"{sweep['largest_final_loss_gap']:.1e}")
+    if dev.type != "cpu":
+        agree = device_agreement(device, sweep_steps)
+        passed = agree["largest_gap"] <= max(agree["seed_noise"], 0.01)
+        ok &= passed
+        print(f"loss curve {device} vs CPU, {agree['steps']} steps: largest relative gap "
+              f"{agree['largest_gap']:.2%}, seed-to-seed spread {agree['seed_noise']:.2%} "
+              f"{'PASS' if passed else 'FAIL'} (gap <= spread)")
+        print(f"  cpu    {' '.join(f'{v:.3f}' for v in agree['cpu'])}")
+        print(f"  {device:<6} {' '.join(f'{v:.3f}' for v in agree['device'])}")
+    print("ALL PASS" if ok else "SOME FAIL")
+    return ok
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default="batched,char,cli,gpu")
+    parser.add_argument("--sections", default="batched,char,cli")
     parser.add_argument("--models", type=int, default=16)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: fair on a shared box)")
-    parser.add_argument("--peak-tflops", type=float, default=None)
     parser.add_argument("--cli-steps", type=int, default=4000,
                         help="steps of the one-run CLI comparison (the 8 runs take a quarter)")
     parser.add_argument("--plain-teacher", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="--device: the device's peak dense bf16 TFLOP/s (default: by name)")
+    parser.add_argument("--device", default=None, help="Run the device bench instead (cuda; "
+                        "cpu with small --device-* settings checks the script)")
+    parser.add_argument("--device-steps", type=int, default=400)
+    parser.add_argument("--device-sizes", default=",".join(f"{w}:{d}:{b}" for w, d, b in DEVICE_SIZES),
+                        help="width:depth:batch of the three char GPTs")
+    parser.add_argument("--device-runs", type=int, default=16)
+    parser.add_argument("--device-sweep-steps", type=int, default=200)
+    parser.add_argument("--device-compile", action="store_true",
+                        help="Also time the middle size with torch.compile")
     args = parser.parse_args()
     if args.plain_teacher:
         return plain_teacher_loop(args.plain_teacher)
+    if args.device is not None:
+        sizes = [tuple(int(v) for v in item.split(":")) for item in args.device_sizes.split(",")]
+        ok = bench_device(args.device, steps=args.device_steps, sizes=sizes, runs=args.device_runs,
+                          sweep_steps=args.device_sweep_steps, peak_tflops=args.peak_tflops,
+                          compile_size=args.device_compile)
+        raise SystemExit(0 if ok else 1)
     torch.set_num_threads(args.threads)
     sections = args.sections.split(",")
     if "batched" in sections:
@@ -247,18 +407,6 @@ def main() -> None:
               f"{r['sequential'][0]:.2f} ({r['sequential'][1]:.2f}), --batched "
               f"{r['batched'][0]:.2f} ({r['batched'][1]:.2f}): {speedup[0]:.2f}x "
               f"({speedup[1]:.2f}x) (target >= 3x: {'PASS' if speedup[0] >= 3 else 'FAIL'})")
-    if "gpu" in sections:
-        r = bench_gpu(args.peak_tflops)
-        if "skipped" in r:
-            print(f"gpu: skipped ({r['skipped']})")
-        else:
-            print(f"gpu: {r['device']} (peak bf16 {r['peak_bf16_tflops']} TFLOP/s)")
-            for label in ("eager_bf16", "compiled_bf16"):
-                row = r[label]
-                mfu = f"{row['mfu']:.1%}" if row["mfu"] is not None else "n/a (pass --peak-tflops)"
-                print(f"  {label}: {row['tokens_per_s']:.3g} tokens/s, {row['achieved_tflops']:.1f} TFLOP/s, "
-                      f"MFU {mfu}, final loss {row['final_loss']:.3f}")
-            print(f"  batched vs sequential, 64 MLPs: {r['batched_64_mlps_ratio']:.1f}x")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ _KEPT: list[Callable[[], str]] = []
 _KEPT_BY_DEFAULT = {
     "scalekit store import": "the store is as it was (an import lands whole or not at all)",
     "scalekit store rm": "the store is as it was (a removal lands whole or not at all)",
+    "scalekit store copy": "the destination is as it was (a copy lands whole or not at all)",
     "scalekit store export": "the output file may be incomplete: export again",
 }
 
@@ -61,16 +62,43 @@ def interrupted_line(args: list[str]) -> str:
     return f"interrupted: {command} stopped by Ctrl-C; {kept}"
 
 
+#: The environment variable naming the store where ``--store`` is not given.
+STORE_VARIABLE = "SCALEKIT_STORE"
+
+
+def store_location(text: Any) -> Any:
+    """A ``--store`` value as the library takes it: a ``postgresql://`` URL stays text (a path
+    would fold its ``//``), anything else is a SQLite file's path."""
+    text = str(text)
+    return text if is_server_url(text) else Path(text)
+
+
+def is_server_url(value: Any) -> bool:
+    """Whether a store location is a PostgreSQL URL (see :mod:`scalekit.curves.database`)."""
+    from scalekit.curves.database import is_server_url as server
+
+    return server(value)
+
+
 def store_option(default: Optional[Path] = DEFAULT_STORE, *, writes: bool = False) -> Any:
-    """The ``--store PATH`` option (SQLite curve store); ``writes``: the command writes it,
-    so its folder must exist and be writable (checked before any work)."""
-    def check(value: Optional[Path]) -> Optional[Path]:
-        if value is not None and writes:
+    """The ``--store`` option: a SQLite file or a ``postgresql://`` URL. ``writes``: the command
+    writes it, so a file's folder must exist and be writable (checked before any work).
+
+    Where the store is the command's only input (a default store, or one it writes),
+    ``SCALEKIT_STORE`` stands in for an omitted ``--store``; where a curves FILE is the
+    alternative, :func:`open_frame` reads it when neither is given.
+    """
+    def check(value: Any) -> Any:
+        if value is not None and writes and not is_server_url(value):
             check_writable(value, "--store")
         return value
 
-    return typer.Option(default, "--store", callback=check, help="Curve store (SQLite file)"
-                        + (f"; default ./{DEFAULT_STORE}." if default else "."))
+    return typer.Option(default, "--store", callback=check, parser=store_location,
+                        envvar=STORE_VARIABLE if default is not None or writes else None,
+                        show_envvar=False,
+                        help="Curve store: a SQLite file or postgresql://user@host/db "
+                        f"(default: ${STORE_VARIABLE}"
+                        + (f", else ./{DEFAULT_STORE})." if default else ")."))
 
 
 #: Suffixes of the outputs: JSON reports, figures (matplotlib's formats) and curve exports.
@@ -354,6 +382,8 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
     """
     from scalekit.errors import InputError
 
+    if file is None and store is None and os.environ.get(STORE_VARIABLE):
+        store = store_location(os.environ[STORE_VARIABLE])
     if (file is None) == (store is None):
         raise InputError("give either a curves FILE or --store DB (one of them)")
     if file is not None:
@@ -366,7 +396,7 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
         return frame, input_sha256(file)
     from scalekit.curves import CurveStore
 
-    if not store.exists():
+    if not is_server_url(store) and not store.exists():
         raise InputError("no such store", source=str(store))
     with CurveStore(store, create=False) as opened:
         frame = opened.curves(metric=metric)
@@ -386,7 +416,7 @@ def points_kept(store: Path, source_prefix: str | None = None) -> str:
     """``N points of K runs`` held by ``store`` (runs whose source starts with the prefix)."""
     from scalekit.curves import CurveStore
 
-    if not Path(store).is_file():
+    if not is_server_url(store) and not Path(store).is_file():
         return "no point"
     with CurveStore(store, create=False) as opened:
         runs = opened.runs()

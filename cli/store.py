@@ -1,4 +1,5 @@
-"""``scalekit store``: import curves into the SQLite store, list, show, export, remove runs."""
+"""``scalekit store``: import curves into the store (a SQLite file or PostgreSQL), list, show,
+export, remove runs, copy a store between back ends."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from typing import Optional
 
 import typer
 
-from .common import (check_writable, choice_option, format_option, library_choices,
-                     notes_in_flags, parse_mapping, print_tables, reader_diagnostics,
-                     store_option)
+from .common import (check_writable, choice_option, format_option, is_server_url,
+                     library_choices, notes_in_flags, parse_mapping, print_tables,
+                     reader_diagnostics, store_location, store_option)
 
-store_app = typer.Typer(name="store", help="Keep learning curves in a SQLite store "
-                        "(import, ls, show, export, rm).", no_args_is_help=True)
+store_app = typer.Typer(name="store", help="Keep learning curves in a store: a SQLite file or "
+                        "a PostgreSQL database (import, ls, show, export, rm, copy).",
+                        no_args_is_help=True)
 
 
 @store_app.command("import")
@@ -55,7 +57,7 @@ def import_(
         return
     for source, frame, summary in zip(sources, frames, summaries):
         typer.echo(f"{source}: imported {summary.points} points of {summary.runs} runs "
-                   f"into {store}")
+                   f"into {display(store)}")
         for note in collapse_notes(notes_in_flags(frame.attrs.get("notes", []))):
             typer.echo(f"  note: {note}")
         for diagnostic in reader_diagnostics(frame):
@@ -72,7 +74,7 @@ def ls(store: Path = store_option(), fmt: str = format_option()) -> None:
         runs = opened.runs()
     rows = [[row.run, row.source, _whole(row.params), _whole(row.tokens), int(row.points),
              ", ".join(row.metrics)] for row in runs.itertuples()]
-    print_tables([table_data(f"{len(runs)} runs in {store}",
+    print_tables([table_data(f"{len(runs)} runs in {display(store)}",
                              ["run", "source", "params", "tokens", "points", "metrics"], rows)],
                  fmt)
 
@@ -153,7 +155,33 @@ def rm(
 
     with CurveStore(store, create=False) as opened:
         removed = opened.remove(runs)
-    typer.echo(f"removed {removed} runs from {store}")
+    typer.echo(f"removed {removed} runs from {display(store)}")
+
+
+@store_app.command("copy")
+def copy(
+    source: str = typer.Argument(..., metavar="SRC", parser=store_location,
+                                 help="The store to copy: a SQLite file or postgresql://…"),
+    destination: str = typer.Argument(..., metavar="DST", parser=store_location,
+                                      help="A new or empty store: a SQLite file or "
+                                      "postgresql://user@host/db."),
+) -> None:
+    """Copy a whole store (runs, points, allocations) into a new one, between back ends;
+    exporting either writes the same file."""
+    from scalekit.curves.copy import copy_store
+
+    if not is_server_url(destination):
+        check_writable(destination, "DST")
+    summary = copy_store(source, destination)
+    typer.echo(f"copied {summary.points} points of {summary.runs} runs from {display(source)} to "
+               f"{display(destination)}")
+
+
+def display(store) -> str:
+    """A store's location as printed: a URL's password as ``***``."""
+    from scalekit.curves.database import display as shown
+
+    return shown(store)
 
 
 def _whole(value: object) -> object:

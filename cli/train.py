@@ -103,6 +103,9 @@ def train(
     device: str = choice_option("auto", "--device", _config("DEVICES"),
                                 "auto (CUDA, then MPS, then CPU), cpu, cuda, mps."),
     compile_model: bool = typer.Option(False, "--compile", help="Wrap models in torch.compile."),
+    precision: str = choice_option("auto", "--precision", _config("PRECISIONS"),
+                                   "auto (bf16 autocast on a CUDA GPU that has it, else "
+                                   "fp32), bf16 or fp32 (no autocast)."),
     executor: str = choice_option("local", "--executor",
                                   library_choices("scalekit.executors", "EXECUTORS"),
                                   "local (process pool) or ray."),
@@ -111,7 +114,8 @@ def train(
                                 help="Parallel runs (1: in this process; at most the runs and "
                                 "the CPUs)."),
     batched: bool = typer.Option(False, "--batched", help="Train runs that differ only in seed, lr "
-                                 "and dropout together with vmap (MLP tasks; no checkpoints)."),
+                                 "and dropout together with vmap (one model per shape on the "
+                                 "device; no checkpoints)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join."),
     store: Path = store_option(writes=True),
     checkpoints: Optional[Path] = typer.Option(None, "--checkpoints", help="Checkpoint folder "
@@ -134,7 +138,8 @@ def train(
                "eval_size": eval_size, "data_seed": data_seed}
     settings.update({k: v for k, v in {**grids, **singles}.items() if v is not None})
     for key, name, value in (("device", "device", device), ("compile", "compile_model",
-                                                           compile_model)):
+                                                           compile_model),
+                             ("precision", "precision", precision)):
         if key not in settings or ctx.get_parameter_source(name).name != "DEFAULT":
             settings[key] = value  # a setting of the --config file yields only to a given option
     if option:
@@ -147,10 +152,11 @@ def train(
         workers, note = worker_count(workers, len(configs))
         if note and not quiet:
             typer.echo(f"--workers: {note}", err=True)
-    checkpoint_dir = checkpoints or store.with_name(store.name + ".checkpoints")
+    checkpoint_dir = checkpoints or _checkpoints_of(store)
     on_interrupt(lambda: f"the store {store} keeps {points_kept(store, 'scalekit train')} "
                  "logged before it; run the same command again to resume from the checkpoints")
-    made = {"store": not store.exists(), "checkpoints": not checkpoint_dir.exists()}
+    made = {"store": isinstance(store, Path) and not store.exists(),
+            "checkpoints": not checkpoint_dir.exists()}
     try:
         with running(make_executor(executor, max_workers=workers, address=ray_address)) as pool:
             frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
@@ -179,6 +185,16 @@ def _remove_if_empty(store: Path, checkpoint_dir: Path, made: dict) -> None:
         for path in (store, store.with_name(store.name + "-wal"),
                      store.with_name(store.name + "-shm")):
             path.unlink(missing_ok=True)
+
+
+def _checkpoints_of(store) -> Path:
+    """The default checkpoint folder: STORE.checkpoints beside a store file, or
+    DATABASE.checkpoints in the working folder for a PostgreSQL store."""
+    if isinstance(store, Path):
+        return store.with_name(store.name + ".checkpoints")
+    from urllib.parse import urlsplit
+
+    return Path(urlsplit(store).path.strip("/") + ".checkpoints")
 
 
 def _summary(frame, store: Path) -> dict:

@@ -1,4 +1,5 @@
-"""Allocation state kept in the curve store's SQLite file, so that ``run`` can resume.
+"""Allocation state kept in the curve store (a SQLite file or PostgreSQL), so that ``run`` can
+resume.
 
 The store (:class:`scalekit.curves.CurveStore`) holds the points; these three
 tables, owned by the allocator, sit beside its tables in the same file:
@@ -9,10 +10,10 @@ tables, owned by the allocator, sit beside its tables in the same file:
   are in the store;
 - ``allocate_promotions(task, rung, runs)``: the runs promoted into each rung.
 
-The tables are created and migrated by the one SQLite layer
-(:mod:`scalekit.curves.sqlite`), which also gives each write one transaction
-with the store's busy timeout and back-off, and the lock that keeps a second
-process from running the same task at once.
+The tables are created and migrated by the one connection layer
+(:mod:`scalekit.curves.database`), which also gives each write one transaction
+with the store's timeout, and the lock that keeps a second process from running
+the same task at once.
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from scalekit.allocate.engine import Advance
-from scalekit.curves.sqlite import Database
+from scalekit.curves.database import display, open_database
 from scalekit.errors import InputError
 
 class AllocationState:
-    """The allocator's tables in the SQLite file at ``path`` (a context manager)."""
+    """The allocator's tables in the store at ``path`` (a file or a ``postgresql://`` URL; a
+    context manager)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
-        self._db = Database(path)
+        self.path = display(path)
+        self._db = open_database(path)
         self._con = self._db.con
 
     def _transaction(self):
@@ -65,7 +67,8 @@ class AllocationState:
     def reserve(self, task: str, advance: Advance) -> None:
         """Record ``advance`` as ordered (before its trainer starts); idempotent."""
         with self._transaction():
-            self._con.execute("INSERT OR IGNORE INTO allocate_ledger VALUES (?,?,?,?,?,?,?)",
+            self._con.execute("INSERT INTO allocate_ledger VALUES (?,?,?,?,?,?,?) "
+                              "ON CONFLICT DO NOTHING",
                              (task, advance.rung, advance.run, advance.start, advance.stop,
                               advance.cost, "reserved"))
 
@@ -87,7 +90,8 @@ class AllocationState:
 
     def record_promotion(self, task: str, rung: int, runs: list[str]) -> None:
         with self._transaction():
-            self._con.execute("INSERT OR IGNORE INTO allocate_promotions VALUES (?, ?, ?)",
+            self._con.execute("INSERT INTO allocate_promotions VALUES (?, ?, ?) "
+                              "ON CONFLICT DO NOTHING",
                              (task, rung, json.dumps(list(runs))))
 
     def close(self) -> None:

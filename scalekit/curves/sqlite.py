@@ -1,24 +1,25 @@
-"""The one SQLite layer of a store file: connection, retried transactions, schema version, locks.
+"""The SQLite back end of a store: connection, retried transactions, schema version.
 
 :class:`scalekit.curves.CurveStore` (runs and points) and the allocator's state
 (:mod:`scalekit.allocate.state`) share one file and open it through
-:class:`Database`, with the same busy timeout and back-off. The file's schema
-carries a version in ``PRAGMA user_version``; opening a file of an older
-version migrates it in one transaction (:data:`MIGRATIONS`), a newer one is
-refused. The ``locks`` table lets one process at a time run an allocation task
-or train a run; a lock whose process has died is taken over.
+:class:`Database` (by way of :func:`scalekit.curves.database.open_database`),
+with the same busy timeout and back-off. The file's schema carries a version in
+``PRAGMA user_version``; opening a file of an older version migrates it in one
+transaction (:data:`MIGRATIONS`), a newer one is refused. The ``locks`` table
+lets one process at a time run an allocation task or train a run
+(:meth:`scalekit.curves.database.StoreDatabase.locked`).
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from scalekit.curves.database import StoreDatabase
 from scalekit.errors import InputError
 
 #: Tables of a store file before it had a version (user_version 0): the store's and the
@@ -71,7 +72,7 @@ SCHEMA_VERSION = max(MIGRATIONS)
 _PAGE_SIZE = 16384
 
 
-class Database:
+class Database(StoreDatabase):
     """A connection to the store file at ``path``, set up and migrated to :data:`SCHEMA_VERSION`.
 
     Parameters
@@ -83,6 +84,8 @@ class Database:
     create : bool
         Whether a missing (or empty) file may become a store.
     """
+
+    integrity_error = sqlite3.IntegrityError
 
     def __init__(self, path: str | Path, *, timeout: float = 120.0, create: bool = True) -> None:
         self.path = Path(path)
@@ -233,35 +236,6 @@ class Database:
             if self.con.in_transaction:  # an error may have ended it (a damaged file)
                 self.con.execute("COMMIT")
 
-    @contextmanager
-    def locked(self, names: Iterable[str], what: str) -> Iterator[None]:
-        """Hold the locks ``names`` (all or none) while the block runs.
-
-        A lock held by another live process is an :class:`InputError` that names
-        ``what`` it guards, the process and since when; a lock whose process has
-        died (a ``kill -9``) is taken over.
-        """
-        names = list(dict.fromkeys(names))
-        me = (os.getpid(), socket.gethostname(), _started(os.getpid()))
-        with self.transaction() as con:
-            for name in names:
-                row = con.execute("SELECT pid, host, started, since FROM locks WHERE name = ?",
-                                  (name,)).fetchone()
-                if row is not None and (row[0], row[1]) != me[:2] and _alive(*row[:3]):
-                    held = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row[3]))
-                    where = "" if row[1] == me[1] else f" on {row[1]}"
-                    raise InputError(f"{what(name)} is being run by pid {row[0]}{where} since "
-                                     f"{held}; wait for it to end (or stop it)",
-                                     source=str(self.path))
-            con.executemany("INSERT OR REPLACE INTO locks VALUES (?, ?, ?, ?, ?)",
-                            [(name, *me, time.time()) for name in names])
-        try:
-            yield
-        finally:
-            with self.transaction() as con:
-                con.executemany("DELETE FROM locks WHERE name = ? AND pid = ? AND host = ?",
-                                [(name, *me[:2]) for name in names])
-
     def close(self) -> None:
         """Close the connection (the write-ahead log is folded into the file)."""
         self.con.close()
@@ -271,33 +245,3 @@ def _execute_script(con: sqlite3.Connection, script: str) -> None:
     for statement in script.split(";"):
         if statement.strip():
             con.execute(statement)
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after the command name (Linux), or None."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _started(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks since boot; Linux), to tell a reused pid."""
-    fields = _stat(pid)
-    return int(fields[19]) if fields and len(fields) > 19 else None
-
-
-def _alive(pid: int, host: str, started: int | None) -> bool:
-    """Whether the process that took a lock still runs (one on another host is assumed to)."""
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    fields = _stat(pid)
-    if fields is None:  # not Linux: the pid is all there is
-        return True
-    return fields[0] not in ("Z", "X") and (started is None or int(fields[19]) == started)

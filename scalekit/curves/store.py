@@ -1,12 +1,14 @@
-"""`CurveStore`: learning curves in one SQLite file, safe for several writers.
+"""`CurveStore`: learning curves in a SQLite file or a PostgreSQL database, safe for several
+writers.
 
 Two tables: ``runs`` (one row per run: name, source, run-level attributes and a
 free JSON configuration) and ``points`` (one row per run, step and metric, with
-the compute, tokens and wall time of that point). The file is opened through
-the one SQLite layer (:mod:`scalekit.curves.sqlite`: write-ahead logging, schema
-version and migrations, locks); every write is one ``BEGIN IMMEDIATE``
-transaction, retried with back-off while another process holds the write lock,
-so an import lands whole or not at all.
+the compute, tokens and wall time of that point). The store is opened through
+the one connection layer (:mod:`scalekit.curves.database`: a SQLite file, the
+default, or a ``postgresql://`` URL; schema version and migrations, locks);
+every write is one transaction that holds the store's write lock (SQLite's
+``BEGIN IMMEDIATE``, a transaction-level advisory lock on PostgreSQL), so an
+import lands whole or not at all.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,9 +26,9 @@ import pandas as pd
 
 from scalekit.checks import check_choice
 from scalekit.compute import tokens_for_compute
+from scalekit.curves.database import display, open_database
 from scalekit.curves.schema import (CONFIG_PREFIX, INTEGER_RUN_COLUMNS, LOG_COLUMNS, POINT_COLUMNS,
                                     RUN_COLUMNS, RUN_ONLY_COLUMNS, is_metric_name)
-from scalekit.curves.sqlite import Database
 from scalekit.curves.validate import (MAX_WHOLE, TOO_LARGE, Locator, check_frame, to_float,
                                       to_step)
 from scalekit.errors import InputError
@@ -69,12 +70,13 @@ def _file_named(method):
 
 
 class CurveStore:
-    """Runs and their learning curves in a SQLite file.
+    """Runs and their learning curves in a SQLite file or a PostgreSQL database.
 
     Parameters
     ----------
     path : str or Path
-        The store file; created with its tables unless ``create`` is false.
+        The store file, or a ``postgresql://user@host/database`` URL (needs the
+        ``psycopg`` package); created with its tables unless ``create`` is false.
     timeout : float
         Seconds a write waits for another process's transaction before failing.
     create : bool
@@ -83,7 +85,7 @@ class CurveStore:
 
     def __init__(self, path: str | Path = "scalekit.db", *, timeout: float = 120.0,
                  create: bool = True) -> None:
-        self._db = Database(path, timeout=timeout, create=create)
+        self._db = open_database(path, timeout=timeout, create=create)
         self.path, self.timeout = self._db.path, self._db.timeout
         self._con = self._db.con
 
@@ -123,8 +125,8 @@ class CurveStore:
         self._intact = True
 
     def close(self) -> None:
-        """Close the connection (the write-ahead log is folded into the file)."""
-        self._con.close()
+        """Close the connection (a SQLite file's write-ahead log is folded into it)."""
+        self._db.close()
 
     def __enter__(self) -> "CurveStore":
         return self
@@ -133,7 +135,7 @@ class CurveStore:
         self.close()
 
     def __repr__(self) -> str:
-        return f"CurveStore({str(self.path)!r})"
+        return f"CurveStore({display(self.path)!r})"
 
     # -- runs ---------------------------------------------------------------------------------
     @_file_named
@@ -160,10 +162,10 @@ class CurveStore:
         if row is None:
             cursor = self._con.execute(
                 f"INSERT INTO runs (name, source, {', '.join(RUN_COLUMNS)}, config) "
-                f"VALUES (?, ?, {', '.join('?' * len(RUN_COLUMNS))}, ?)",
+                f"VALUES (?, ?, {', '.join('?' * len(RUN_COLUMNS))}, ?) RETURNING id",
                 (name, source, *(columns.get(c) for c in RUN_COLUMNS),
                  json.dumps(config, sort_keys=True)))
-            return int(cursor.lastrowid), True
+            return int(cursor.fetchone()[0]), True
         if compare:
             stored = dict(zip(RUN_COLUMNS, row[1:-1]))
             stored_config = json.loads(row[-1])
@@ -187,12 +189,14 @@ class CurveStore:
         """One row per run: ``run`` (name), ``id``, ``source``, run-level attributes
         (float, NaN when unset), ``config`` (dict), ``points`` (number stored, all
         metrics) and ``metrics`` (list of names)."""
+        columns = ["run", "id", "source", *RUN_COLUMNS, "config"]
         with self._snapshot():
-            frame = pd.read_sql_query(f"SELECT name AS run, id, source, "
-                                      f"{', '.join(RUN_COLUMNS)}, config FROM runs ORDER BY id",
-                                      self._con)
+            rows = self._con.execute(f"SELECT name, id, source, {', '.join(RUN_COLUMNS)}, config "
+                                     "FROM runs ORDER BY id").fetchall()
             counts = self._con.execute("SELECT run_id, metric, COUNT(*) FROM points "
                                        "GROUP BY run_id, metric").fetchall()
+        frame = pd.DataFrame(rows, columns=columns).astype({"id": np.int64, "run": object,
+                                                            "source": object, "config": object})
         frame[list(RUN_COLUMNS)] = frame[list(RUN_COLUMNS)].astype(np.float64)
         frame["config"] = [json.loads(text) for text in frame["config"]]
         total: dict[int, int] = {}
@@ -378,11 +382,14 @@ class CurveStore:
                       for i in range(0, whole, _ROWS_PER_CHUNK)]
             blocks.append((len(matrix) - whole, matrix[whole:]))  # the rest in one statement
             try:
+                if self._db.copies:  # PostgreSQL: one COPY of the whole matrix
+                    self._db.copy_points(metric, extras, matrix)
+                    blocks = []
                 for rows, block in blocks:
                     if len(block):
                         self._con.executemany(_insert_sql(metric, extras, rows),
                                               block.reshape(-1, rows * width).tolist())
-            except sqlite3.IntegrityError as exc:  # a race is impossible inside the transaction
+            except self._db.integrity_error as exc:  # no race: the transaction holds the lock
                 raise InputError(f"the points clash with stored ones ({exc})",
                                  source=str(self.path)) from None
             written += len(matrix)
@@ -446,8 +453,8 @@ class CurveStore:
 
     def _export_frame(self) -> tuple[pd.DataFrame, list[str]]:
         """Every metric's curves merged on (run, step), config columns prefixed."""
-        metrics = [r[0] for r in self._con.execute("SELECT DISTINCT metric FROM points "
-                                                   "ORDER BY metric")]
+        # sorted here, by code point (SQLite's order; a server's collation may differ)
+        metrics = sorted(r[0] for r in self._con.execute("SELECT DISTINCT metric FROM points"))
         frame = None
         for metric in metrics:
             part = self.curves(metric=metric)

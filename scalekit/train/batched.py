@@ -39,9 +39,25 @@ def shape_key(config: TrainConfig) -> TrainConfig:
     return config.replace(seed=0, lr=1.0, weight_decay=0.0, dropout=0.0, dropout_schedule="constant")
 
 
-def _per_model(values: Sequence[float], like: torch.Tensor) -> torch.Tensor:
-    """A (M, 1, …) tensor broadcasting one value per model against ``like``."""
-    return torch.tensor(values, dtype=like.dtype, device=like.device).view(-1, *[1] * (like.dim() - 1))
+def _per_model(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``values`` (one per model) as a (M, 1, …) view broadcasting against ``like``."""
+    return values.to(like.dtype).view(-1, *[1] * (like.dim() - 1))
+
+
+class _OnDevice:
+    """One tensor per distinct list of per-model values: a value copied to the device only
+    when it changes (a constant learning rate or dropout is copied once)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device, self._last, self._tensor = device, None, None
+
+    def __call__(self, values: Sequence[float]) -> torch.Tensor:
+        values = tuple(values)
+        if values != self._last:
+            self._last = values
+            self._tensor = torch.tensor(values, dtype=torch.float32).to(self.device,
+                                                                       non_blocking=True)
+        return self._tensor
 
 
 class StackedAdamW:
@@ -55,6 +71,8 @@ class StackedAdamW:
         self.exp_avg = {k: torch.zeros_like(p) for k, p in params.items()}
         self.exp_avg_sq = {k: torch.zeros_like(p) for k, p in params.items()}
         self.steps = 0
+        device = next(iter(params.values())).device
+        self._lrs, self._decays = _OnDevice(device), _OnDevice(device)
 
     @torch.no_grad()
     def step(self, lrs: Sequence[float], weight_decays: Sequence[float]) -> None:
@@ -62,6 +80,7 @@ class StackedAdamW:
         beta1, beta2 = BETAS
         correction1 = 1 - beta1 ** self.steps
         correction2_sqrt = math.sqrt(1 - beta2 ** self.steps)
+        lrs, weight_decays = self._lrs(lrs), self._decays(weight_decays)
         for key, p in self.params.items():
             grad = p.grad
             lr = _per_model(lrs, p)
@@ -100,14 +119,15 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
     for config in configs:
         torch.manual_seed(config.seed)
         models.append(task.make_model(config, data).to(device))
-    if isinstance(models[0], GPT):
-        raise InputError(f"batched training takes the MLP tasks, not {first.task!r}")
+    data = data.to(device)
     probe_x, probe_y = data.sample(np.random.default_rng(0), first.batch_size)
-    flops_per_step = counted_step_flops(models[0], data.loss_of, probe_x.to(device), probe_y.to(device))
+    flops_per_step = counted_step_flops(models[0], data.loss_of, probe_x, probe_y)
     attrs = [run_attributes(c, data, m, flops_per_step, device) for c, m in zip(configs, models)]
     params, buffers = stack_module_state(models)
     base = copy.deepcopy(models[0]).to("meta")
     base.dropout_rate = 1.0 if any(c.dropout > 0 for c in configs) else 0.0
+    if isinstance(base, GPT):
+        base.batched_attention()
 
     def one_loss(p, b, x, y):
         return data.loss_of(functional_call(base, (p, b), (x,)), y)
@@ -123,13 +143,13 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
     points: list[list[dict[str, float]]] = [[] for _ in configs]
     train_sum = torch.zeros(len(configs), device=device)
     since_eval, started = 0, time.perf_counter()
+    dropouts = _OnDevice(device)
 
     for step in range(first.steps):
-        buffers["dropout_p"].copy_(torch.tensor([c.dropout_at(step) for c in configs], device=device))
+        buffers["dropout_p"].copy_(dropouts(c.dropout_at(step) for c in configs))
         base.train()
-        x, y = data.sample(batches, first.batch_size)
-        x, y = x.to(device), y.to(device)
-        with autocast(device):
+        x, y = data.sample(batches, first.batch_size)  # drawn on the device
+        with autocast(device, first.precision):
             loss = losses(params, buffers, x, y)
         loss.sum().backward()  # models share no parameters: each gets its own gradient
         optimizer.step([c.lr_at(step) for c in configs], [c.weight_decay for c in configs])
@@ -137,8 +157,8 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
         since_eval += 1
         if step + 1 in evals:
             base.eval()
-            with torch.no_grad(), autocast(device):
-                val_x, val_y = data.val[0].to(device), data.val[1].to(device)
+            with torch.no_grad(), autocast(device, first.precision):
+                val_x, val_y = data.val
                 val = losses(params, buffers, val_x, val_y)
                 val_error = None if data.error is None else errors(params, buffers, val_x, val_y)
             samples = (step + 1) * first.batch_size

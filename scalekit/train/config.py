@@ -14,6 +14,7 @@ from scalekit.checks import check_choice, check_number
 DROPOUT_SCHEDULES = ("constant", "front_loaded")
 LR_SCHEDULES = ("constant", "cosine")
 DEVICES = ("auto", "cpu", "cuda", "mps")
+PRECISIONS = ("auto", "bf16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class TrainConfig:
         ``"auto"`` picks CUDA, then MPS, then CPU.
     compile : bool
         Wrap the model in ``torch.compile``.
+    precision : {"auto", "bf16", "fp32"}
+        ``"auto"``: bf16 autocast on a CUDA device that has bf16, float32 elsewhere;
+        ``"bf16"`` autocasts on any device (CPU included); ``"fp32"`` never does.
+        Weights, optimiser state and losses stay float32 in every case.
     options : dict
         Task-specific settings (e.g. ``{"degree": 3, "levels": 2}``).
     """
@@ -79,6 +84,7 @@ class TrainConfig:
     eval_size: int = 1024
     device: str = "auto"
     compile: bool = False
+    precision: str = "auto"
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -95,6 +101,7 @@ class TrainConfig:
         check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_choice("dropout_schedule", self.dropout_schedule, DROPOUT_SCHEDULES)
         check_choice("device", self.device, DEVICES)
+        check_choice("precision", self.precision, PRECISIONS)
 
     @property
     def name(self) -> str:

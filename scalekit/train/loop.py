@@ -77,34 +77,53 @@ def pick_device(name: str = "auto") -> torch.device:
 def run_attributes(config: TrainConfig, data: TaskData, model: torch.nn.Module,
                    flops_per_step: int, device: torch.device) -> dict[str, Any]:
     """Run-level attributes stored with the curve."""
-    settings = {k: v for k, v in config.to_dict().items() if k not in ("options", "device", "compile")}
+    settings = {k: v for k, v in config.to_dict().items()
+                if k not in ("options", "device", "compile", "precision")}
     return {**settings, **count_parameters(model), **data.attrs,
             "flops_per_step": flops_per_step, "compute_convention": "counted",
             "tokens_per_sample": data.tokens_per_sample, "device": device.type,
+            "precision": autocast_dtype(device, config.precision) or "fp32",
             "torch_version": torch.__version__}
 
 
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, data: TaskData, device: torch.device,
-             chunk: int = 512) -> dict[str, float]:
-    """Mean validation loss (``val_loss``) and, where the task defines it, ``error``."""
+             chunk: int = 512, precision: str = "auto") -> dict[str, float]:
+    """Mean validation loss (``val_loss``) and, where the task defines it, ``error``
+    (``data`` on ``device``; the sums stay there until the one read at the end)."""
     model.eval()
     x, y = data.val
-    totals = {"val_loss": 0.0} if data.error is None else {"val_loss": 0.0, "error": 0.0}
+    totals = {"val_loss": torch.zeros((), device=device)}
+    if data.error is not None:
+        totals["error"] = torch.zeros((), device=device)
     for start in range(0, len(x), chunk):
-        xb, yb = x[start:start + chunk].to(device), y[start:start + chunk].to(device)
-        with autocast(device):
+        xb, yb = x[start:start + chunk], y[start:start + chunk]
+        with autocast(device, precision):
             output = model(xb)
-            totals["val_loss"] += float(data.loss_of(output, yb)) * len(xb)
+            totals["val_loss"] += data.loss_of(output, yb) * len(xb)
         if data.error is not None:
-            totals["error"] += float(data.error(output, yb)) * len(xb)
+            totals["error"] += data.error(output, yb) * len(xb)
     model.train()
-    return {name: total / len(x) for name, total in totals.items()}
+    return {name: float(total) / len(x) for name, total in totals.items()}
 
 
-def autocast(device: torch.device):
-    """bf16 autocast on CUDA, nothing elsewhere."""
-    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
+def autocast_dtype(device: torch.device, precision: str = "auto") -> str | None:
+    """``"bf16"`` where ``precision`` asks for autocast on ``device``, else None.
+
+    ``"auto"`` autocasts on a CUDA device whose hardware has bf16 (Ampere and later).
+    """
+    if precision == "bf16":
+        return "bf16"
+    if precision == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return None
+
+
+def autocast(device: torch.device, precision: str = "auto"):
+    """bf16 autocast where :func:`autocast_dtype` says so, nothing otherwise."""
+    if autocast_dtype(device, precision) is None:
+        return nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
@@ -114,17 +133,15 @@ def _save(path: Path, state: dict[str, Any]) -> None:
 
 
 def build_run(config: TrainConfig, device=None) -> tuple[TaskData, torch.nn.Module, float]:
-    """The data, the freshly initialised model (seeded by ``config.seed``, on ``device``)
-    and the counted FLOPs of one training step of ``config``, on a probe batch."""
+    """The data and the freshly initialised model (seeded by ``config.seed``), both on
+    ``device``, and the counted FLOPs of one training step of ``config``, on a probe batch."""
     task = get_task(config.task)
     data = task.make_data(config)
     torch.manual_seed(config.seed)
     model = task.make_model(config, data)
     if device is not None:
-        model = model.to(device)
+        model, data = model.to(device), data.to(device)
     probe_x, probe_y = data.sample(np.random.default_rng(0), config.batch_size)
-    if device is not None:
-        probe_x, probe_y = probe_x.to(device), probe_y.to(device)
     return data, model, float(counted_step_flops(model, data.loss_of, probe_x, probe_y))
 
 
@@ -148,7 +165,8 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
     attrs = run_attributes(config, data, model, flops_per_step, device)
     params = attrs["params"]
     forward = torch.compile(model) if config.compile else model
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
+                                  fused=device.type == "cuda" or None)  # one kernel on a GPU
     batches = np.random.default_rng([config.data_seed, 1])
     step, points, train_sum, train_count, elapsed = 0, [], torch.zeros((), device=device), 0, 0.0
 
@@ -177,9 +195,8 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
                 group["lr"] = lr
         if dropout != model.dropout_rate:
             model.set_dropout(dropout)
-        x, y = data.sample(batches, config.batch_size)
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        with autocast(device):
+        x, y = data.sample(batches, config.batch_size)  # drawn on the device
+        with autocast(device, config.precision):
             loss = data.loss_of(forward(x), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -190,7 +207,7 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
         if step in evals:
             samples = step * config.batch_size
             tokens = samples * data.tokens_per_sample
-            metrics = evaluate(model, data, device)
+            metrics = evaluate(model, data, device, precision=config.precision)
             point = {"step": step, "samples": samples, "tokens": tokens,
                      "compute": float(step * flops_per_step), "compute_6nd": training_flops(params, tokens),
                      "loss": metrics["val_loss"], **metrics, "train_loss": float(train_sum) / train_count,

@@ -92,14 +92,20 @@ class Block(nn.Module):
         self.fc = nn.Linear(width, 4 * width)
         self.fc_out = nn.Linear(4 * width, width)
         self._owner = [owner]  # a list hides the parent from module registration
+        self.explicit = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         owner = self._owner[0]
         b, t, c = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                           dropout_p=owner.dropout_rate if self.training else 0.0)
+        if self.explicit:  # written out: vmap batches it where the fused kernels have no rule
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+            causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+            y = owner._drop(scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)) @ v
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                               dropout_p=owner.dropout_rate if self.training else 0.0)
         x = x + owner._drop(self.proj(y.transpose(1, 2).reshape(b, t, c)))
         return x + owner._drop(self.fc_out(F.gelu(self.fc(self.ln2(x)))))
 
@@ -137,6 +143,12 @@ class GPT(_Scheduled):
 
     def embedding_parameters(self) -> int:
         return self.tok.weight.numel() + self.pos.weight.numel()
+
+    def batched_attention(self) -> None:
+        """Compute attention with plain matrix products (the same function as the fused
+        kernel) so that :func:`torch.func.vmap` batches it over stacked models."""
+        for block in self.blocks:
+            block.explicit = True
 
 
 def count_parameters(model: nn.Module) -> dict[str, int]:

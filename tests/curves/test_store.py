@@ -18,14 +18,10 @@ PROPERTY = settings(max_examples=20, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-def _fresh(tmp_path_factory) -> CurveStore:
-    return CurveStore(tmp_path_factory.mktemp("store") / "curves.db")
-
-
 @PROPERTY
 @given(frame=tidy_frames())
-def test_import_then_curves_gives_the_frame_back(tmp_path_factory, frame):
-    with _fresh(tmp_path_factory) as store:
+def test_import_then_curves_gives_the_frame_back(new_store, frame):
+    with CurveStore(new_store()) as store:
         summary = store.import_frame(frame, source="hypothesis")
         assert summary == ImportSummary(runs=frame["run"].nunique(), points=len(frame))
         assert_same_frame(store.curves(), expected_read(frame))
@@ -34,16 +30,16 @@ def test_import_then_curves_gives_the_frame_back(tmp_path_factory, frame):
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(frame=tidy_frames())
-def test_export_and_reimport_round_trips_exactly(tmp_path_factory, frame):
+def test_export_and_reimport_round_trips_exactly(tmp_path_factory, new_store, frame):
     folder = tmp_path_factory.mktemp("export")
-    with CurveStore(folder / "a.db") as store:
+    with CurveStore(new_store()) as store:
         store.import_frame(frame.assign(val_loss=frame["loss"] * 0.5), source="hypothesis")
         store.add_run(frame["run"].iloc[0], attrs={"lr": 3e-4, "optimizer": "adam"})
         original = {m: store.curves(metric=m) for m in ("loss", "val_loss")}
         store.export(folder / "out.csv")
         store.export(folder / "out.parquet")
     for name in ("out.csv", "out.parquet"):
-        with CurveStore(folder / f"{name}.db") as copy:
+        with CurveStore(new_store()) as copy:
             copy.import_frame(read_curves(folder / name), source=name)
             for metric, curves in original.items():
                 assert_same_frame(copy.curves(metric=metric), curves)
@@ -51,9 +47,9 @@ def test_export_and_reimport_round_trips_exactly(tmp_path_factory, frame):
                 assert copy.curves()["lr"].iloc[0] == 3e-4
 
 
-def test_export_refuses_a_format_that_would_drop_metrics(tmp_path):
+def test_export_refuses_a_format_that_would_drop_metrics(tmp_path, new_store):
     # a W&B CSV or TensorBoard log carries one metric: the export writes them all
-    with CurveStore(tmp_path / "a.db") as store:
+    with CurveStore(new_store()) as store:
         store.add_run("r")
         store.append_points("r", pd.DataFrame({"step": [1, 2], "loss": [3.0, 2.5]}))
         with pytest.raises(InputError, match="`format` is 'wandb', but must be one of 'csv'"):
@@ -61,18 +57,18 @@ def test_export_refuses_a_format_that_would_drop_metrics(tmp_path):
     assert not (tmp_path / "out.csv").exists()
 
 
-def test_export_keeps_metrics_whose_names_do_not_read_as_metrics(tmp_path):
+def test_export_keeps_metrics_whose_names_do_not_read_as_metrics(tmp_path, new_store):
     # scalekit train stores `samples` and `compute_6nd` as metrics: an export must carry
     # them back in, although a column called `samples` in a file is not read as a metric
     points = pd.DataFrame({"step": [1, 2, 3], "loss": [3.0, 2.5, 2.25],
                            "samples": [64.0, 128.0, 192.0], "compute_6nd": [1e9, 2e9, 3e9]})
-    with CurveStore(tmp_path / "a.db") as store:
+    with CurveStore(new_store()) as store:
         store.add_run("r")
         store.append_points("r", points)
         for name in ("out.csv", "out.jsonl", "out.parquet"):
             store.export(tmp_path / name)
     for name in ("out.csv", "out.jsonl", "out.parquet"):
-        with CurveStore(tmp_path / f"{name}.db") as copy:
+        with CurveStore(new_store()) as copy:
             copy.import_frame(read_curves(tmp_path / name), source=name)
             for metric in ("loss", "samples", "compute_6nd"):
                 got = copy.curves(metric=metric)
@@ -120,8 +116,8 @@ def test_tables_pragmas_and_index(tmp_path):
     con.close()
 
 
-def test_add_run_is_idempotent_and_rejects_other_attributes(tmp_path):
-    with CurveStore(tmp_path / "s.db") as store:
+def test_add_run_is_idempotent_and_rejects_other_attributes(new_store):
+    with CurveStore(new_store()) as store:
         first = store.add_run("r", attrs={"params": 1e6, "depth": 4, "lr": 0.1})
         assert store.add_run("r", attrs={"params": 1e6, "depth": 4, "lr": 0.1}) == first
         assert store.add_run("r") == first
@@ -139,7 +135,7 @@ def test_add_run_is_idempotent_and_rejects_other_attributes(tmp_path):
         assert runs.loc[0, "config"] == {"lr": 0.1} and runs.loc[0, "depth"] == 4
 
 
-def test_bulk_import_across_statement_and_chunk_boundaries_is_exact(tmp_path):
+def test_bulk_import_across_statement_and_chunk_boundaries_is_exact(new_store):
     # 3 runs, 16,807 points: two 8,000-row chunks of 2,000-row statements and a
     # remainder statement of 807 rows; every value must come back bit for bit.
     rng = np.random.default_rng(1)
@@ -149,7 +145,7 @@ def test_bulk_import_across_statement_and_chunk_boundaries_is_exact(tmp_path):
                                      "compute": np.cumsum(rng.uniform(1e9, 1e12, n)),
                                      "params": 1e6 * (i + 1)})
                        for i, n in enumerate(sizes)], ignore_index=True)
-    with CurveStore(tmp_path / "s.db") as store:
+    with CurveStore(new_store()) as store:
         assert store.import_frame(frame, source="x").points == sum(sizes)
         back = store.curves()
     assert back["run"].tolist() == frame["run"].tolist()
@@ -157,8 +153,8 @@ def test_bulk_import_across_statement_and_chunk_boundaries_is_exact(tmp_path):
         assert np.array_equal(back[column].to_numpy(), frame[column].to_numpy())
 
 
-def test_append_points_refuses_run_attributes_instead_of_storing_them_as_metrics(tmp_path):
-    with CurveStore(tmp_path / "s.db") as store:
+def test_append_points_refuses_run_attributes_instead_of_storing_them_as_metrics(new_store):
+    with CurveStore(new_store()) as store:
         store.add_run("r", attrs={"params": 1e6})
         for column in ("params", "depth", "seed"):
             with pytest.raises(InputError, match=f"'{column}' is an attribute of the run"):
@@ -168,13 +164,13 @@ def test_append_points_refuses_run_attributes_instead_of_storing_them_as_metrics
         assert set(store.runs()["metrics"].iloc[0]) == {"loss"}
 
 
-def test_append_points_in_batches_equals_one_import(tmp_path):
+def test_append_points_in_batches_equals_one_import(new_store):
     rng = np.random.default_rng(0)
     steps = np.arange(1, 301)
     loss = 2 + 5 * steps ** -0.3 + rng.normal(0, 1e-3, steps.size)
     frame = pd.DataFrame({"run": "r", "step": steps, "loss": loss, "compute": steps * 1e12,
                           "params": 1e6})
-    with CurveStore(tmp_path / "one.db") as one, CurveStore(tmp_path / "many.db") as many:
+    with CurveStore(new_store()) as one, CurveStore(new_store()) as many:
         one.import_frame(frame, source="x")
         many.add_run("r", attrs={"params": 1e6})
         order = rng.permutation(30)  # batches arrive in any order
@@ -187,15 +183,15 @@ def test_append_points_in_batches_equals_one_import(tmp_path):
         assert_same_frame(many.curves(runs="r"), one.curves(runs=["r"]))
 
 
-def test_importing_an_empty_frame_writes_nothing(tmp_path):
-    with CurveStore(tmp_path / "s.db") as store:
+def test_importing_an_empty_frame_writes_nothing(new_store):
+    with CurveStore(new_store()) as store:
         empty = pd.DataFrame({"run": pd.Series([], dtype=object), "step": [], "loss": []})
         assert store.import_frame(empty, source="x") == ImportSummary(runs=0, points=0)
         assert store.runs().empty
 
 
-def test_remove_is_all_or_nothing(tmp_path):
-    with CurveStore(tmp_path / "s.db") as store:
+def test_remove_is_all_or_nothing(new_store):
+    with CurveStore(new_store()) as store:
         store.import_frame(pd.DataFrame({"run": ["a", "b", "c"], "step": 1, "loss": 2.0}),
                            source="x")
         with pytest.raises(InputError, match="ghost"):
@@ -205,17 +201,17 @@ def test_remove_is_all_or_nothing(tmp_path):
         assert list(store.runs()["run"]) == ["b"]
 
 
-def test_secondary_metric_with_gaps_is_kept_per_step(tmp_path):
+def test_secondary_metric_with_gaps_is_kept_per_step(new_store):
     frame = pd.DataFrame({"run": "r", "step": [1, 2, 3, 4], "loss": [4.0, 3.0, 2.5, 2.2],
                           "val_loss": [np.nan, 3.2, np.nan, 2.4]})
-    with CurveStore(tmp_path / "s.db") as store:
+    with CurveStore(new_store()) as store:
         summary = store.import_frame(frame, source="x")
         assert summary.points == 6
         val = store.curves(metric="val_loss")
         assert list(val["step"]) == [2, 4] and list(val["val_loss"]) == [3.2, 2.4]
 
 
-def _writer(path: str, worker: int, batches: int, size: int) -> None:
+def _writer(path, worker: int, batches: int, size: int) -> None:
     with CurveStore(path) as store:  # every worker creates the (missing) store at once
         store.add_run(f"own-{worker}", attrs={"params": 1e6 + worker})
         store.add_run("shared", attrs={"params": 5e5})
@@ -228,8 +224,8 @@ def _writer(path: str, worker: int, batches: int, size: int) -> None:
                                            "compute": 1e9 * (shared + 1)})
 
 
-def test_four_writer_processes_lose_no_point(tmp_path):
-    path = tmp_path / "busy.db"
+def test_four_writer_processes_lose_no_point(new_store):
+    path = new_store()
     workers, batches, size = 4, 20, 25
     ctx = multiprocessing.get_context("fork")
     processes = [ctx.Process(target=_writer, args=(str(path), w, batches, size))
@@ -252,8 +248,8 @@ def test_four_writer_processes_lose_no_point(tmp_path):
         assert runs["points"].sum() == workers * batches * size + len(expected)
 
 
-def test_transaction_groups_writes_and_nested_blocks_are_savepoints(tmp_path):
-    with CurveStore(tmp_path / "s.db") as store:
+def test_transaction_groups_writes_and_nested_blocks_are_savepoints(new_store):
+    with CurveStore(new_store()) as store:
         with pytest.raises(InputError):
             with store.transaction():
                 store.add_run("kept-only-if-all-succeed")
@@ -271,10 +267,10 @@ def test_transaction_groups_writes_and_nested_blocks_are_savepoints(tmp_path):
         assert store.curves()["loss"].tolist() == [2.0]
 
 
-def test_metric_names_with_quotes_are_stored_verbatim(tmp_path):
+def test_metric_names_with_quotes_are_stored_verbatim(new_store):
     name = "it's a loss'); DROP TABLE points; --"
     frame = pd.DataFrame({"run": "r", "step": np.arange(250), name: np.linspace(3, 2, 250)})
-    with CurveStore(tmp_path / "s.db") as store:
+    with CurveStore(new_store()) as store:
         assert store.import_frame(frame, source="x", metrics=[name]).points == 250
         back = store.curves(metric=name)
         assert np.array_equal(back[name].to_numpy(), frame[name].to_numpy())

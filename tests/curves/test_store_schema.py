@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sqlite3
@@ -17,6 +18,7 @@ from scalekit.allocate.runner import run_allocation
 from scalekit.allocate.state import AllocationState
 from scalekit.allocate.toy import SyntheticTrainer
 from scalekit.curves import CurveStore
+from scalekit.curves.database import open_database
 from scalekit.curves.sqlite import SCHEMA_VERSION
 from scalekit.errors import InputError
 
@@ -73,8 +75,16 @@ with AllocationState(sys.argv[1]) as state, state.locked("toy"):
 """
 
 
-def test_a_task_run_elsewhere_is_refused_naming_the_process_and_a_dead_ones_lock_taken(tmp_path):
-    path = tmp_path / "store.db"
+def _locks(location) -> list[tuple]:
+    db = open_database(location)
+    try:
+        return db.con.execute("SELECT name, pid FROM locks").fetchall()
+    finally:
+        db.close()
+
+
+def test_a_task_run_elsewhere_is_refused_naming_the_process_and_a_dead_ones_lock_taken(new_store):
+    path = new_store()
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE,
                               text=True)
     try:
@@ -91,11 +101,8 @@ def test_a_task_run_elsewhere_is_refused_naming_the_process_and_a_dead_ones_lock
         holder.wait()
     # the holder died without releasing its lock: the next run takes it over
     with AllocationState(path) as state, state.locked("toy"):
-        with sqlite3.connect(path) as db:
-            assert db.execute("SELECT pid FROM locks WHERE name = 'allocate:toy'").fetchone()[0] \
-                != holder.pid
-    with sqlite3.connect(path) as db:  # and releases it at the end
-        assert db.execute("SELECT COUNT(*) FROM locks").fetchone()[0] == 0
+        assert _locks(path) == [("allocate:toy", os.getpid())]
+    assert _locks(path) == []  # and releases it at the end
 
 
 def test_the_store_and_the_allocation_state_share_one_timeout(tmp_path):

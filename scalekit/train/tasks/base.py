@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,9 @@ class TaskData:
     Attributes
     ----------
     sample : callable
-        ``sample(rng, size) -> (x, y)``: a training batch drawn with ``rng``.
+        ``sample(rng, size) -> (x, y)``: a training batch drawn with ``rng``. A
+        sampler with a ``to(device)`` method keeps its data on that device (see
+        :meth:`to`).
     val : tuple of tensors
         Fixed validation inputs and targets.
     loss : {"mse", "cross_entropy"}
@@ -47,6 +49,23 @@ class TaskData:
     tokens_per_sample: int = 1
     attrs: dict[str, Any] = field(default_factory=dict)
     error: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+
+    def to(self, device: torch.device) -> "TaskData":
+        """The same task with its validation set and training data on ``device``.
+
+        A sampler over a finite training set or a corpus (:class:`IndexSampler`,
+        or any sampler with ``to``) moves its data once; each step then copies
+        only the drawn indices (``size`` integers) to the device and gathers the
+        batch there. A sampler without ``to`` (an endless stream drawn with NumPy)
+        makes each batch on the host and copies it.
+        """
+        if hasattr(self.sample, "to"):
+            sample = self.sample.to(device)
+        else:
+            def sample(rng: np.random.Generator, size: int, _draw=self.sample):
+                x, y = _draw(rng, size)
+                return x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        return replace(self, sample=sample, val=tuple(t.to(device) for t in self.val))
 
     def loss_of(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Mean loss of ``output`` against ``target``."""
@@ -81,14 +100,28 @@ def classification_error(output: torch.Tensor, target: torch.Tensor) -> torch.Te
     return wrong.reshape(len(wrong), -1).any(dim=1).float().mean()
 
 
+class IndexSampler:
+    """Draws rows of a finite training set ``(x, y)`` uniformly with replacement.
+
+    The row numbers come from the NumPy generator on the host (so a CPU and a GPU
+    run see the same batches); the rows are gathered wherever ``x`` and ``y`` are.
+    """
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        self.x, self.y = x, y
+
+    def __call__(self, rng: np.random.Generator, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = torch.from_numpy(rng.integers(0, len(self.x), size)).to(self.x.device,
+                                                                        non_blocking=True)
+        return self.x[rows], self.y[rows]
+
+    def to(self, device: torch.device) -> "IndexSampler":
+        return IndexSampler(self.x.to(device), self.y.to(device))
+
+
 def index_sampler(x: torch.Tensor, y: torch.Tensor) -> Sampler:
     """Sampler drawing rows of a finite training set uniformly with replacement."""
-
-    def sample(rng: np.random.Generator, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        rows = torch.from_numpy(rng.integers(0, len(x), size))
-        return x[rows], y[rows]
-
-    return sample
+    return IndexSampler(x, y)
 
 
 def vector_task(draw: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]], *,

@@ -67,9 +67,25 @@ def encode(text: str) -> np.ndarray:
 
 
 def _windows(tokens: torch.Tensor, starts: np.ndarray, context: int) -> tuple[torch.Tensor, torch.Tensor]:
-    index = torch.from_numpy(starts)[:, None] + torch.arange(context + 1)
-    chunk = tokens[index]
+    """Input and next-character windows of ``context`` tokens at ``starts``, gathered where
+    ``tokens`` is (only the start offsets travel to its device)."""
+    first = torch.from_numpy(starts).to(tokens.device, non_blocking=True)
+    chunk = tokens[first[:, None] + torch.arange(context + 1, device=tokens.device)]
     return chunk[:, :-1], chunk[:, 1:]
+
+
+class WindowSampler:
+    """Draws ``context``-character windows of the training text (kept on its device)."""
+
+    def __init__(self, tokens: torch.Tensor, context: int) -> None:
+        self.tokens, self.context = tokens, context
+
+    def __call__(self, rng: np.random.Generator, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return _windows(self.tokens, rng.integers(0, len(self.tokens) - self.context, size),
+                        self.context)
+
+    def to(self, device: torch.device) -> "WindowSampler":
+        return WindowSampler(self.tokens.to(device), self.context)
 
 
 def make_data(config: TrainConfig) -> TaskData:
@@ -88,10 +104,7 @@ def make_data(config: TrainConfig) -> TaskData:
     rng = np.random.default_rng(config.data_seed)
     val_batch = _windows(val, rng.integers(0, len(val) - context, config.eval_size), context)
 
-    def sample(r: np.random.Generator, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return _windows(train, r.integers(0, len(train) - context, size), context)
-
-    return TaskData(sample=sample, val=val_batch, loss="cross_entropy", n_in=len(ALPHABET),
+    return TaskData(sample=WindowSampler(train, context), val=val_batch, loss="cross_entropy", n_in=len(ALPHABET),
                     n_out=len(ALPHABET), tokens_per_sample=context,
                     attrs={"context": context, "corpus_chars": len(text),
                            "corpus_sha256": hashlib.sha256(text.encode("ascii")).hexdigest(),
