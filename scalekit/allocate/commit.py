@@ -1,0 +1,317 @@
+"""The ``commit`` allocator: probe cheaply across sizes, fit a law, finish what the budget can.
+
+Successive Halving ranks runs by what they show part-way; the best a budget
+can buy, though, is usually one run trained *to the end of its schedule*: a
+half-finished cosine run is not what it will become, since its loss drops
+when its learning rate decays. ``commit`` spends the budget the way a
+scaling-law study does (Hoffmann et al. 2022 fit ``L(N, D)`` on small runs and
+train the one large run the budget affords):
+
+1. **Probe** (phase 0, at most ``probe_share`` of the budget): complete cheap
+   candidates spread over sizes and schedule lengths (farthest-point design in
+   ``(log N, log D)``, one per cell). Where no candidate is cheap enough to
+   finish, the cheapest candidate of each of a few sizes is trained part-way
+   instead, and its points are read as if its schedule had ended there.
+2. **Fit** the law ``L(N, x) = E + A·(N/N₀)^-α + B·(x/x₀)^-β`` (Hoffmann et al.
+   2022, approach 3; ``x`` = FLOPs per parameter ∝ tokens) to the *end-of-schedule*
+   losses of the probes by variable projection (a grid over ``α, β``, a
+   non-negative least-squares solve for ``E, A, B``, relative residuals).
+3. **Guard** (phase 1): the candidates of the best predicted cell that the rest
+   of the budget can finish — same size and same schedule, i.e. the variants
+   of one configuration, such as its learning rates — are each trained a
+   short prefix (``guard_fraction`` of their schedule), and the lowest loss at
+   that prefix wins.
+4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
+   left goes to the best predicted candidate it can still finish, and, when
+   none fits, to the best predicted one trained part-way with exactly what is
+   left. The budget is never exceeded.
+
+Every decision depends only on the points seen and the cost model, so
+``plan`` and a resumed ``run`` make the same ones; :attr:`CommitLoop.decisions`
+says what was probed, what was committed to and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import nnls
+
+from scalekit.allocate.engine import Advance, Allocation
+from scalekit.allocate.sweep import Curve, Sweep
+from scalekit.checks import check_number
+
+_EMPTY = Curve(np.empty(0), np.empty(0), np.empty(0))
+#: Exponent grid of the law fit (variable projection over alpha and beta).
+_EXPONENTS = np.geomspace(0.05, 1.5, 24)
+
+
+@dataclass
+class EndLaw:
+    """``L(N, x) = E + A (N/N0)^-alpha + B (x/x0)^-beta`` fitted to end-of-schedule losses.
+
+    A term whose axis takes a single value in the data is dropped (its level is
+    part of ``E``). Fitted by a grid over the exponents and non-negative least
+    squares on relative residuals for the levels; ``sd_`` is the root mean
+    square relative residual.
+    """
+
+    def fit(self, params: np.ndarray, x: np.ndarray, loss: np.ndarray) -> "EndLaw":
+        params, x, loss = (np.asarray(v, float) for v in (params, x, loss))
+        self.n0_, self.x0_ = float(np.exp(np.log(params).mean())), float(np.exp(np.log(x).mean()))
+        use_n = np.ptp(np.log(params)) > 1e-9
+        use_x = np.ptp(np.log(x)) > 1e-9
+        best = (np.inf, None)
+        for alpha in (_EXPONENTS if use_n else [1.0]):
+            for beta in (_EXPONENTS if use_x else [1.0]):
+                design = self._design(params, x, alpha, beta, use_n, use_x)
+                coef, _ = nnls(design / loss[:, None], np.ones_like(loss))
+                sse = float(np.sum((design @ coef / loss - 1.0) ** 2))
+                if sse < best[0]:
+                    best = (sse, (alpha, beta, coef))
+        sse, (alpha, beta, coef) = best
+        self.alpha_, self.beta_, self.use_n_, self.use_x_ = alpha, beta, use_n, use_x
+        self.coef_ = coef
+        self.sd_ = float(np.sqrt(sse / max(len(loss) - 1, 1)))
+        return self
+
+    def _design(self, params, x, alpha, beta, use_n, use_x) -> np.ndarray:
+        columns = [np.ones_like(params)]
+        if use_n:
+            columns.append((params / self.n0_) ** -alpha)
+        if use_x:
+            columns.append((x / self.x0_) ** -beta)
+        return np.column_stack(columns)
+
+    def predict(self, params, x) -> np.ndarray:
+        params, x = np.broadcast_arrays(np.asarray(params, float), np.asarray(x, float))
+        design = self._design(params.ravel(), x.ravel(), self.alpha_, self.beta_,
+                              self.use_n_, self.use_x_)
+        return (design @ self.coef_).reshape(params.shape)
+
+    def describe(self) -> str:
+        terms = [f"E={self.coef_[0]:.4g}"]
+        if self.use_n_:
+            terms.append(f"alpha={self.alpha_:.3g}")
+        if self.use_x_:
+            terms.append(f"beta={self.beta_:.3g}")
+        return ", ".join(terms) + f", residual sd {self.sd_:.2%}"
+
+
+@dataclass
+class CommitPolicy:
+    """Settings of the ``commit`` allocator (see the module docstring).
+
+    Parameters
+    ----------
+    probe_share : float
+        Largest share of the budget spent on probes.
+    guard_fraction : float
+        Share of its schedule each variant of the chosen configuration is tried on.
+    max_probes : int
+        Most probes.
+    """
+
+    probe_share: float = 0.1
+    guard_fraction: float = 0.05
+    max_probes: int = 12
+    name: str = "commit"
+
+    def __post_init__(self) -> None:
+        check_number("probe_share", self.probe_share, low=0, high=1, high_open=True)
+        check_number("guard_fraction", self.guard_fraction, low=0, high=1, low_open=True,
+                     high_open=True)
+        check_number("max_probes", self.max_probes, low=1, integer=True)
+
+
+class CommitLoop:
+    """One ``commit`` allocation; :meth:`steps` is the generator (as :class:`HalvingLoop`'s),
+    :attr:`state` its progress and :attr:`decisions` the reasons, one dict per phase."""
+
+    def __init__(self, sweep: Sweep, policy: CommitPolicy, budget: float, *,
+                 runs: list[str] | None = None, seed: int = 0) -> None:
+        check_number("budget", budget, low=0, low_open=True)
+        self.sweep, self.policy, self.budget = sweep, policy, float(budget)
+        self.runs = list(runs if runs is not None else sweep.runs)
+        self.state = Allocation({r: _EMPTY for r in self.runs}, {r: 0.0 for r in self.runs},
+                                0.0, self.budget)
+        self.decisions: list[dict] = []
+        self.law: EndLaw | None = None
+        self.end = {r: sweep.flops_per_unit[r] * sweep.max_resource[r] for r in self.runs}
+        self.size = {r: float(sweep.params.get(r, np.nan)) for r in self.runs}
+        if not all(np.isfinite(v) and v > 0 for v in self.size.values()):
+            self.size = {r: 1.0 for r in self.runs}  # no sizes: the law has the data axis only
+
+    # -- the generator -------------------------------------------------------------------
+    def steps(self) -> Generator[list[Advance], Mapping[str, Curve], Allocation]:
+        probes, complete = self._probes()
+        self.decisions.append(dict(phase=0, action="probe", runs=list(probes),
+                                   why="cheap runs spread over sizes and schedule lengths, "
+                                       + ("each trained to the end of its schedule" if complete
+                                          else "none cheap enough to finish: each trained "
+                                               "part-way")))
+        yield from self._advance(0, probes)
+        self.law = self._fit_law(probes, complete)
+        options = self._affordable()
+        phase = 1
+        if options:
+            cell = options[0]
+            variants = self._variants(cell)
+            if len(variants) > 1:
+                prefix = {r: self.policy.guard_fraction * self.sweep.max_resource[r]
+                          for r in variants}
+                self.decisions.append(dict(phase=1, action="guard", runs=variants,
+                                           why=f"variants of the best predicted configuration "
+                                               f"({self._said(cell)}) tried on "
+                                               f"{self.policy.guard_fraction:.0%} of their "
+                                               "schedule"))
+                yield from self._advance(1, {r: max(prefix[r], self.state.reached[r])
+                                             for r in variants})
+                cell = min(variants, key=lambda r: (self._loss_at(r, prefix[r]), r))
+            phase = 2
+            while cell is not None and not self.state.exhausted:
+                self.decisions.append(dict(phase=phase, action="commit", runs=[cell],
+                                           why=f"lowest predicted end-of-schedule loss the "
+                                               f"budget can finish: {self._said(cell)}"))
+                yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
+                phase += 1
+                options = self._affordable()
+                cell = options[0] if options else None
+        left = self.budget - self.state.spent
+        if left > 1e-9 * self.budget and not self.state.exhausted:
+            run = self._best_partial(left)
+            if run is not None:
+                self.decisions.append(dict(phase=phase, action="spend the rest", runs=[run],
+                                           why="no candidate can be finished with what is "
+                                               f"left; lowest predicted loss part-way: "
+                                               f"{self._said(run)}"))
+                yield from self._advance(phase, {run: self.sweep.max_resource[run]})
+        self.state.promotions = [list(d["runs"]) for d in self.decisions]
+        return self.state
+
+    def _advance(self, phase: int, stops: Mapping[str, float]):
+        """Yield one batch training each run to its stop, cut to the budget (in order)."""
+        state, batch = self.state, []
+        for run, stop in stops.items():
+            start = state.reached[run]
+            stop = min(stop, self.sweep.max_resource[run])
+            cost = self.sweep.cost(run, start, stop)
+            left = self.budget - state.spent
+            if cost > left:
+                stop, cost, state.exhausted = self.sweep.resource_after(run, start, left), left, True
+            if stop > start:
+                batch.append(Advance(phase, run, start, stop, cost))
+                state.spent = min(state.spent + cost, self.budget)
+                state.reached[run] = stop
+            if state.exhausted:
+                break
+        if batch:
+            results = yield batch
+            for a in batch:
+                got = results.get(a.run, _EMPTY)
+                old = state.observed[a.run]
+                state.observed[a.run] = Curve(*(np.concatenate([getattr(old, k), getattr(got, k)])
+                                                for k in ("resource", "compute", "loss")))
+            state.advances.extend(batch)
+
+    # -- decisions ----------------------------------------------------------------------
+    def _coords(self, run: str) -> np.ndarray:
+        return np.array([np.log(self.size[run]), np.log(self.end[run] / self.size[run])])
+
+    def _probes(self) -> tuple[dict[str, float], bool]:
+        """Runs to probe and how far: farthest-point design over the cheap finishable cells,
+        or, where fewer than three cells can be finished, part-way runs of a few sizes."""
+        cap = self.policy.probe_share * self.budget
+        cells = {}
+        for run in sorted(self.runs, key=lambda r: (self.end[r], r)):
+            cells.setdefault((self.size[run], self.end[run]), run)
+        cheap = [r for r in cells.values() if self.end[r] <= cap / 3]
+        if len({tuple(self._coords(r)) for r in cheap}) >= 3:
+            coords = {r: self._coords(r) for r in cheap}
+            scale = np.ptp(np.array(list(coords.values())), axis=0)
+            scale = np.where(scale > 0, scale, 1.0)
+            chosen, spent = [cheap[0]], self.end[cheap[0]]
+            while len(chosen) < self.policy.max_probes:
+                fits = [r for r in cheap if r not in chosen and spent + self.end[r] <= cap]
+                if not fits:
+                    break
+                far = [min(np.linalg.norm((coords[r] - coords[c]) / scale) for c in chosen)
+                       for r in fits]
+                if max(far) <= 0:
+                    break
+                pick = fits[int(np.argmax(far))]
+                chosen.append(pick)
+                spent += self.end[pick]
+            return {r: self.sweep.max_resource[r] for r in chosen}, True
+        sizes = sorted({self.size[r] for r in self.runs})
+        picks = [sizes[int(i)] for i in np.unique(np.round(
+            np.linspace(0, len(sizes) - 1, min(len(sizes), 6))))]
+        runs = [min((r for r in self.runs if self.size[r] == s), key=lambda r: (self.end[r], r))
+                for s in picks]
+        share = cap / len(runs)
+        return {r: self.sweep.resource_after(r, 0.0, share) for r in runs}, False
+
+    def _fit_law(self, probes, complete) -> EndLaw | None:
+        """The law on the probes' end points (their last points; with part-way probes,
+        every point past a third of the probe's compute, read as schedule-free)."""
+        sizes, xs, losses = [], [], []
+        for run in probes:
+            curve = self.state.observed[run]
+            if not len(curve):
+                continue
+            keep = (slice(-1, None) if complete
+                    else curve.compute >= curve.compute[-1] / 3)
+            sizes.append(np.full(len(curve.loss[keep]), self.size[run]))
+            xs.append(curve.compute[keep] / self.size[run])
+            losses.append(curve.loss[keep])
+        if not losses or sum(len(v) for v in losses) < 2:
+            return None
+        law = EndLaw().fit(np.concatenate(sizes), np.concatenate(xs), np.concatenate(losses))
+        self.decisions[-1]["law"] = law.describe()
+        return law
+
+    def _predicted(self, run: str, compute: float | None = None) -> float:
+        compute = self.end[run] if compute is None else compute
+        if self.law is None:
+            return -compute  # no law: the most compute wins
+        return float(self.law.predict(self.size[run], compute / self.size[run]))
+
+    def _affordable(self) -> list[str]:
+        """Runs not finished that what is left can finish, best predicted first."""
+        left = self.budget - self.state.spent
+        runs = [r for r in self.runs if self.state.reached[r] < self.sweep.max_resource[r]
+                and self.sweep.cost(r, self.state.reached[r], self.sweep.max_resource[r])
+                <= left * (1 + 1e-12)]
+        return sorted(runs, key=lambda r: (self._predicted(r), r))
+
+    def _variants(self, run: str) -> list[str]:
+        """The runs of ``run``'s configuration (same size and schedule) that fit the budget
+        with one guard prefix for each of the others."""
+        finished = self._finished()
+        same = [run] + [r for r in self.runs if r != run and self.size[r] == self.size[run]
+                        and self.end[r] == self.end[run] and r not in finished]
+        left = self.budget - self.state.spent
+        guard = self.policy.guard_fraction * self.end[run]
+        while len(same) > 1 and self.end[run] + guard * (len(same) - 1) > left:
+            same.pop()
+        return same
+
+    def _finished(self) -> set[str]:
+        return {r for r in self.runs if self.state.reached[r] >= self.sweep.max_resource[r]}
+
+    def _loss_at(self, run: str, stop: float) -> float:
+        curve = self.state.observed[run].until(stop)
+        return float(curve.loss[-1]) if len(curve) else np.inf
+
+    def _best_partial(self, left: float) -> str | None:
+        runs = [r for r in self.runs if r not in self._finished()]
+        if not runs:
+            return None
+        return min(runs, key=lambda r: (self._predicted(
+            r, self.sweep.flops_per_unit[r] * self.state.reached[r] + left), r))
+
+    def _said(self, run: str) -> str:
+        return (f"{run}, {self.end[run]:.3g} FLOPs to finish, predicted loss "
+                f"{self._predicted(run):.4g}")
