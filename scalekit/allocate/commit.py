@@ -37,7 +37,6 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import nnls
 
 from scalekit.allocate.engine import Advance, Allocation
 from scalekit.allocate.sweep import Curve, Sweep
@@ -53,42 +52,41 @@ class EndLaw:
     """``L(N, x) = E + A (N/N0)^-alpha + B (x/x0)^-beta`` fitted to end-of-schedule losses.
 
     A term whose axis takes a single value in the data is dropped (its level is
-    part of ``E``). Fitted by a grid over the exponents and non-negative least
-    squares on relative residuals for the levels; ``sd_`` is the root mean
+    part of ``E``). Fitted by variable projection: on a grid over the exponents,
+    the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
+    support of the non-negative least-squares problem solved at once, the best
+    feasible one kept), then the best grid point. ``sd_`` is the root mean
     square relative residual.
     """
 
     def fit(self, params: np.ndarray, x: np.ndarray, loss: np.ndarray) -> "EndLaw":
         params, x, loss = (np.asarray(v, float) for v in (params, x, loss))
         self.n0_, self.x0_ = float(np.exp(np.log(params).mean())), float(np.exp(np.log(x).mean()))
-        use_n = np.ptp(np.log(params)) > 1e-9
-        use_x = np.ptp(np.log(x)) > 1e-9
-        best = (np.inf, None)
-        for alpha in (_EXPONENTS if use_n else [1.0]):
-            for beta in (_EXPONENTS if use_x else [1.0]):
-                design = self._design(params, x, alpha, beta, use_n, use_x)
-                coef, _ = nnls(design / loss[:, None], np.ones_like(loss))
-                sse = float(np.sum((design @ coef / loss - 1.0) ** 2))
-                if sse < best[0]:
-                    best = (sse, (alpha, beta, coef))
-        sse, (alpha, beta, coef) = best
-        self.alpha_, self.beta_, self.use_n_, self.use_x_ = alpha, beta, use_n, use_x
-        self.coef_ = coef
-        self.sd_ = float(np.sqrt(sse / max(len(loss) - 1, 1)))
+        self.use_n_ = bool(np.ptp(np.log(params)) > 1e-9)
+        self.use_x_ = bool(np.ptp(np.log(x)) > 1e-9)
+        alphas = _EXPONENTS if self.use_n_ else np.array([1.0])
+        betas = _EXPONENTS if self.use_x_ else np.array([1.0])
+        a, b = (g.ravel() for g in np.meshgrid(alphas, betas, indexing="ij"))
+        design = self._design(params[None, :], x[None, :], a[:, None], b[:, None])
+        coef, sse = _nonnegative_fit(design / loss[None, :, None], np.ones_like(loss))
+        best = int(np.argmin(sse))
+        self.alpha_, self.beta_, self.coef_ = float(a[best]), float(b[best]), coef[best]
+        self.sd_ = float(np.sqrt(sse[best] / max(len(loss) - 1, 1)))
         return self
 
-    def _design(self, params, x, alpha, beta, use_n, use_x) -> np.ndarray:
+    def _design(self, params, x, alpha, beta) -> np.ndarray:
+        """``(grid, n, k)`` columns ``1``, ``(N/N0)^-alpha``, ``(x/x0)^-beta`` (those used)."""
+        params, x, alpha, beta = np.broadcast_arrays(params, x, alpha, beta)
         columns = [np.ones_like(params)]
-        if use_n:
+        if self.use_n_:
             columns.append((params / self.n0_) ** -alpha)
-        if use_x:
+        if self.use_x_:
             columns.append((x / self.x0_) ** -beta)
-        return np.column_stack(columns)
+        return np.stack(columns, axis=-1)
 
     def predict(self, params, x) -> np.ndarray:
         params, x = np.broadcast_arrays(np.asarray(params, float), np.asarray(x, float))
-        design = self._design(params.ravel(), x.ravel(), self.alpha_, self.beta_,
-                              self.use_n_, self.use_x_)
+        design = self._design(params.ravel(), x.ravel(), self.alpha_, self.beta_)
         return (design @ self.coef_).reshape(params.shape)
 
     def describe(self) -> str:
@@ -98,6 +96,26 @@ class EndLaw:
         if self.use_x_:
             terms.append(f"beta={self.beta_:.3g}")
         return ", ".join(terms) + f", residual sd {self.sd_:.2%}"
+
+
+def _nonnegative_fit(design: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative least squares for a batch of small problems ``design (g, n, k)``: every
+    support solved by least squares, the feasible one of least error kept (the NNLS optimum
+    is the least-squares solution on its support). Returns ``(coef (g, k), sse (g,))``."""
+    g, n, k = design.shape
+    coef, sse = np.zeros((g, k)), np.full(g, np.inf)
+    for mask in range(1, 2 ** k):
+        support = [j for j in range(k) if mask >> j & 1]
+        sub = design[:, :, support]
+        gram = np.einsum("gni,gnj->gij", sub, sub) + 1e-12 * np.eye(len(support))
+        solution = np.linalg.solve(gram, np.einsum("gni,n->gi", sub, target)[..., None])[..., 0]
+        error = np.sum((np.einsum("gni,gi->gn", sub, solution) - target) ** 2, axis=1)
+        better = np.all(solution >= 0, axis=1) & (error < sse)
+        sse = np.where(better, error, sse)
+        full = np.zeros((g, k))
+        full[:, support] = solution
+        coef = np.where(better[:, None], full, coef)
+    return coef, sse
 
 
 @dataclass
@@ -256,32 +274,34 @@ class CommitLoop:
     def _fit_law(self, probes, complete) -> EndLaw | None:
         """The law on the probes' end points (their last points; with part-way probes,
         every point past a third of the probe's compute, read as schedule-free)."""
-        sizes, xs, losses = [], [], []
+        points = {}
         for run in probes:
             curve = self.state.observed[run]
-            if not len(curve):
-                continue
-            keep = (slice(-1, None) if complete
-                    else curve.compute >= curve.compute[-1] / 3)
-            sizes.append(np.full(len(curve.loss[keep]), self.size[run]))
-            xs.append(curve.compute[keep] / self.size[run])
-            losses.append(curve.loss[keep])
-        if not losses or sum(len(v) for v in losses) < 2:
+            if len(curve):
+                keep = slice(-1, None) if complete else curve.compute >= curve.compute[-1] / 3
+                points[run] = (curve.compute[keep] / self.size[run], curve.loss[keep])
+        if sum(len(v[1]) for v in points.values()) < 2:
             return None
-        law = EndLaw().fit(np.concatenate(sizes), np.concatenate(xs), np.concatenate(losses))
+        law = EndLaw().fit(np.concatenate([np.full(len(v[0]), self.size[r])
+                                           for r, v in points.items()]),
+                           np.concatenate([v[0] for v in points.values()]),
+                           np.concatenate([v[1] for v in points.values()]))
         self.decisions[-1]["law"] = law.describe()
         return law
 
     def _predicted(self, run: str, compute: float | None = None) -> float:
+        """The law's forecast of ``run``'s loss at ``compute`` (default: its end)."""
         compute = self.end[run] if compute is None else compute
         if self.law is None:
             return -compute  # no law: the most compute wins
         return float(self.law.predict(self.size[run], compute / self.size[run]))
 
     def _affordable(self) -> list[str]:
-        """Runs not finished that what is left can finish, best predicted first."""
+        """Runs that what is left can finish, best predicted first, of configurations
+        (size and schedule) none of whose variants is finished yet."""
         left = self.budget - self.state.spent
-        runs = [r for r in self.runs if self.state.reached[r] < self.sweep.max_resource[r]
+        done = {(self.size[r], self.end[r]) for r in self._finished()}
+        runs = [r for r in self.runs if (self.size[r], self.end[r]) not in done
                 and self.sweep.cost(r, self.state.reached[r], self.sweep.max_resource[r])
                 <= left * (1 + 1e-12)]
         return sorted(runs, key=lambda r: (self._predicted(r), r))
