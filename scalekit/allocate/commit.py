@@ -265,7 +265,7 @@ class CommitLoop:
             return {r: self.sweep.max_resource[r] for r in chosen}, True
         sizes = sorted({self.size[r] for r in self.runs})
         picks = [sizes[int(i)] for i in np.unique(np.round(
-            np.linspace(0, len(sizes) - 1, min(len(sizes), 6))))]
+            np.linspace(0, len(sizes) - 1, min(len(sizes), 4))))]
         runs = [min((r for r in self.runs if self.size[r] == s), key=lambda r: (self.end[r], r))
                 for s in picks]
         share = cap / len(runs)
@@ -290,10 +290,14 @@ class CommitLoop:
         return law
 
     def _predicted(self, run: str, compute: float | None = None) -> float:
-        """The law's forecast of ``run``'s loss at ``compute`` (default: its end)."""
+        """The law's forecast of ``run``'s loss at ``compute`` (default: its end).
+
+        Without a law (no probe logged a point), a score instead: the most compute
+        wins, and among equal computes the size nearest 20 tokens per parameter, the
+        compute-optimal ratio of Hoffmann et al. (2022) (``D/N = C / (6 N^2)``)."""
         compute = self.end[run] if compute is None else compute
         if self.law is None:
-            return -compute  # no law: the most compute wins
+            return float(-np.log(compute) + 1e-3 * abs(np.log(compute / (120.0 * self.size[run] ** 2))))
         return float(self.law.predict(self.size[run], compute / self.size[run]))
 
     def _affordable(self) -> list[str]:
@@ -333,5 +337,8 @@ class CommitLoop:
             r, self.sweep.flops_per_unit[r] * self.state.reached[r] + left), r))
 
     def _said(self, run: str) -> str:
-        return (f"{run}, {self.end[run]:.3g} FLOPs to finish, predicted loss "
-                f"{self._predicted(run):.4g}")
+        said = f"{run}, {self.end[run]:.3g} FLOPs to finish"
+        if self.law is None:
+            return said + " (no law: no probe logged a point; the most compute, then the " \
+                          "size nearest 20 tokens per parameter)"
+        return said + f", predicted loss {self._predicted(run):.4g}"
