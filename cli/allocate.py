@@ -170,6 +170,12 @@ def run_command(
     workers: int = typer.Option(1, "--workers", callback=_at_least("--workers", 1),
                                 help="Parallel trainers (processes; at most the first rung's "
                                 "runs and the CPUs)."),
+    executor: str = choice_option("local", "--executor",
+                                  library_choices("scalekit.executors", "EXECUTORS"),
+                                  "local (processes) or ray (the trainer calls on a Ray "
+                                  "cluster; this process alone writes the store)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address",
+                                              help="Ray cluster to join (default: a local one)."),
     json_out: Optional[Path] = _JSON, quiet: bool = _QUIET,
 ) -> None:
     """Train the candidates of TASK through the allocation into --store (resumable)."""
@@ -180,10 +186,10 @@ def run_command(
         raise InputError("allocate run writes into a store: give --store DB")
     flops = _budget(budget, "run", parse_budget)
     report, shown = _run(task, store, flops, policy, eta, min_resource, surrogate, seed,
-                         workers, quiet)
+                         workers, quiet, executor, ray_address)
     _render("run", report, shown, "table", json_out, quiet, None, seed, dict(
         budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
-        surrogate=surrogate, task=task, workers=workers))
+        surrogate=surrogate, task=task, workers=workers, executor=executor))
 
 
 def _render(mode, report, shown, fmt, json_out, quiet, digest, seed, settings) -> None:
@@ -349,7 +355,8 @@ def _trainer(task: str, *, seed: int, store: Path):
     return task_trainer(task, seed=seed, store=store)
 
 
-def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, workers, quiet):
+def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, workers, quiet,
+         executor="local", ray_address=None):
     from rich.text import Text
 
     from scalekit.allocate.policies import get_policy
@@ -364,10 +371,19 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
         print_renderable(Text(format_rung_table(bracket, unit=trainer.resource)))
     on_interrupt(lambda: f"the store {store} keeps {_finished(store, task)} of task {task!r}; "
                  "run the same command again to resume")
-    result = run_allocation(store, task, trainer,
-                            get_policy(policy, surrogate=surrogate, seed=seed), budget=budget,
-                            eta=eta, min_resource=min_resource, seed=seed, workers=workers,
-                            settings={"surrogate": surrogate})
+    pool = None
+    if executor == "ray":  # the trainer calls go to Ray; results come back to this process
+        from scalekit.executors import make_executor
+
+        pool = make_executor("ray", max_workers=workers, address=ray_address)
+    try:
+        result = run_allocation(store, task, trainer,
+                                get_policy(policy, surrogate=surrogate, seed=seed),
+                                budget=budget, eta=eta, min_resource=min_resource, seed=seed,
+                                workers=workers, executor=pool, settings={"surrogate": surrogate})
+    finally:
+        if pool is not None:
+            pool.shutdown()
     allocation = result.allocation
     best = min(((float(c.loss[-1]), r) for r, c in allocation.observed.items() if len(c)),
                default=(None, None))

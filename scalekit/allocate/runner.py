@@ -115,6 +115,12 @@ class AllocationRunResult(ResultProtocol):
     notes: list[str] = field(default_factory=list)
 
 
+def advance_trainer(trainer, run: str, start: float, stop: float):
+    """``trainer.advance(run, start, stop)``: a plain function, which every executor can send
+    (Ray's tasks take functions, not bound methods); the points come back to the caller."""
+    return trainer.advance(run, start, stop)
+
+
 def candidate_sweep(trainer) -> Sweep:
     """The cost model of the trainer's candidates (no points yet)."""
     resource = check_choice("resource", getattr(trainer, "resource", "step"), RESOURCES)
@@ -223,7 +229,7 @@ def _allocate(store_path, task, trainer, policy, sweep, bracket, *, budget, eta,
                     counts["reused"] += 1
                     continue
                 state.reserve(task, advance)
-                pending[executor.submit(trainer.advance, advance.run, advance.start,
+                pending[executor.submit(advance_trainer, trainer, advance.run, advance.start,
                                         advance.stop)] = advance
                 # an advance is recorded as soon as it has finished (at once in this
                 # process), so that a kill later in the rung loses none of it
