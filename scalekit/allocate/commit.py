@@ -16,11 +16,12 @@ train the one large run the budget affords):
    2022, approach 3; ``x`` = FLOPs per parameter ∝ tokens) to the *end-of-schedule*
    losses of the probes by variable projection (a grid over ``α, β``, a
    non-negative least-squares solve for ``E, A, B``, relative residuals).
-3. **Guard** (phase 1): the candidates of the best predicted cell that the rest
-   of the budget can finish — same size and same schedule, i.e. the variants
-   of one configuration, such as its learning rates — are each trained a
-   short prefix (``guard_fraction`` of their schedule), and the lowest loss at
-   that prefix wins.
+3. **Guard** (phase 1): the candidates of the best predicted configuration
+   that the rest of the budget can finish with a short prefix
+   (``guard_fraction`` of their schedule) of each of its other variants — same
+   size and same schedule, differing in, e.g., the learning rate — are each
+   trained that prefix, and the lowest loss at the prefix wins. (Only where no
+   configuration can be guarded whole is the best one guarded in part.)
 4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
    left goes to the best predicted candidate it can still finish, and, when
    none fits, to the best predicted one trained part-way with exactly what is
@@ -45,6 +46,9 @@ from scalekit.checks import check_number
 _EMPTY = Curve(np.empty(0), np.empty(0), np.empty(0))
 #: Exponent grid of the law fit (variable projection over alpha and beta).
 _EXPONENTS = np.geomspace(0.05, 1.5, 24)
+#: Exponents of the size and data terms where the probes cannot determine them
+#: (Hoffmann et al. 2022, approach 3).
+PRIOR_ALPHA, PRIOR_BETA = 0.34, 0.28
 
 
 @dataclass
@@ -52,7 +56,8 @@ class EndLaw:
     """``L(N, x) = E + A (N/N0)^-alpha + B (x/x0)^-beta`` fitted to end-of-schedule losses.
 
     A term whose axis takes a single value in the data is dropped (its level is
-    part of ``E``). Fitted by variable projection: on a grid over the exponents,
+    part of ``E``); an exponent whose axis takes two values is held at
+    :data:`PRIOR_ALPHA` or :data:`PRIOR_BETA`. Fitted by variable projection: on a grid over the exponents,
     the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
     support of the non-negative least-squares problem solved at once, the best
     feasible one kept), then the best grid point. ``sd_`` is the root mean
@@ -64,12 +69,19 @@ class EndLaw:
         self.n0_, self.x0_ = float(np.exp(np.log(params).mean())), float(np.exp(np.log(x).mean()))
         self.use_n_ = bool(np.ptp(np.log(params)) > 1e-9)
         self.use_x_ = bool(np.ptp(np.log(x)) > 1e-9)
-        alphas = _EXPONENTS if self.use_n_ else np.array([1.0])
-        betas = _EXPONENTS if self.use_x_ else np.array([1.0])
-        a, b = (g.ravel() for g in np.meshgrid(alphas, betas, indexing="ij"))
-        design = self._design(params[None, :], x[None, :], a[:, None], b[:, None])
-        coef, sse = _nonnegative_fit(design / loss[None, :, None], np.ones_like(loss))
-        best = int(np.argmin(sse))
+        # an exponent is free only where its axis has three values or more; with two, the
+        # data cannot tell it from E, and it is held at Hoffmann et al.'s (2022) value
+        alphas = _EXPONENTS if _distinct(params) > 2 else np.array([PRIOR_ALPHA])
+        betas = _EXPONENTS if _distinct(x) > 2 else np.array([PRIOR_BETA])
+        step = float(_EXPONENTS[1] / _EXPONENTS[0])
+        for _ in range(2):  # the grid, then a finer one around its best point
+            a, b = (g.ravel() for g in np.meshgrid(alphas, betas, indexing="ij"))
+            design = self._design(params[None, :], x[None, :], a[:, None], b[:, None])
+            coef, sse = _nonnegative_fit(design / loss[None, :, None], np.ones_like(loss))
+            best = int(np.argmin(sse))
+            alphas, betas = (grid if len(grid) == 1 else
+                             pick[best] * np.geomspace(1 / step, step, len(_EXPONENTS))
+                             for grid, pick in ((alphas, a), (betas, b)))
         self.alpha_, self.beta_, self.coef_ = float(a[best]), float(b[best]), coef[best]
         self.sd_ = float(np.sqrt(sse[best] / max(len(loss) - 1, 1)))
         return self
@@ -98,12 +110,17 @@ class EndLaw:
         return ", ".join(terms) + f", residual sd {self.sd_:.2%}"
 
 
+def _distinct(values: np.ndarray) -> int:
+    """Distinct values, counted on a log scale to 1e-9."""
+    return len(np.unique(np.round(np.log(values), 9)))
+
+
 def _nonnegative_fit(design: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Non-negative least squares for a batch of small problems ``design (g, n, k)``: every
     support solved by least squares, the feasible one of least error kept (the NNLS optimum
     is the least-squares solution on its support). Returns ``(coef (g, k), sse (g,))``."""
     g, n, k = design.shape
-    coef, sse = np.zeros((g, k)), np.full(g, np.inf)
+    coef, sse = np.zeros((g, k)), np.full(g, float(np.sum(target ** 2)))  # the empty support
     for mask in range(1, 2 ** k):
         support = [j for j in range(k) if mask >> j & 1]
         sub = design[:, :, support]
@@ -175,7 +192,9 @@ class CommitLoop:
         options = self._affordable()
         phase = 1
         if options:
-            cell = options[0]
+            # the best configuration whose every variant can be guarded, else the best
+            whole = [r for r in options if len(self._variants(r)) == len(self._variants(r, 0))]
+            cell = whole[0] if whole else options[0]
             variants = self._variants(cell)
             if len(variants) > 1:
                 prefix = {r: self.policy.guard_fraction * self.sweep.max_resource[r]
@@ -245,7 +264,7 @@ class CommitLoop:
         cells = {}
         for run in sorted(self.runs, key=lambda r: (self.end[r], r)):
             cells.setdefault((self.size[run], self.end[run]), run)
-        cheap = [r for r in cells.values() if self.end[r] <= cap / 3]
+        cheap = [r for r in cells.values() if self.end[r] <= cap]
         if len({tuple(self._coords(r)) for r in cheap}) >= 3:
             coords = {r: self._coords(r) for r in cheap}
             scale = np.ptp(np.array(list(coords.values())), axis=0)
@@ -310,13 +329,16 @@ class CommitLoop:
                 <= left * (1 + 1e-12)]
         return sorted(runs, key=lambda r: (self._predicted(r), r))
 
-    def _variants(self, run: str) -> list[str]:
-        """The runs of ``run``'s configuration (same size and schedule) that fit the budget
-        with one guard prefix for each of the others."""
+    def _variants(self, run: str, left: float | None = None) -> list[str]:
+        """The runs of ``run``'s configuration (same size and schedule), ``run`` first, that
+        fit ``left`` FLOPs (default: what is left; 0: all of them) with one guard prefix for
+        each of the others."""
         finished = self._finished()
         same = [run] + [r for r in self.runs if r != run and self.size[r] == self.size[run]
                         and self.end[r] == self.end[run] and r not in finished]
-        left = self.budget - self.state.spent
+        if left == 0:
+            return same
+        left = self.budget - self.state.spent if left is None else left
         guard = self.policy.guard_fraction * self.end[run]
         while len(same) > 1 and self.end[run] + guard * (len(same) - 1) > left:
             same.pop()
