@@ -129,7 +129,7 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
         errors = group.frontier_error_at_max
         out.append(dict(
             budget=budget, policy=policy, seeds=len(group),
-            best_loss=group.best_loss.mean(),
+            best_loss=group.best_loss.mean(), regret=group.regret.mean(),
             vs_sh=versus_sh.mean(), vs_sh_ci95=half_width(versus_sh),
             beats_sh=float(np.mean(versus_sh > 1e-12)),
             vs_uniform=group["improvement_vs_uniform"].mean(),
