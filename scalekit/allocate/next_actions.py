@@ -92,9 +92,10 @@ class Plan(ResultProtocol):
             return (f"continue {a['run']} from {format_number(a['from'])} to "
                     f"{format_number(a['to'])} ({format_number(a['flops'])} FLOPs)")
 
+        decisions = [("Decisions", [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} "
+                                    f"({d['why']})" for d in self.decisions])]
         return [("Actions", [action(a) for a in self.actions]),
-                ("Decisions", [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} "
-                               f"({d['why']})" for d in self.decisions]),
+                *(decisions if self.bracket is None else []),
                 ("Compute", [("spent (FLOPs)", self.spent), ("planned (FLOPs)", self.planned),
                              ("exhaustive sweep (FLOPs)", self.exhaustive),
                              ("projected saving", f"{self.projected_saving:.1%}")])]

@@ -4,6 +4,7 @@ plan and resumable runs (also on a local Ray cluster)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -14,12 +15,13 @@ from allocate.fault_trainers import CountingTrainer, calls
 from scalekit.allocate import metrics
 from scalekit.allocate.commit import CommitLoop, CommitPolicy, EndLaw, _nonnegative_fit
 from scalekit.allocate.engine import drive
-from scalekit.allocate.next_actions import plan_next
+from scalekit.allocate.next_actions import Plan, plan_next
 from scalekit.allocate.replay import allocate, replay, reveal
-from scalekit.allocate.runner import candidate_sweep, run_allocation
+from scalekit.allocate.runner import AllocationRunResult, candidate_sweep, run_allocation
 from scalekit.allocate.sweep import sweep_from_frame
 from scalekit.allocate.toy import SyntheticTrainer
 from scalekit.curves import CurveStore
+from scalekit.serialise import dumps
 
 
 def test_the_batched_nonnegative_fit_matches_scipys_nnls():
@@ -121,6 +123,9 @@ def test_plan_gives_the_advances_the_replay_makes_next():
     assert plan.rung == 1
     assert [(a["run"], a["to"]) for a in plan.actions] == guard
     assert plan.to_dict()["decisions"][1]["action"] == "guard"
+    back = Plan.from_dict(json.loads(dumps(plan.to_dict())))
+    assert back.to_dict() == json.loads(dumps(plan.to_dict())) and back.bracket is None
+    assert [name for name, _ in plan._summary_sections()] == ["Actions", "Decisions", "Compute"]
 
 
 TRAINER = dict(seed=3, sizes=6, variants=2, max_compute=1e18, points=30)
@@ -151,6 +156,9 @@ def test_a_killed_commit_run_resumes_to_the_points_of_an_uninterrupted_one(tmp_p
                            log=str(tmp_path / "whole.log")), CommitPolicy(), budget=BUDGET)
     advances = len(whole.allocation.advances)
     assert advances >= 5 and whole.decisions[0]["action"] == "probe"
+    back = AllocationRunResult.from_dict(json.loads(dumps(whole.to_dict())))
+    assert back.bracket is None and back.decisions == whole.decisions
+    assert [name for name, _ in whole._summary_sections()][:2] == ["Budget", "Decisions"]
     for die_at in (2, advances - 1):
         log = str(tmp_path / f"killed{die_at}.log")
         path = tmp_path / f"killed{die_at}.db"
