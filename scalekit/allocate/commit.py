@@ -20,8 +20,10 @@ train the one large run the budget affords):
    that the rest of the budget can finish with a short prefix
    (``guard_fraction`` of their schedule) of each of its other variants — same
    size and same schedule, differing in, e.g., the learning rate — are each
-   trained that prefix, and the lowest loss at the prefix wins. (Only where no
-   configuration can be guarded whole is the best one guarded in part.)
+   trained that prefix, and the lowest loss at the prefix wins. (A configuration
+   that can be guarded whole goes first where its forecast lies within the
+   law's residual spread of the best one's; else the best one is guarded in
+   part, as many of its variants as fit.)
 4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
    left goes to the best predicted candidate it can still finish, and, when
    none fits, to the best predicted one trained part-way with exactly what is
@@ -186,14 +188,19 @@ class CommitLoop:
                                    why="cheap runs spread over sizes and schedule lengths, "
                                        + ("each trained to the end of its schedule" if complete
                                           else "none cheap enough to finish: each trained "
-                                               "part-way")))
+                                               "part-way") if probes else
+                                       "none: the candidates share one size, so the most "
+                                       "compute the budget can finish wins"))
         yield from self._advance(0, probes)
         self.law = self._fit_law(probes, complete)
         options = self._affordable()
         phase = 1
         if options:
-            # the best configuration whose every variant can be guarded, else the best
-            whole = [r for r in options if len(self._variants(r)) == len(self._variants(r, 0))]
+            # the best configuration whose every variant can be guarded, where its forecast
+            # is within the law's residual spread of the best one's; else the best
+            spread = self._predicted(options[0]) * (1 + self.law.sd_) if self.law else -np.inf
+            whole = [r for r in options if len(self._variants(r)) == len(self._variants(r, 0))
+                     and self._predicted(r) <= spread]
             cell = whole[0] if whole else options[0]
             variants = self._variants(cell)
             if len(variants) > 1:
@@ -259,7 +266,11 @@ class CommitLoop:
 
     def _probes(self) -> tuple[dict[str, float], bool]:
         """Runs to probe and how far: farthest-point design over the cheap finishable cells,
-        or, where fewer than three cells can be finished, part-way runs of a few sizes."""
+        or, where fewer than three cells can be finished, part-way runs of a few sizes;
+        none where every candidate has the same size (a law across sizes has nothing to
+        learn, and at one size the longest schedule the budget finishes ends lowest)."""
+        if len({self.size[r] for r in self.runs}) < 2:
+            return {}, False  # one size: no law across sizes to learn; the longest wins
         cap = self.policy.probe_share * self.budget
         cells = {}
         for run in sorted(self.runs, key=lambda r: (self.end[r], r)):
