@@ -37,7 +37,7 @@ says what was probed, what was committed to and why.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -121,7 +121,7 @@ def _nonnegative_fit(design: np.ndarray, target: np.ndarray) -> tuple[np.ndarray
     """Non-negative least squares for a batch of small problems ``design (g, n, k)``: every
     support solved by least squares, the feasible one of least error kept (the NNLS optimum
     is the least-squares solution on its support). Returns ``(coef (g, k), sse (g,))``."""
-    g, n, k = design.shape
+    g, _, k = design.shape
     coef, sse = np.zeros((g, k)), np.full(g, float(np.sum(target ** 2)))  # the empty support
     for mask in range(1, 2 ** k):
         support = [j for j in range(k) if mask >> j & 1]

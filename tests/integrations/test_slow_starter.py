@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 optuna = pytest.importorskip("optuna")
-from optuna.trial import TrialState  # noqa: E402
+from optuna.trial import TrialState
 
-from scalekit.integrations.optuna import ForecastPruner  # noqa: E402
+from scalekit.integrations.optuna import ForecastPruner
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 SIZES = np.geomspace(1e7, 1e9, 7)
