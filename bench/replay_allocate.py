@@ -29,6 +29,13 @@ curve is replaced by the joint surrogate fitted to *every* point (in-sample), wi
 without its per-run shifts: the best an all-completion by that surrogate could reach
 with unlimited compute.
 
+``--targets`` checks the default allocator (``commit``) against its targets instead,
+with one setting for every data set, printing PASS or FAIL per target: its regret (the
+gap to the lowest loss any single run reaches within the budget), its gain over plain
+SH, on every (Mis)Fitting run as its own candidate, on random 60% subsets of them, on
+one model size at a time, on the 35-candidate grouping (with the frontier-law error), on
+the nanoGPT grid, and its gain on the synthetic early-leader sweeps.
+
 Usage: ``python bench/replay_allocate.py [--seeds 20] [--data real|synthetic|both]
 [--budgets 0.02 0.05 0.1] [--json OUT] [--truncation]``;
 seeds can be split over processes (``--first-seed 5 --seeds 5 --json part.json``) and the
@@ -53,7 +60,11 @@ from scalekit.allocate.synthetic import early_leader_sweep
 from scalekit.serialise import dumps
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
-POLICIES = ["uniform", "loss", "forecast", "frontier", "clairvoyant", "exhaustive"]
+POLICIES = ["uniform", "loss", "forecast", "frontier", "commit", "clairvoyant", "exhaustive"]
+#: The policies the targets read: the default allocator and its two baselines.
+TARGET_POLICIES = ["uniform", "loss", "commit"]
+#: Schram et al.'s (2026) gain over plain SH on their synthetic sweeps.
+SCHRAM_SYNTHETIC_GAIN = 0.0547
 
 
 def misfitting_sweep(path: Path = DATA / "misfitting_all_checkpoints.csv", *,
@@ -118,7 +129,7 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
         errors = group.frontier_error_at_max
         out.append(dict(
             budget=budget, policy=policy, seeds=len(group),
-            best_loss=group.best_loss.mean(),
+            best_loss=group.best_loss.mean(), regret=group.regret.mean(),
             vs_sh=versus_sh.mean(), vs_sh_ci95=half_width(versus_sh),
             beats_sh=float(np.mean(versus_sh > 1e-12)),
             vs_uniform=group["improvement_vs_uniform"].mean(),
@@ -223,6 +234,96 @@ def show(name: str, rows: pd.DataFrame, seconds: float, exhaustive: float) -> No
         print(summary.to_string(index=False))
 
 
+def _replay(sweep, seeds, budgets, *, candidates=None, frontier=False, min_compute=0.0):
+    return replay(sweep, policies=TARGET_POLICIES, budgets=budgets, seeds=seeds,
+                  n_candidates=candidates, frontier=frontier, completion=None,
+                  frontier_min_compute=min_compute).rows
+
+
+def _verdict(label: str, ok: bool, detail: str) -> bool:
+    print(f"{'PASS' if ok else 'FAIL'}  {label}: {detail}")
+    return ok
+
+
+def _of(rows, policy, budget, column):
+    return rows[(rows.policy == policy) & (rows.budget == budget)][column].to_numpy()
+
+
+def per_size(seeds: list[int], budgets=(0.05, 0.2)) -> pd.DataFrame:
+    """The default allocator against plain SH on each model size of the (Mis)Fitting runs
+    alone (its learning rates x schedule lengths, every run its own candidate)."""
+    sweep = misfitting_sweep(every_run=True)
+    out = []
+    for size in sorted({sweep.params[r] for r in sweep.runs}):
+        runs = [r for r in sweep.runs if sweep.params[r] == size]
+        if len(runs) < 3:
+            continue
+        rows = _replay(sweep.subset(runs), seeds, list(budgets))
+        for budget in budgets:
+            out.append(dict(size=size, runs=len(runs), budget=budget,
+                            gain_vs_sh=_of(rows, "commit", budget, "improvement_vs_sh").mean(),
+                            regret=_of(rows, "commit", budget, "regret").mean(),
+                            sh_regret=_of(rows, "loss", budget, "regret").mean()))
+    return pd.DataFrame(out)
+
+
+def targets(seeds: list[int]) -> bool:
+    """Every target of the default allocator (issue 27), one line each, PASS or FAIL."""
+    start = time.perf_counter()
+    ok = []
+    every = _replay(misfitting_sweep(every_run=True), seeds, [0.02, 0.05])
+    for budget, limit in ((0.05, 0.03), (0.02, 0.05)):
+        regret = _of(every, "commit", budget, "regret")
+        gain = _of(every, "commit", budget, "improvement_vs_sh")
+        ok.append(_verdict(f"every run, {budget:.0%}: regret <= {limit:.0%}",
+                           regret.mean() <= limit, f"mean regret {regret.mean():.2%} "
+                           f"(plain SH {_of(every, 'loss', budget, 'regret').mean():.2%})"))
+        ok.append(_verdict(f"every run, {budget:.0%}: >= 2.84% below plain SH on >= 90% of seeds",
+                           np.mean(gain >= 0.0284) >= 0.9,
+                           f"{np.mean(gain >= 0.0284):.0%} of seeds; mean gain {gain.mean():.2%}"))
+    draws = _replay(misfitting_sweep(every_run=True), list(range(10)), [0.05],
+                    candidates=int(0.6 * 240))
+    regret = _of(draws, "commit", 0.05, "regret")
+    ok.append(_verdict("60% subsets (10 draws), 5%: mean regret <= 5%, worst <= 8%",
+                       regret.mean() <= 0.05 and regret.max() <= 0.08,
+                       f"mean {regret.mean():.2%}, worst {regret.max():.2%}"))
+    sizes = per_size(seeds)
+    with pd.option_context("display.float_format", "{:.4g}".format):
+        print(sizes.to_string(index=False))
+    for budget, group in sizes.groupby("budget"):
+        ok.append(_verdict(f"one size at a time, {budget:.0%}: no worse than plain SH on average, "
+                           "better on >= half the sizes",
+                           group.gain_vs_sh.mean() >= 0 and np.mean(group.gain_vs_sh > 0) >= 0.5,
+                           f"mean gain {group.gain_vs_sh.mean():.2%}, better on "
+                           f"{int(np.sum(group.gain_vs_sh > 0))} of {len(group)} sizes"))
+    grouped = _replay(misfitting_sweep(), seeds, [0.05, 0.2], candidates=27, frontier=True,
+                      min_compute=1e18)
+    for budget, law_limit in ((0.05, 0.03), (0.2, 0.01)):
+        regret = _of(grouped, "commit", budget, "regret")
+        error = np.median(_of(grouped, "commit", budget, "frontier_error_at_max"))
+        miss = np.median(_of(grouped, "commit", budget, "reference_miss_at_max"))
+        ok.append(_verdict(f"35 candidates, {budget:.0%}: regret <= 3%", regret.mean() <= 0.03,
+                           f"mean regret {regret.mean():.2%}"))
+        ok.append(_verdict(f"35 candidates, {budget:.0%}: frontier-law error <= {law_limit:.0%}",
+                           error <= law_limit, f"median {error:.2%} (reference's own miss "
+                           f"{miss:.2%})"))
+    nano = _replay(nanogpt_sweep(), seeds, [0.05, 0.1, 0.2], candidates=24)
+    for budget in (0.05, 0.1, 0.2):
+        regret = _of(nano, "commit", budget, "regret")
+        ok.append(_verdict(f"nanoGPT grid, {budget:.0%}: regret <= 5%", regret.mean() <= 0.05,
+                           f"mean regret {regret.mean():.2%} (plain SH "
+                           f"{_of(nano, 'loss', budget, 'regret').mean():.2%})"))
+    synthetic = _replay(lambda seed: early_leader_sweep(seed=seed), seeds,
+                        [0.01, 0.02, 0.05, 0.1, 0.2])
+    for budget in (0.01, 0.02, 0.05, 0.1, 0.2):
+        gain = _of(synthetic, "commit", budget, "improvement_vs_sh").mean()
+        print(f"info  synthetic early-leader, {budget:.0%}: gain over plain SH {gain:.2%} "
+              f"({'reaches' if gain >= SCHRAM_SYNTHETIC_GAIN else 'below'} Schram et al.'s "
+              f"{SCHRAM_SYNTHETIC_GAIN:.2%})")
+    print(f"{sum(ok)} of {len(ok)} targets met; {time.perf_counter() - start:.0f} s")
+    return all(ok)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
@@ -236,7 +337,12 @@ def main() -> None:
     parser.add_argument("--merge", type=Path, nargs="+")
     parser.add_argument("--truncation", action="store_true",
                         help="also print the explored-only error of truncated exhaustive sweeps")
+    parser.add_argument("--targets", action="store_true",
+                        help="check the default allocator's targets (PASS/FAIL) and exit")
     args = parser.parse_args()
+    if args.targets:
+        raise SystemExit(0 if targets(list(range(args.first_seed,
+                                                  args.first_seed + args.seeds))) else 1)
     if args.truncation:
         with pd.option_context("display.float_format", "{:.4g}".format):
             print("== real: the 35 candidates' points up to a compute cap (resource: compute) ==")

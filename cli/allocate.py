@@ -68,8 +68,9 @@ _BUDGET = typer.Option(..., "--budget", help=_BUDGET_HELP + ".")
 _CURVES = typer.Option(None, "--curves", help="Curves file (CSV, JSONL, Parquet, W&B CSV, "
                        "TensorBoard dir).")
 _STORE = store_option(default=None)
-_POLICY_HELP = "loss (plain SH), forecast or frontier"
-_POLICIES = ("scalekit.allocate.policies", "PROMOTION_POLICIES")
+_POLICY_HELP = ("commit (default: probe cheap runs, fit L(N, D), finish what the budget "
+                "affords), loss (plain SH), forecast or frontier")
+_POLICIES = ("scalekit.allocate.policies", "ALLOCATION_POLICIES")
 _ETA = typer.Option(3, "--eta", callback=_eta, help="Reduction factor of Successive Halving.")
 _MIN_RESOURCE = typer.Option(None, "--min-resource", callback=_positive("--min-resource"),
                              help="Resource of the first rung (default: fitted to the budget).")
@@ -110,6 +111,10 @@ def replay_command(
     candidates: Optional[int] = typer.Option(None, "--candidates",
                                              callback=_at_least("--candidates", 1),
                                              help="Runs drawn per seed (default: all)."),
+    frontier_min_compute: Optional[float] = typer.Option(
+        None, "--frontier-min-compute", callback=_positive("--frontier-min-compute"),
+        help="Fit every frontier law to the frontier points at this many FLOPs or more "
+        "(leave the warm-up out)."),
     group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
     json_out: Optional[Path] = _JSON, plot: Optional[Path] = plot_option(),
     quiet: bool = _QUIET, fmt: str = _FORMAT,
@@ -120,17 +125,17 @@ def replay_command(
     budgets = [_budget(text, "replay", parse_budget) for text in budget]
     sweep, digest = _sweep(curves, store, mapping, group, resource, None, duplicates)
     report, shown = _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed,
-                            candidates, plot)
+                            candidates, plot, frontier_min_compute or 0.0)
     _render("replay", report, shown, fmt, json_out, quiet, digest, seed, dict(
         budgets=budget, policy=policy, eta=eta, min_resource=min_resource, resource=resource,
         surrogate=surrogate, seeds=seeds, candidates=candidates, group=group,
-        duplicates=duplicates))
+        duplicates=duplicates, frontier_min_compute=frontier_min_compute))
 
 
 @allocate_app.command("plan")
 def plan_command(
     budget: str = _BUDGET, curves: Optional[Path] = _CURVES, store: Optional[Path] = _STORE,
-    policy: str = choice_option("forecast", "--policy", library_choices(*_POLICIES),
+    policy: str = choice_option("commit", "--policy", library_choices(*_POLICIES),
                                 _POLICY_HELP + "."),
     eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE,
     max_resource: Optional[float] = typer.Option(None, "--max-resource",
@@ -158,13 +163,19 @@ def run_command(
     task: str = choice_argument("task", _tasks, "synthetic, or a scalekit train task."),
     budget: str = _BUDGET,
     store: Path = store_option(default=None, writes=True),
-    policy: str = choice_option("forecast", "--policy", library_choices(*_POLICIES),
+    policy: str = choice_option("commit", "--policy", library_choices(*_POLICIES),
                                 _POLICY_HELP + "."),
     eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE,
     surrogate: str = _SURROGATE, seed: int = _SEED,
     workers: int = typer.Option(1, "--workers", callback=_at_least("--workers", 1),
                                 help="Parallel trainers (processes; at most the first rung's "
                                 "runs and the CPUs)."),
+    executor: str = choice_option("local", "--executor",
+                                  library_choices("scalekit.executors", "EXECUTORS"),
+                                  "local (processes) or ray (the trainer calls on a Ray "
+                                  "cluster; this process alone writes the store)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address",
+                                              help="Ray cluster to join (default: a local one)."),
     json_out: Optional[Path] = _JSON, quiet: bool = _QUIET,
 ) -> None:
     """Train the candidates of TASK through the allocation into --store (resumable)."""
@@ -175,10 +186,10 @@ def run_command(
         raise InputError("allocate run writes into a store: give --store DB")
     flops = _budget(budget, "run", parse_budget)
     report, shown = _run(task, store, flops, policy, eta, min_resource, surrogate, seed,
-                         workers, quiet)
+                         workers, quiet, executor, ray_address)
     _render("run", report, shown, "table", json_out, quiet, None, seed, dict(
         budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
-        surrogate=surrogate, task=task, workers=workers))
+        surrogate=surrogate, task=task, workers=workers, executor=executor))
 
 
 def _render(mode, report, shown, fmt, json_out, quiet, digest, seed, settings) -> None:
@@ -269,29 +280,32 @@ def _policy_factory(surrogate):
     return lambda name, seed: get_policy(name, surrogate=surrogate, seed=seed)
 
 
-def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, candidates, plot):
-    from scalekit.allocate.policies import PROMOTION_POLICIES
+def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, candidates, plot,
+            frontier_min_compute=0.0):
+    from scalekit.allocate.policies import ALLOCATION_POLICIES
     from scalekit.allocate.replay import replay
     from scalekit.allocate.schedules import format_rung_table
     from scalekit.formatting import format_number
     from scalekit.report.tables import table_data
 
     # uniform and budget-matched plain SH (loss) are the two baselines every policy is read against
-    wanted = ["uniform", *PROMOTION_POLICIES] if policy is None else (
+    wanted = ["uniform", *ALLOCATION_POLICIES] if policy is None else (
         list(dict.fromkeys(["uniform", "loss", policy])))
     result = replay(sweep, policies=wanted + ["exhaustive"], budgets=budgets,
                     seeds=list(range(seed, seed + seeds)), eta=eta, min_resource=min_resource,
                     n_candidates=candidates, policy_factory=_policy_factory(surrogate),
-                    completion=surrogate)
+                    completion=surrogate, frontier_min_compute=frontier_min_compute)
     table = table_data(
         f"replay over {seeds} seeds; exhaustive sweep {format_number(result.exhaustive_compute)} "
-        "FLOPs; shares as fractions", ["policy", "budget", "best loss", "vs uniform",
+        "FLOPs; shares as fractions", ["policy", "budget", "best loss", "regret", "vs uniform",
                                        "vs plain SH", "compute used", "law error @max",
-                                       "law error @10x", "completed @max", "all completed @max"],
-        [[row.policy, row.budget, row.best_loss, row.improvement_vs_uniform,
+                                       "law error @10x", "reference miss", "completed @max",
+                                       "all completed @max"],
+        [[row.policy, row.budget, row.best_loss, row.regret, row.improvement_vs_uniform,
           row.improvement_vs_sh, row.compute_fraction, row.frontier_error_at_max,
-          row.frontier_error_at_10x, row.completed_frontier_error_at_max,
-          row.all_completed_frontier_error_at_max] for row in result.averages.itertuples()])
+          row.frontier_error_at_10x, row.reference_miss_at_max,
+          row.completed_frontier_error_at_max, row.all_completed_frontier_error_at_max]
+         for row in result.averages.itertuples()])
     brackets = {b: pair[1] for (b, name), pair in result.examples.items() if pair[1] is not None}
     rung_tables = {_share(b): format_rung_table(br, unit=sweep.resource_name)
                    for b, br in brackets.items()}
@@ -324,8 +338,10 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
                        "exhaustive sweep", ["run", "action", "from", "to", "FLOPs"],
                        [[a["run"], a["action"], a.get("from", a.get("at")), a.get("to"),
                          a.get("flops")] for a in plan.actions])
-    rungs = format_rung_table(plan.bracket, unit=sweep.resource_name)
-    return {"mode": "plan", **plan.to_dict(), "warnings": []}, ([rungs], [table])
+    header = ([format_rung_table(plan.bracket, unit=sweep.resource_name)] if plan.bracket
+              else [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} ({d['why']})"
+                    for d in plan.decisions])
+    return {"mode": "plan", **plan.to_dict(), "warnings": []}, (header, [table])
 
 
 def _trainer(task: str, *, seed: int, store: Path):
@@ -339,7 +355,8 @@ def _trainer(task: str, *, seed: int, store: Path):
     return task_trainer(task, seed=seed, store=store)
 
 
-def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, workers, quiet):
+def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, workers, quiet,
+         executor="local", ray_address=None):
     from rich.text import Text
 
     from scalekit.allocate.policies import get_policy
@@ -348,15 +365,25 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
     from scalekit.allocate.schedules import format_rung_table
     trainer = _trainer(task, seed=seed, store=store)
     sweep = candidate_sweep(trainer)
-    bracket = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
-    if not quiet:  # the rung table comes before any training
+    bracket = (None if policy == "commit" else
+               fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource))
+    if not quiet and bracket is not None:  # the rung table comes before any training
         print_renderable(Text(format_rung_table(bracket, unit=trainer.resource)))
     on_interrupt(lambda: f"the store {store} keeps {_finished(store, task)} of task {task!r}; "
                  "run the same command again to resume")
-    result = run_allocation(store, task, trainer,
-                            get_policy(policy, surrogate=surrogate, seed=seed), budget=budget,
-                            eta=eta, min_resource=min_resource, seed=seed, workers=workers,
-                            settings={"surrogate": surrogate})
+    pool = None
+    if executor == "ray":  # the trainer calls go to Ray; results come back to this process
+        from scalekit.executors import make_executor
+
+        pool = make_executor("ray", max_workers=workers, address=ray_address)
+    try:
+        result = run_allocation(store, task, trainer,
+                                get_policy(policy, surrogate=surrogate, seed=seed),
+                                budget=budget, eta=eta, min_resource=min_resource, seed=seed,
+                                workers=workers, executor=pool, settings={"surrogate": surrogate})
+    finally:
+        if pool is not None:
+            pool.shutdown()
     allocation = result.allocation
     best = min(((float(c.loss[-1]), r) for r, c in allocation.observed.items() if len(c)),
                default=(None, None))
@@ -369,8 +396,11 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
               "budget_flops": budget, "promotions": allocation.promotions,
               "best_run": best[1], "best_loss": best[0],
               "rungs": [{"rung": r.index, "runs": r.runs, "resource": r.resource}
-                        for r in result.bracket.rungs], "warnings": []}
-    return report, (text.splitlines(), [])
+                        for r in result.bracket.rungs] if result.bracket else [],
+              "decisions": result.decisions, "warnings": []}
+    lines = [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} ({d['why']})"
+             for d in result.decisions]
+    return report, (lines + text.splitlines(), [])
 
 
 def _finished(store, task) -> str:

@@ -1,6 +1,7 @@
 """Measures of an allocation, defined in ``docs/allocate.md``.
 
 - best final loss: the lowest loss among the last points the runs reached;
+- regret: the gap to the lowest loss any single run reaches within the budget;
 - relative improvement over uniform: ``(L_uniform - L) / L_uniform``;
 - compute fraction: FLOPs spent over the FLOPs of the exhaustive sweep;
 - frontier-law error: relative gap between the law ``L(C) = E + A C^-alpha``
@@ -32,6 +33,16 @@ def best_final_loss(observed: Mapping[str, Curve]) -> float:
     """Lowest loss among the last points reached by the runs (NaN if none)."""
     last = [c.loss[-1] for c in observed.values() if len(c)]
     return float(min(last)) if last else float("nan")
+
+
+def hindsight_loss(curves: Mapping[str, Curve], budget: float) -> float:
+    """The lowest loss any single run reaches within ``budget`` FLOPs, read from the complete
+    ``curves`` (its points at ``budget`` or less): what the budget could have found, in
+    hindsight. A policy's regret is ``(L_p - hindsight) / hindsight``, never negative,
+    since no point a policy sees cost its run more than the budget."""
+    losses = [c.loss[c.compute <= budget * (1 + 1e-12)] for c in curves.values()]
+    found = [float(v.min()) for v in losses if len(v)]
+    return min(found) if found else float("nan")
 
 
 def relative_improvement(loss: float, reference: float) -> float:

@@ -1,6 +1,7 @@
 """Next actions of an allocation from the partial curves seen so far (``plan`` mode).
 
-The Successive Halving loop is replayed on the points already logged: every
+The allocation loop (Successive Halving, or the ``commit`` allocator) is
+replayed on the points already logged: every
 advance a run has already made is answered from its curve, every promotion is
 made again by the policy, and the first rung that asks for training not yet
 done gives the next actions — which runs continue, to which resource, and
@@ -10,13 +11,13 @@ which stop.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from scalekit.allocate.engine import Advance, HalvingLoop
+from scalekit.allocate.engine import Advance
 from scalekit.allocate.policies import Policy
-from scalekit.allocate.replay import fit_bracket, planned_cost
+from scalekit.allocate.replay import allocation_loop, planned_cost
 from scalekit.allocate.schedules import SuccessiveHalving
 from scalekit.allocate.sweep import Sweep
 from scalekit.formatting import format_number
@@ -29,8 +30,8 @@ class Plan(ResultProtocol):
 
     Attributes
     ----------
-    bracket : SuccessiveHalving
-        The schedule, fitted to the budget.
+    bracket : SuccessiveHalving or None
+        The schedule, fitted to the budget (None for the ``commit`` allocator).
     rung : int or None
         The rung the next actions belong to (None when the allocation is finished).
     actions : list of dict
@@ -51,6 +52,7 @@ class Plan(ResultProtocol):
     planned: float
     exhaustive: float
     promotions: list[list[str]]
+    decisions: list[dict] = field(default_factory=list)
 
     @property
     def projected_saving(self) -> float:
@@ -63,15 +65,21 @@ class Plan(ResultProtocol):
         return {"rung": self.rung, "finished": self.rung is None, "actions": self.actions,
                 "spent_flops": self.spent, "planned_flops": self.planned,
                 "exhaustive_flops": self.exhaustive, "projected_saving": self.projected_saving,
-                "promotions": self.promotions, "bracket": asdict(self.bracket),
-                "rungs": [{"rung": r.index, "runs": r.runs, "resource": r.resource}
-                          for r in self.bracket.rungs]}
+                "promotions": self.promotions,
+                "bracket": None if self.bracket is None else asdict(self.bracket),
+                "rungs": [] if self.bracket is None else [
+                    {"rung": r.index, "runs": r.runs, "resource": r.resource}
+                    for r in self.bracket.rungs],
+                "decisions": [dict(d) for d in self.decisions]}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Plan":
-        return cls(SuccessiveHalving(**data["bracket"]), data["rung"], list(data["actions"]),
-                   float(data["spent_flops"]), float(data["planned_flops"]),
-                   float(data["exhaustive_flops"]), [list(p) for p in data["promotions"]])
+        bracket = data.get("bracket")
+        return cls(None if bracket is None else SuccessiveHalving(**bracket), data["rung"],
+                   list(data["actions"]), float(data["spent_flops"]),
+                   float(data["planned_flops"]), float(data["exhaustive_flops"]),
+                   [list(p) for p in data["promotions"]],
+                   [dict(d) for d in data.get("decisions", [])])
 
     def _summary_title(self) -> str:
         return ("Allocation finished: nothing left to train" if self.rung is None
@@ -84,7 +92,10 @@ class Plan(ResultProtocol):
             return (f"continue {a['run']} from {format_number(a['from'])} to "
                     f"{format_number(a['to'])} ({format_number(a['flops'])} FLOPs)")
 
+        decisions = [("Decisions", [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} "
+                                    f"({d['why']})" for d in self.decisions])]
         return [("Actions", [action(a) for a in self.actions]),
+                *(decisions if self.bracket is None else []),
                 ("Compute", [("spent (FLOPs)", self.spent), ("planned (FLOPs)", self.planned),
                              ("exhaustive sweep (FLOPs)", self.exhaustive),
                              ("projected saving", f"{self.projected_saving:.1%}")])]
@@ -105,9 +116,10 @@ def plan_next(sweep: Sweep, policy: Policy, budget: float, *, eta: int = 3,
     runs = sweep.runs
     reached = dict(reached or {r: (float(c.resource[-1]) if len(c) else 0.0)
                                for r, c in sweep.curves.items()})
-    bracket = fit_bracket(sweep, runs, budget, eta=eta, min_resource=min_resource)
-    planned = min(float(budget), sum(planned_cost(sweep, runs, bracket)))
-    loop = HalvingLoop(sweep, bracket, policy, budget, seed=seed, runs=runs)
+    loop, bracket = allocation_loop(sweep, policy, budget, runs=runs, eta=eta,
+                                    min_resource=min_resource, seed=seed)
+    planned = (float(budget) if bracket is None else
+               min(float(budget), sum(planned_cost(sweep, runs, bracket))))
     generator = loop.steps()
     spent = 0.0
     try:
@@ -121,16 +133,19 @@ def plan_next(sweep: Sweep, policy: Policy, budget: float, *, eta: int = 3,
                                     for a in batch})
     except StopIteration:
         return Plan(bracket, None, [], spent, planned, sweep.total_compute(),
-                    loop.state.promotions)
+                    loop.state.promotions, list(getattr(loop, "decisions", [])))
     generator.close()
     spent += sum(a.cost for a in batch if a not in pending)
-    promotions = loop.state.promotions
+    decisions = list(getattr(loop, "decisions", []))
+    promotions = ([list(d["runs"]) for d in decisions] if bracket is None
+                  else loop.state.promotions)
     before = promotions[-2] if len(promotions) > 1 else runs
-    dropped = [run for run in before if run not in loop.active] if promotions else []
+    dropped = ([run for run in before if run not in loop.active] if promotions
+               and bracket is not None else [])
     actions = [_continue(sweep, a, reached.get(a.run, 0.0)) for a in pending]
     actions += [{"run": run, "action": "stop", "at": reached.get(run, 0.0)} for run in dropped]
     return Plan(bracket, pending[0].rung, actions, spent, planned, sweep.total_compute(),
-                [list(p) for p in promotions])
+                [list(p) for p in promotions], decisions)
 
 
 def _continue(sweep: Sweep, advance: Advance, reached: float) -> dict:

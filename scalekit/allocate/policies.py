@@ -25,8 +25,11 @@ from scalekit.checks import check_choice, check_number
 
 #: The policies that promote runs (:func:`get_policy`).
 PROMOTION_POLICIES = ("loss", "forecast", "frontier")
+#: The policies ``plan`` and ``run`` take: the default ``commit`` allocator
+#: (:mod:`scalekit.allocate.commit`) and Successive Halving with a promotion policy.
+ALLOCATION_POLICIES = ("commit", *PROMOTION_POLICIES)
 #: Those and the allocations without promotion.
-POLICIES = (*PROMOTION_POLICIES, "uniform", "exhaustive")
+POLICIES = (*ALLOCATION_POLICIES, "uniform", "exhaustive")
 
 
 @dataclass
@@ -145,10 +148,15 @@ class FrontierPolicy:
 
 def get_policy(name: str, *, surrogate: str = "joint", quantile: float = 0.5,
                optimism: float = 0.2, seed: int = 0) -> Policy:
-    """The promotion policy called ``name`` (``loss``, ``forecast`` or ``frontier``)."""
-    check_choice("policy", name, PROMOTION_POLICIES)
+    """The policy called ``name``: ``commit`` (a :class:`~scalekit.allocate.commit.CommitPolicy`,
+    which drives its own loop) or the promotion policy ``loss``, ``forecast`` or ``frontier``."""
+    check_choice("policy", name, ALLOCATION_POLICIES)
     check_number("quantile", quantile, low=0, high=1, low_open=True, high_open=True)
     check_number("optimism", optimism, low=0, high=1, low_open=True, high_open=True)
+    if name == "commit":
+        from scalekit.allocate.commit import CommitPolicy
+
+        return CommitPolicy()
     if name == "loss":
         return LossPolicy()
     forecaster = make_forecaster(surrogate, seed=seed)

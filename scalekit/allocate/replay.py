@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.allocate import metrics
-from scalekit.allocate.engine import Allocation, drive, successive_halving
+from scalekit.allocate.engine import Allocation, HalvingLoop, drive
 from scalekit.allocate.forecasters import make_forecaster
 from scalekit.allocate.policies import POLICIES, Policy, last_loss, rank
 from scalekit.allocate.schedules import SuccessiveHalving, bracket_to, check_eta, floor_log
@@ -130,10 +130,24 @@ def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequenc
     if isinstance(policy, str):
         from scalekit.allocate.policies import get_policy
         policy = (policy_factory or (lambda n: get_policy(n, seed=seed)))(policy)
+    loop, bracket = allocation_loop(sweep, policy, budget, runs=runs, eta=eta,
+                                    min_resource=min_resource, seed=seed)
+    return drive(loop.steps(), reveal(sweep)), bracket
+
+
+def allocation_loop(sweep: Sweep, policy, budget: float, *, runs: Sequence[str] | None = None,
+                    eta: int = 3, min_resource: float | None = None, seed: int = 0):
+    """The loop that spends ``budget`` with ``policy`` and its SH bracket: a
+    :class:`~scalekit.allocate.commit.CommitLoop` (no bracket, None) for a
+    :class:`~scalekit.allocate.commit.CommitPolicy`, else a
+    :class:`~scalekit.allocate.engine.HalvingLoop` on the bracket fitted to the budget."""
+    from scalekit.allocate.commit import CommitLoop, CommitPolicy
+
+    runs = list(runs if runs is not None else sweep.runs)
+    if isinstance(policy, CommitPolicy):
+        return CommitLoop(sweep, policy, budget, runs=runs, seed=seed), None
     bracket = fit_bracket(sweep, runs, budget, eta=eta, min_resource=min_resource)
-    allocation = drive(successive_halving(sweep, bracket, policy, budget, seed=seed, runs=runs),
-                       reveal(sweep))
-    return allocation, bracket
+    return HalvingLoop(sweep, bracket, policy, budget, seed=seed, runs=runs), bracket
 
 
 @dataclass(repr=False)
@@ -243,6 +257,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         exhaustive_best = min(sub.final_loss(r) for r in pool)
         for budget in budgets:
             flops = budget * total if budget <= 1 else float(budget)
+            hindsight = metrics.hindsight_loss(sub.curves, flops)
             for policy in policies:
                 name = policy if isinstance(policy, str) else policy.name
                 factory = (lambda n, s=seed: policy_factory(n, s)) if policy_factory else None
@@ -269,7 +284,8 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                 rows.append(dict(
                     policy=name, budget=budget, budget_flops=flops, seed=seed,
                     best_loss=metrics.best_final_loss(allocation.observed),
-                    exhaustive_best_loss=exhaustive_best,
+                    exhaustive_best_loss=exhaustive_best, hindsight_loss=hindsight,
+                    regret=(metrics.best_final_loss(allocation.observed) - hindsight) / hindsight,
                     spent=allocation.spent, compute_fraction=allocation.spent / total,
                     frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
                     reference_miss_at_max=reference_miss,
@@ -289,6 +305,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
                 .agg(budget_flops=("budget_flops", "mean"), best_loss=("best_loss", "mean"),
                      **{column: (column, "mean") for column in
                         ("improvement_vs_uniform", "improvement_vs_sh") if column in frame},
+                     hindsight_loss=("hindsight_loss", "mean"), regret=("regret", "mean"),
                      compute_fraction=("compute_fraction", "mean"),
                      frontier_error_at_max=("frontier_error_at_max", "median"),
                      frontier_error_at_10x=("frontier_error_at_10x", "median"),

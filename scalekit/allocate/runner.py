@@ -1,4 +1,5 @@
-"""Drive trainers through a Successive Halving allocation (``run`` mode), resumably.
+"""Drive trainers through an allocation (``run`` mode), resumably: the ``commit`` allocator
+or Successive Halving.
 
 A trainer is any object with
 
@@ -29,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scalekit.allocate.commit import CommitLoop, CommitPolicy
 from scalekit.allocate.engine import Allocation, Advance, HalvingLoop, drive
 from scalekit.allocate.policies import Policy
 from scalekit.allocate.replay import fit_bracket
@@ -65,32 +67,42 @@ class RecordedPolicy:
 
 @dataclass(repr=False)
 class AllocationRunResult(ResultProtocol):
-    """Outcome of :func:`run_allocation`: the allocation, its bracket, how much was trained now."""
+    """Outcome of :func:`run_allocation`: the allocation, its bracket (None for ``commit``),
+    how much was trained now, and the ``commit`` allocator's decisions (one per phase)."""
 
     allocation: Allocation
-    bracket: SuccessiveHalving
+    bracket: SuccessiveHalving | None
     trained: int
     reused: int
+    decisions: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"allocation": self.allocation.to_dict(), "bracket": asdict(self.bracket),
-                "trained": self.trained, "reused": self.reused}
+        return {"allocation": self.allocation.to_dict(),
+                "bracket": None if self.bracket is None else asdict(self.bracket),
+                "trained": self.trained, "reused": self.reused,
+                "decisions": [dict(d) for d in self.decisions]}
 
     @classmethod
     def from_dict(cls, data: dict) -> "AllocationRunResult":
+        bracket = data.get("bracket")
         return cls(Allocation.from_dict(data["allocation"]),
-                   SuccessiveHalving(**data["bracket"]), int(data["trained"]),
-                   int(data["reused"]))
+                   None if bracket is None else SuccessiveHalving(**bracket),
+                   int(data["trained"]), int(data["reused"]),
+                   [dict(d) for d in data.get("decisions", [])])
 
     def _summary_title(self) -> str:
-        return "Allocation run (Successive Halving over a trainer)"
+        return ("Allocation run (commit: probe, fit, finish) over a trainer" if self.bracket is None
+                else "Allocation run (Successive Halving over a trainer)")
 
     def _summary_sections(self):
         a = self.allocation
+        steps = ([(f"phase {d['phase']}", f"{d['action']} {', '.join(d['runs'])}: {d['why']}")
+                  for d in self.decisions] if self.bracket is None else
+                 [(f"rung {r.index}", f"{r.runs} runs to {format_number(r.resource)}")
+                  for r in self.bracket.rungs])
         return [("Budget", [("budget (FLOPs)", a.budget), ("spent (FLOPs)", a.spent),
                             ("budget exhausted", a.exhausted)]),
-                ("Bracket", [(f"rung {r.index}", f"{r.runs} runs to {format_number(r.resource)}")
-                             for r in self.bracket.rungs]),
+                ("Decisions" if self.bracket is None else "Bracket", steps),
                 ("This invocation", [("advances trained", self.trained),
                                      ("advances reused", self.reused)]),
                 ("Promotions", [f"rung {i}: " + ", ".join(runs)
@@ -101,6 +113,12 @@ class AllocationRunResult(ResultProtocol):
                 "runs": len(self.allocation.observed), "trained": self.trained}
     workers: int = 1
     notes: list[str] = field(default_factory=list)
+
+
+def advance_trainer(trainer, run: str, start: float, stop: float):
+    """``trainer.advance(run, start, stop)``: a plain function, which every executor can send
+    (Ray's tasks take functions, not bound methods); the points come back to the caller."""
+    return trainer.advance(run, start, stop)
 
 
 def candidate_sweep(trainer) -> Sweep:
@@ -139,13 +157,15 @@ def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *
     check_number("budget", budget, low=0, low_open=True)
     check_number("workers", workers, low=1, integer=True)
     sweep = candidate_sweep(trainer)
-    bracket = fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource)
+    bracket = (None if isinstance(policy, CommitPolicy) else
+               fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource))
     shared = dict(budget=budget, eta=eta, min_resource=min_resource, seed=seed, metric=metric,
                   settings=settings)
     if executor is not None:
         return _allocate(store_path, task, trainer, policy, sweep, bracket, executor=executor,
                          **shared)
-    workers, note = worker_count(workers, bracket.rungs[0].runs)
+    workers, note = worker_count(workers, len(sweep.runs) if bracket is None
+                                 else bracket.rungs[0].runs)
     with running(process_pool(workers) if workers > 1 else InlineExecutor()) as pool:
         result = _allocate(store_path, task, trainer, policy, sweep, bracket, executor=pool,
                            **shared)
@@ -167,8 +187,10 @@ def _allocate(store_path, task, trainer, policy, sweep, bracket, *, budget, eta,
             store.add_run(run, source=f"allocate:{task}",
                           attrs={"params": sweep.params.get(run)} if np.isfinite(
                               sweep.params.get(run, np.nan)) else None)
-        loop = HalvingLoop(sweep, bracket, RecordedPolicy(policy, state, task), budget,
-                           seed=seed)
+        # commit decides from the points alone (no ties drawn), so a rerun decides the same
+        loop = (CommitLoop(sweep, policy, budget, seed=seed) if bracket is None else
+                HalvingLoop(sweep, bracket, RecordedPolicy(policy, state, task), budget,
+                            seed=seed))
         counts = {"trained": 0, "reused": 0}
 
         def stored(advance: Advance) -> pd.DataFrame:
@@ -207,7 +229,7 @@ def _allocate(store_path, task, trainer, policy, sweep, bracket, *, budget, eta,
                     counts["reused"] += 1
                     continue
                 state.reserve(task, advance)
-                pending[executor.submit(trainer.advance, advance.run, advance.start,
+                pending[executor.submit(advance_trainer, trainer, advance.run, advance.start,
                                         advance.stop)] = advance
                 # an advance is recorded as soon as it has finished (at once in this
                 # process), so that a kill later in the rung loses none of it
@@ -221,4 +243,7 @@ def _allocate(store_path, task, trainer, policy, sweep, bracket, *, budget, eta,
             return {advance.run: as_curve(stored(advance)) for advance in batch}
 
         allocation = drive(loop.steps(), execute)
-    return AllocationRunResult(allocation, bracket, counts["trained"], counts["reused"])
+        for decision in getattr(loop, "decisions", []):  # commit's choices, for the record
+            state.record_promotion(task, decision["phase"], decision["runs"])
+    return AllocationRunResult(allocation, bracket, counts["trained"], counts["reused"],
+                               list(getattr(loop, "decisions", [])))

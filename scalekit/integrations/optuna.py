@@ -92,9 +92,12 @@ class ForecastPruner(optuna.pruners.BasePruner):
         curves = {t.number: _points(t) for t in trials if t.intermediate_values}
         curves[trial.number] = _points(trial)
         score = ranking.score(trial.number, curves)
+        if math.isnan(score):  # too few points to judge: judged at this rung once it has them
+            return False
+        for rung in due:  # scored at every rung it has passed, then judged at each
+            study._storage.set_trial_system_attr(trial._trial_id, _KEY.format(rung), score)
         for rung in due:
             key = _KEY.format(rung)
-            study._storage.set_trial_system_attr(trial._trial_id, key, score)
             competing = [t.system_attrs[key] for t in trials
                          if key in t.system_attrs and t.number != trial.number] + [score]
             if not ranking.keeps(score, competing):

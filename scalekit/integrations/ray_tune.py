@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ray.tune.result import DEFAULT_METRIC
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
@@ -92,6 +94,8 @@ class ForecastScheduler(FIFOScheduler):
         if not due:
             return TrialScheduler.CONTINUE
         score = self._ranking.score(trial.trial_id, self._curves)
+        if np.isnan(score):  # too few points to judge: judged at this rung once it has them
+            return TrialScheduler.CONTINUE
         for rung in due:
             self._scores[rung][trial.trial_id] = score
             if not self._ranking.keeps(score, list(self._scores[rung].values())):

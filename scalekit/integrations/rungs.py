@@ -11,7 +11,13 @@ fitted to its points so far (through
 :func:`scalekit.allocate.forecasters.make_forecaster`). It goes on if its score
 is among the best ``max(1, n // reduction_factor)`` of the ``n`` scores
 recorded at that rung so far, itself included — Optuna's promotion rule, on
-forecasts instead of current values. Ranking by forecasts is what Schram et
+forecasts instead of current values. A trial is not judged before it has
+:data:`MIN_POINTS` points and the forecast reaches no further than its points
+span (on a log scale: ``last / first >= max_resource / last``): no surrogate
+tells a slow starter from a poor run on a few points at the start of its curve
+(a model that warms up twelve times longer is pruned at step 9 of 300, and
+ranked right from step 18 on). It goes on, and is judged at the rungs it
+has passed once it can be. Ranking by forecasts is what Schram et
 al. (2026) do in a synchronous sweep, because small models look best early and
 large ones win late.
 """
@@ -27,6 +33,10 @@ from scalekit.allocate.schedules import rung_resources
 from scalekit.allocate.sweep import Curve
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.errors import InputError
+
+
+#: Points a trial needs before it is judged at a rung (the per-curve surrogates' minimum).
+MIN_POINTS = 4
 
 
 class ForecastRanking:
@@ -78,14 +88,20 @@ class ForecastRanking:
 
         ``curves`` maps every trial (``trial`` included) to ``(resources, values)``
         as reported so far; the others inform the ``joint`` surrogate. A trial
-        that cannot be forecast (too few points for any surrogate) scores its
-        last value, as plain Successive Halving would.
+        with fewer than :data:`MIN_POINTS` points, or whose points span less (in log)
+        than the forecast must reach beyond them, scores NaN (not judged yet: the
+        callers keep it going and judge it at that rung once it has them); one the
+        surrogate cannot forecast scores its last value, as plain Successive Halving
+        would.
         """
         observed = {key: self._curve(key, *points) for key, points in curves.items()}
         observed = {key: c for key, c in observed.items() if len(c)}
         own = observed.get(trial)
         if own is None:
             return np.inf
+        first, last = own.resource[0], own.resource[-1]
+        if len(own) < MIN_POINTS or last * last < first * self.max_resource:
+            return float("nan")
         quantiles = self._forecaster.forecast(observed, {}, {trial: np.array([self.max_resource])},
                                               [self.quantile])
         value = float(quantiles[trial][0, 0])

@@ -92,6 +92,21 @@ def test_run_then_rerun_reads_back_everything(tmp_path, capsys):
     assert "0 read back" in first and "0 advances trained now" in second
 
 
+def test_run_commits_by_default_and_explains_why_then_resumes(tmp_path, capsys):
+    store, out = tmp_path / "store.db", tmp_path / "run.json"
+    args = ["allocate", "run", "synthetic", "--budget", "3e18", "--store", str(store)]
+    assert main([*args, "--json", str(out)]) == 0
+    first = " ".join(capsys.readouterr().out.split())
+    report = json.loads(out.read_text())["result"] if "result" in json.loads(
+        out.read_text()) else json.loads(out.read_text())
+    actions = [d["action"] for d in report["decisions"]]
+    assert actions[0] == "probe" and "commit" in actions and report["rungs"] == []
+    assert "phase 0: probe" in first and "commit" in first
+    assert report["spent_flops"] == pytest.approx(3e18)
+    assert main(args) == 0
+    assert "0 advances trained now" in capsys.readouterr().out
+
+
 def test_run_with_a_budget_too_small_for_any_point_reports_no_best_run(tmp_path, capsys):
     # 1e16 FLOPs is 0.04% of the synthetic sweep (27 runs of 1e18): no run reaches its
     # first logged point (every 1e18 / 40 FLOPs), so there is no best run to report.
@@ -119,6 +134,8 @@ def test_run_with_a_budget_too_small_for_any_point_reports_no_best_run(tmp_path,
     (["run", "synthetic", "--seed", "-1"], "The value of `--seed` is -1, but must be >= 0."),
     (["run", "synthetic", "--workers", "0"], "The value of `--workers` is 0, but must be >= 1."),
     (["run", "nope"], "The value of `task` is 'nope'"),
+    (["run", "synthetic", "--executor", "dask"], "The value of `--executor` is 'dask'"),
+    (["replay", "--frontier-min-compute", "0"], "The value of `--frontier-min-compute` is 0.0"),
     (["replay", "--budget", "1e400"], "The value of `--budget` is '1e400', but must be a finite"),
     (["plan", "--budget", "5%"], "allocate replay"),
     (["--plan", "--run", "synthetic"], "one of --replay, --plan and --run"),  # the old flags

@@ -69,3 +69,38 @@ def test_forecast_scheduler_keeps_the_best_and_saves_steps(runs, crossing):
     assert reached[crossing.best] == 243
     assert best == crossing.best
     assert sum(reached.values()) <= 0.7 * 243 * len(crossing.trials)
+
+
+def test_forecast_scheduler_keeps_the_slowest_starter_that_ends_best(ray_session, tmp_path):
+    """The slow starter of ``test_slow_starter`` (its largest model warms up twelve times
+    longer than the smallest and ends lowest): ASHA stops it, ForecastScheduler keeps it."""
+    import numpy as np
+
+    from integrations.test_slow_starter import SIZES, STEPS, loss
+
+    steps = np.arange(1, STEPS + 1)
+    rng = np.random.default_rng(0)
+    curves = [loss(size, steps, rng.normal(0, 0.003, STEPS)) for size in SIZES]
+    order = [5, 2, 3, 6, 4, 0, 1]  # the largest model fourth
+    reported = [*range(1, 21), *range(30, STEPS + 1, 10)]
+
+    def trainable(config):
+        for step in reported:
+            tune.report({"loss": float(curves[order[config["trial"]]][step - 1]), "step": step})
+
+    reached = {}
+    for name, scheduler in (
+            ("asha", AsyncHyperBandScheduler(time_attr="step", max_t=STEPS, grace_period=3,
+                                             reduction_factor=3)),
+            ("forecast", ForecastScheduler(time_attr="step", max_t=STEPS, grace_period=3,
+                                           reduction_factor=3))):
+        grid = tune.Tuner(
+            trainable, param_space={"trial": tune.grid_search(list(range(len(order))))},
+            tune_config=tune.TuneConfig(metric="loss", mode="min", scheduler=scheduler,
+                                        max_concurrent_trials=1, reuse_actors=True),
+            run_config=tune.RunConfig(storage_path=str(tmp_path / name), verbose=0)).fit()
+        reached[name] = {order[r.config["trial"]]: int(r.metrics["step"]) for r in grid}
+    largest = len(SIZES) - 1
+    assert reached["asha"][largest] < STEPS
+    assert reached["forecast"][largest] == STEPS
+    assert sum(reached["forecast"].values()) <= 0.7 * STEPS * len(SIZES)

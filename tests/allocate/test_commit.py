@@ -1,0 +1,189 @@
+"""The ``commit`` allocator: its law fit, its choices on sweeps with a known truth, replay,
+plan and resumable runs (also on a local Ray cluster)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import nnls
+
+from allocate.fault_trainers import CountingTrainer, calls
+from scalekit.allocate import metrics
+from scalekit.allocate.commit import CommitLoop, CommitPolicy, EndLaw, _nonnegative_fit
+from scalekit.allocate.engine import drive
+from scalekit.allocate.next_actions import Plan, plan_next
+from scalekit.allocate.replay import allocate, replay, reveal
+from scalekit.allocate.runner import AllocationRunResult, candidate_sweep, run_allocation
+from scalekit.allocate.sweep import sweep_from_frame
+from scalekit.allocate.toy import SyntheticTrainer
+from scalekit.curves import CurveStore
+from scalekit.serialise import dumps
+
+
+def test_the_batched_nonnegative_fit_matches_scipys_nnls():
+    rng = np.random.default_rng(0)
+    design = rng.normal(size=(40, 9, 3))
+    target = rng.normal(size=9)
+    coef, sse = _nonnegative_fit(design, target)
+    for g in range(40):
+        reference, residual = nnls(design[g], target)
+        assert sse[g] == pytest.approx(residual ** 2, rel=1e-8, abs=1e-10)
+        np.testing.assert_allclose(coef[g], reference, atol=1e-8)
+
+
+def test_the_law_fitted_to_exact_chinchilla_points_forecasts_unseen_sizes():
+    def truth(n, x):  # Hoffmann et al.'s approach-3 law, x = C/N = 6 D
+        return 1.69 + 406.4 / n ** 0.34 + 410.7 / (x / 6) ** 0.28
+
+    n, x = (g.ravel() for g in np.meshgrid(np.geomspace(1e7, 1e8, 5), np.geomspace(6e9, 6e11, 5)))
+    law = EndLaw().fit(n, x, truth(n, x))
+    far_n, far_x = np.array([1e9, 3e9]), np.array([6e11, 6e12])
+    np.testing.assert_allclose(law.predict(far_n, far_x), truth(far_n, far_x), rtol=0.01)
+    assert law.sd_ < 1e-3
+
+
+def _cosine_sweep(seed=0):
+    """Runs of 5 sizes x 5 schedule lengths x 2 learning rates: each ends on the law
+    ``L(N, D) = 2 + 300/N^0.3 + 300/D^0.3`` (the rate 1e-3 4% above it), and a point
+    before the end lies above it by a bump that the schedule's decay removes."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in np.geomspace(1e7, 1e9, 5):
+        for steps in (200, 400, 800, 1600, 3200):
+            for lr, penalty in ((1e-3, 1.04), (3e-3, 1.0)):
+                t = np.arange(20, steps + 1, 20)
+                tokens = t * 2.5e5
+                end = 2 + (300 / n ** 0.3 + 300 / tokens ** 0.3) * penalty
+                loss = end * (1 + 0.08 * (1 - t / steps)) * np.exp(rng.normal(0, 0.002, len(t)))
+                rows.append(pd.DataFrame({"run": f"n{n:.0e}-s{steps}-lr{lr}", "step": t,
+                                          "compute": 6 * n * tokens, "loss": loss, "params": n}))
+    return sweep_from_frame(pd.concat(rows), resource="compute")
+
+
+@pytest.mark.parametrize("share", [0.05, 0.1, 0.2])
+def test_commit_finishes_what_the_budget_could_have_found_where_sh_does_not(share):
+    sweep = _cosine_sweep()
+    budget = share * sweep.total_compute()
+    hindsight = metrics.hindsight_loss(sweep.curves, budget)
+    found = {name: metrics.best_final_loss(allocate(sweep, name, budget)[0].observed)
+             for name in ("commit", "loss")}
+    regret = {name: (loss - hindsight) / hindsight for name, loss in found.items()}
+    # within 5% of the best run the budget could finish; plain SH stays 12% or more away
+    assert 0 <= regret["commit"] <= 0.05
+    assert regret["loss"] > regret["commit"] + 0.05
+    allocation, bracket = allocate(sweep, "commit", budget)
+    assert bracket is None and allocation.spent <= budget * (1 + 1e-12)
+
+
+def test_hindsight_is_the_lowest_point_any_run_reaches_within_the_budget():
+    sweep = _cosine_sweep()
+    budget = 0.05 * sweep.total_compute()
+    slow = min(loss for curve in sweep.curves.values()
+               for compute, loss in zip(curve.compute, curve.loss) if compute <= budget)
+    assert metrics.hindsight_loss(sweep.curves, budget) == slow
+    rows = replay(sweep, policies=["loss", "commit"], budgets=[0.05], seeds=1,
+                  frontier=False, completion=None).rows
+    assert (rows["regret"] >= 0).all()
+    np.testing.assert_allclose(rows["hindsight_loss"], slow)
+
+
+def test_commit_explains_its_probes_law_guard_and_commitment():
+    sweep = _cosine_sweep()
+    loop = CommitLoop(sweep, CommitPolicy(), 0.12 * sweep.total_compute())
+    allocation = drive(loop.steps(), reveal(sweep))
+    actions = [d["action"] for d in loop.decisions]
+    assert actions[:3] == ["probe", "guard", "commit"]
+    assert "law" in loop.decisions[0]
+    guard, commit = loop.decisions[1]["runs"], loop.decisions[2]["runs"][0]
+    assert commit in guard and len(guard) == 2  # the two learning rates of one configuration
+    assert commit == guard[1] and commit.endswith("lr0.003")  # the guard picks the better rate
+    assert allocation.reached[commit] == sweep.max_resource[commit]
+    probes = loop.decisions[0]["runs"]
+    assert all(allocation.reached[r] == sweep.max_resource[r] for r in probes)
+    assert sum(sweep.cost(r, 0, sweep.max_resource[r]) for r in probes) <= 0.1 * allocation.budget
+    assert allocation.spent == pytest.approx(allocation.budget)
+
+
+def test_plan_gives_the_advances_the_replay_makes_next():
+    sweep = _cosine_sweep()
+    budget = 0.12 * sweep.total_compute()
+    loop = CommitLoop(sweep, CommitPolicy(), budget)
+    allocation = drive(loop.steps(), reveal(sweep))
+    probes = [a for a in allocation.advances if a.rung == 0]
+    # the probes done: their points logged, every other run's points hidden
+    partial = dataclasses.replace(sweep, curves={
+        r: c.until(allocation.reached[r] if any(a.run == r for a in probes) else 0)
+        for r, c in sweep.curves.items()})
+    plan = plan_next(partial, CommitPolicy(), budget, reached={a.run: a.stop for a in probes})
+    guard = [(a.run, a.stop) for a in allocation.advances if a.rung == 1]
+    assert plan.rung == 1
+    assert [(a["run"], a["to"]) for a in plan.actions] == guard
+    assert plan.to_dict()["decisions"][1]["action"] == "guard"
+    back = Plan.from_dict(json.loads(dumps(plan.to_dict())))
+    assert back.to_dict() == json.loads(dumps(plan.to_dict())) and back.bracket is None
+    assert [name for name, _ in plan._summary_sections()] == ["Actions", "Decisions", "Compute"]
+
+
+TRAINER = dict(seed=3, sizes=6, variants=2, max_compute=1e18, points=30)
+BUDGET = 0.2 * 12 * 1e18
+
+
+@dataclasses.dataclass
+class KilledTrainer(CountingTrainer):
+    """Dies (as Ctrl-C would) when asked for its ``die_at``-th advance."""
+
+    die_at: int = 0
+
+    def advance(self, run, start, stop):
+        if len(calls(self.log)) + 1 == self.die_at:
+            raise KeyboardInterrupt
+        return super().advance(run, start, stop)
+
+
+def _points(path):
+    with CurveStore(path) as store:
+        frame = store.curves()
+    return frame[["run", "step", "compute", "loss"]].sort_values(["run", "step"]).reset_index(
+        drop=True)
+
+
+def test_a_killed_commit_run_resumes_to_the_points_of_an_uninterrupted_one(tmp_path):
+    whole = run_allocation(tmp_path / "whole.db", "t", CountingTrainer(**TRAINER,
+                           log=str(tmp_path / "whole.log")), CommitPolicy(), budget=BUDGET)
+    advances = len(whole.allocation.advances)
+    assert advances >= 5 and whole.decisions[0]["action"] == "probe"
+    back = AllocationRunResult.from_dict(json.loads(dumps(whole.to_dict())))
+    assert back.bracket is None and back.decisions == whole.decisions
+    assert [name for name, _ in whole._summary_sections()][:2] == ["Budget", "Decisions"]
+    for die_at in (2, advances - 1):
+        log = str(tmp_path / f"killed{die_at}.log")
+        path = tmp_path / f"killed{die_at}.db"
+        with pytest.raises(KeyboardInterrupt):
+            run_allocation(path, "t", KilledTrainer(**TRAINER, log=log, die_at=die_at),
+                           CommitPolicy(), budget=BUDGET)
+        before = calls(log, "done")
+        again = run_allocation(path, "t", CountingTrainer(**TRAINER, log=log), CommitPolicy(),
+                               budget=BUDGET)
+        pd.testing.assert_frame_equal(_points(path), _points(tmp_path / "whole.db"))
+        assert len(calls(log, "done")) == advances  # nothing finished was trained again
+        assert len(before) == die_at - 1 and again.reused == die_at - 1
+        assert again.allocation.spent == pytest.approx(whole.allocation.spent)
+
+
+@pytest.mark.slow
+def test_allocate_run_on_a_local_ray_cluster_writes_what_a_local_run_writes(tmp_path):
+    pytest.importorskip("ray")
+    from scalekit.executors import make_executor, running
+
+    trainer = SyntheticTrainer(**TRAINER)  # importable by Ray's workers
+    run_allocation(tmp_path / "local.db", "t", trainer, CommitPolicy(), budget=BUDGET)
+    with running(make_executor("ray", max_workers=2)) as pool:
+        result = run_allocation(tmp_path / "ray.db", "t", trainer, CommitPolicy(),
+                                budget=BUDGET, executor=pool)
+    pd.testing.assert_frame_equal(_points(tmp_path / "ray.db"), _points(tmp_path / "local.db"))
+    assert result.trained == len(result.allocation.advances)
+    assert len(candidate_sweep(trainer).runs) == 12
