@@ -90,6 +90,11 @@ class StoreDatabase:
         """The store's schema version."""
         raise NotImplementedError
 
+    def check_intact(self) -> None:
+        """Refuse a damaged store before its first write (raise the back end's own error).
+
+        A server checks its own pages; a back end with nothing to check returns."""
+
     def close(self) -> None:
         raise NotImplementedError
 

@@ -236,6 +236,13 @@ class Database(StoreDatabase):
             if self.con.in_transaction:  # an error may have ended it (a damaged file)
                 self.con.execute("COMMIT")
 
+    def check_intact(self) -> None:
+        """Refuse a damaged file (``PRAGMA quick_check``) with SQLite's own error."""
+        found = [str(row[0]) for row in self.con.execute("PRAGMA quick_check(1)")]
+        if found != ["ok"]:
+            raise sqlite3.DatabaseError("malformed: quick_check found "
+                                        + " ".join(found[0].split())[:60])
+
     def close(self) -> None:
         """Close the connection (the write-ahead log is folded into the file)."""
         self.con.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -114,14 +115,11 @@ class CurveStore:
         return self._db.version
 
     def _check_intact(self) -> None:
-        """Before this store's first write: refuse a damaged file (``PRAGMA quick_check``),
-        so that nothing is written into it."""
+        """Before this store's first write: refuse a damaged store (a SQLite file's
+        ``PRAGMA quick_check``), so that nothing is written into it."""
         if getattr(self, "_intact", False):
             return
-        found = [str(row[0]) for row in self._con.execute("PRAGMA quick_check(1)")]
-        if found != ["ok"]:
-            raise sqlite3.DatabaseError("malformed: quick_check found "
-                                        + " ".join(found[0].split())[:60])
+        self._db.check_intact()
         self._intact = True
 
     def close(self) -> None:

@@ -58,7 +58,7 @@ def test_a_value_outside_the_choices_exits_2_with_one_sentence(words, param, cho
 def _library_lists() -> dict:
     """Every choice option's values as the library names them, by (command, flag)."""
     from scalekit.allocate.forecasters import SURROGATES
-    from scalekit.allocate.policies import PROMOTION_POLICIES
+    from scalekit.allocate.policies import ALLOCATION_POLICIES
     from scalekit.allocate.sweep import RESOURCES
     from scalekit.curves.readers import DUPLICATES, FORMATS
     from scalekit.curves.writers import TABLE_FORMATS
@@ -70,13 +70,14 @@ def _library_lists() -> dict:
     from scalekit.isoflop.points import CONVENTIONS
     from scalekit.report.tables import FORMATS as PRINT_FORMATS
     from scalekit.surrogates.forecast import METHODS
-    from scalekit.train.config import DEVICES, DROPOUT_SCHEDULES, LR_SCHEDULES
+    from scalekit.train.config import DEVICES, DROPOUT_SCHEDULES, LR_SCHEDULES, PRECISIONS
     from scalekit.train.tasks import available_tasks
 
     lists = {("allocate run", "task"): ("synthetic", *available_tasks()),
-             ("allocate replay", "--policy"): (*PROMOTION_POLICIES, "uniform"),
-             ("allocate run", "--policy"): PROMOTION_POLICIES,
-             ("allocate plan", "--policy"): PROMOTION_POLICIES,
+             ("allocate replay", "--policy"): (*ALLOCATION_POLICIES, "uniform"),
+             ("allocate run", "--policy"): ALLOCATION_POLICIES,
+             ("allocate plan", "--policy"): ALLOCATION_POLICIES,
+             ("allocate run", "--executor"): EXECUTORS,
              ("forecast", "--method"): (*METHODS, "all", "multipower"),
              ("forecast", "--reference"): METHODS,
              ("isoflop", "--approach"): (*NAMES, "all"), ("isoflop", "--in"): PROFILES,
@@ -85,7 +86,7 @@ def _library_lists() -> dict:
              ("train", "task"): tuple(available_tasks()),
              ("train", "--dropout-schedules"): DROPOUT_SCHEDULES,
              ("train", "--lr-schedule"): LR_SCHEDULES, ("train", "--device"): DEVICES,
-             ("train", "--executor"): EXECUTORS}
+             ("train", "--executor"): EXECUTORS, ("train", "--precision"): PRECISIONS}
     by_flag = {"--resource": RESOURCES, "--surrogate": SURROGATES, "--duplicates": DUPLICATES,
                "--format": PRINT_FORMATS, "--loss": LOSSES, "--resample": RESAMPLE}
     for words, param, _ in CHOICES:

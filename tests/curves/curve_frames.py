@@ -24,15 +24,17 @@ def tidy_frames(draw, *, optional: bool = True, values=POSITIVE, max_runs: int =
     present or not; otherwise only run, step and loss.
     """
     names = draw(st.lists(NAME, min_size=1, max_size=max_runs, unique=True))
+    # sizes within 2^+-100, so that tokens derived as C / (6 N) stay below the readers' 1e100
+    sizes = values.map(lambda v: min(max(v, 2.0 ** -100), 2.0 ** 100))
     present = {c: (draw(st.booleans()) if optional else False)
                for c in ("compute", "tokens", "params", "depth", "seed")}
     rows = []
     for name in names:
         steps = sorted(draw(st.sets(st.integers(0, 10 ** 9), min_size=1, max_size=max_steps)))
         losses = draw(st.lists(values, min_size=len(steps), max_size=len(steps)))
-        compute = sorted(draw(st.lists(values, min_size=len(steps), max_size=len(steps))))
-        tokens = draw(st.lists(values, min_size=len(steps), max_size=len(steps)))
-        params = draw(values)
+        compute = sorted(draw(st.lists(sizes, min_size=len(steps), max_size=len(steps))))
+        tokens = draw(st.lists(sizes, min_size=len(steps), max_size=len(steps)))
+        params = draw(sizes)
         depth = draw(st.integers(1, 1000))
         seed = draw(st.integers(0, 2 ** 31))
         for i, step in enumerate(steps):

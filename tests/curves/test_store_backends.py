@@ -149,6 +149,7 @@ with CurveStore(sys.argv[1]) as store, store.transaction():
     store.add_run("first")
     print("importing", flush=True)
     store.import_frame(frame, source="killed")
+    sys.stdin.read()  # the transaction stays open until the kill, however fast the import was
 """
 
 
@@ -158,10 +159,10 @@ def test_a_writer_killed_mid_import_leaves_nothing(new_store):
         store.import_frame(pd.DataFrame({"run": "kept", "step": [1, 2], "loss": [2.0, 1.0]}),
                            source="before")
     writer = subprocess.Popen([sys.executable, "-c", KILLED, str(location)],
-                              stdout=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert writer.stdout.readline().strip() == "importing"
-    time.sleep(0.4)
-    assert writer.poll() is None, "the import ended before the kill"
+    time.sleep(0.4)  # inside the import, or after it with the transaction still open
+    assert writer.poll() is None, "the writer ended before the kill"
     writer.send_signal(signal.SIGKILL)
     writer.wait()
     with CurveStore(location, timeout=5) as store:
