@@ -20,9 +20,6 @@ from scalekit.errors import InputError
 EMPTY_TEXTS = frozenset({"", "nan", "NaN", "NAN", "null", "None", "NA", "N/A", "n/a", "<NA>"})
 #: Largest whole number a float64 holds exactly (with every smaller one).
 MAX_WHOLE = 2 ** 53
-#: Largest parameter count, token count or compute accepted: far beyond any model, and low
-#: enough that 6·N·D and powers of it stay finite.
-MAX_SCALE = 1e100
 #: Why a whole number beyond :data:`MAX_WHOLE` is refused.
 TOO_LARGE = "is too large to be held exactly; whole numbers up to 2**53 are supported"
 
@@ -214,15 +211,15 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
     for column in (*LOG_COLUMNS, *(m for m in metrics if is_log_metric(m))):
         if column in frame:
             check_positive(frame[column].to_numpy(dtype=np.float64), column, where)
-    for column in LOG_COLUMNS:   # params, tokens, compute
-        if column in frame:
-            values = frame[column].to_numpy(dtype=np.float64)
-            big = values > MAX_SCALE
-            if big.any():
-                row = int(np.flatnonzero(big)[0])
-                raise where.error(f"the value {float(values[row])!r} is above {MAX_SCALE:g}, "
-                                  "where products of sizes, tokens and compute overflow; check "
-                                  "the units of the column", row, column)
+    if {"params", "tokens"} <= set(frame.columns):   # 6·N·D must be a number
+        params = frame["params"].to_numpy(dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            flops = 6.0 * params * frame["tokens"].to_numpy(dtype=np.float64)
+        big = np.isinf(flops) & np.isfinite(params)
+        if big.any():
+            row = int(np.flatnonzero(big)[0])
+            raise where.error(f"the value {float(params[row])!r} overflows 6·N·D (above "
+                              "1.8e308 FLOPs); check the units of the column", row, "params")
     for column in INTEGER_RUN_COLUMNS:
         if column in frame:
             values = frame[column].to_numpy(dtype=np.float64)

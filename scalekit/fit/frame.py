@@ -148,8 +148,9 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
                     diagnostics=diagnostics, runs=runs)
 
 
-#: Least span (max/min) of an input for the last points to pin the law along it.
-LAST_POINTS_SPAN = 10.0
+#: Least span (max/min) of an input for the last points to pin the law along it; below
+#: LAST_POINTS_WARN (the span ``not_identified`` asks for) it is a warning, else a note.
+LAST_POINTS_SPAN, LAST_POINTS_WARN = 10.0, 2.0
 
 
 def _last_points_too_narrow(law: Law, frame: pd.DataFrame, rows: pd.DataFrame) -> list:
@@ -167,11 +168,13 @@ def _last_points_too_narrow(law: Law, frame: pd.DataFrame, rows: pd.DataFrame) -
             continue
         span, full = last.max() / last.min(), every.max() / every.min()
         if span < LAST_POINTS_SPAN <= full:
+            pinned = span >= LAST_POINTS_WARN   # below 2x: cannot be pinned at all
             found.append(Diagnostic(
-                "last_points_narrow", "warning",
+                "last_points_narrow", "info" if pinned else "warning",
                 f"the last point of each run spans {span:.3g}x in {name} but all checkpoints "
-                f"span {full:.3g}x, so the law's terms in {name} cannot be pinned: fit every "
-                "checkpoint with `all_points`", param=name, value=float(span)))
+                f"span {full:.3g}x, so the law's terms in {name} are "
+                + ("loosely pinned" if pinned else "not pinned")
+                + ": fit every checkpoint with `all_points`", param=name, value=float(span)))
     return found
 
 

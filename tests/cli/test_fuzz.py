@@ -320,3 +320,98 @@ def test_a_refused_train_leaves_no_store_and_no_checkpoints(tmp_path, capsys):
     _expect_one_error_line(["train", "teacher_student", "--store", store, "--option",
                             "nosuch=1", "-q"], capsys)
     assert list(tmp_path.iterdir()) == []
+
+
+#: Bad input that used to exit 1 (a traceback's "internal error") or 0 (a nonsense report):
+#: (files to write, arguments, words of the one error line). Issue 22, items 10, 11 and 13.
+CONSTANT = "run,params,tokens,loss\n" + "".join(f"r{i},{i}e7,{i}e9,3.0\n" for i in range(1, 9))
+HUGE = GOOD_ROWS + "big,1e308,2e9,2.5\n"
+ONE_ROW = "run,params,tokens,loss\nr0,1e7,2e8,3.0\n"
+FOUR = "run,params,tokens,loss\na,1e7,1e9,3.2\nb,2e7,1e9,3.1\nc,4e7,2e9,3.0\nd,8e7,3e9,2.9\n"
+DEEP = '{"run": "r0", "step": 1, "loss": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+MONOTONE = "run,k,error\n" + "".join(f"r{k},{k},{0.05 + 0.4 / k ** 2:.6g}\n"
+                                     for k in (1, 2, 4, 8, 16, 32, 64, 128, 256))
+USER_FAULTS = [
+    ("constant loss: fit", CONSTANT, ["fit", "{f}", "--bootstrap", "0"], "the same metric value"),
+    ("constant loss: plan", CONSTANT, ["plan", "{f}", "--bootstrap", "0", "--target-compute",
+                                       "1e21"], "the same metric value"),
+    ("constant loss: isoflop", CONSTANT, ["isoflop", "{f}", "--bootstrap", "0"], "vary"),
+    ("jsonl nested 100,000 deep", DEEP, ["fit", "{f}"], "nested too deeply"),
+    ("plot into /proc", GOOD_ROWS, ["fit", "{f}", "--bootstrap", "0", "--plot", "/proc/o.png"],
+     "no file can be written"),
+    ("flops per token 0", GOOD_ROWS, ["plan", "{f}", "--bootstrap", "0", "--target-compute",
+                                      "1e21", "--flops-per-param-token", "0"], "must be > 0"),
+    ("flops per token -6", GOOD_ROWS, ["plan", "{f}", "--bootstrap", "0", "--target-compute",
+                                       "1e21", "--flops-per-param-token", "-6"], "must be > 0"),
+    ("k_max 1e12", MONOTONE, ["law", "inference-k", "{f}", "--plan", "cost=1,k_max=1e12"],
+     "k_max"),
+    ("law bootstrap 2e6", MONOTONE, ["law", "classes", "{f}", "--bootstrap", "2000000"],
+     "--bootstrap"),
+    ("params 1e308: fit", HUGE, ["fit", "{f}", "--bootstrap", "0"], "overflows 6·N·D"),
+    ("params 1e308: isoflop", HUGE, ["isoflop", "{f}", "--bootstrap", "0"], "overflows 6·N·D"),
+    ("params 1e308: forecast", HUGE, ["forecast", "{f}", "--to", "100"], "overflows 6·N·D"),
+    ("params 1e308: allocate", HUGE, ["allocate", "replay", "--curves", "{f}", "--budget", "5%"],
+     "overflows 6·N·D"),
+    ("budgets ,,,", GOOD_ROWS, ["isoflop", "{f}", "--budgets", ",,,"], "at least three"),
+    ("budgets repeated", GOOD_ROWS, ["isoflop", "{f}", "--budgets", "1e18,1e18,1e19"],
+     "distinct"),
+    ("one row: allocate replay", ONE_ROW, ["allocate", "replay", "--curves", "{f}", "--budget",
+                                           "5%"], "at least two runs"),
+    ("one row: allocate plan", ONE_ROW, ["allocate", "plan", "--curves", "{f}", "--budget",
+                                         "1e20"], "at least two runs"),
+    ("four points for five parameters", FOUR, ["fit", "{f}", "--bootstrap", "0"],
+     "`--all-points`"),
+    ("one row: isoflop", ONE_ROW, ["isoflop", "{f}"], "no approach can be fitted"),
+]
+
+
+@pytest.mark.parametrize("name, text, args, words", USER_FAULTS,
+                         ids=[case[0] for case in USER_FAULTS])
+def test_user_faults_exit_2_with_one_short_line_naming_the_file(tmp_path, capsys, name, text,
+                                                                args, words):
+    path = _write(tmp_path, "in", ".jsonl" if text is DEEP else ".csv", text.encode())
+    line = _expect_one_error_line([a.format(f=path) for a in args], capsys)
+    assert words in line, line
+    named = line.startswith(f"error: {path}") or "--" in line   # the file, or the option
+    assert named and len(line) - len(str(path)) <= 200, line
+
+
+def test_store_show_of_a_metric_the_run_lacks_is_refused(tmp_path, capsys):
+    store = _store_of(tmp_path)
+    line = _expect_one_error_line(["store", "show", "r1", "--metric", "nosuch", "--store", store],
+                                  capsys)
+    assert "`--metric` is 'nosuch'" in line and "'loss'" in line
+
+
+# -- issue 22, items 1-4: real-world sweeps get no phantom answer -------------------------------
+def test_monotone_inference_k_data_state_no_optimum(tmp_path, capsys):
+    path = _write(tmp_path, "mono", ".csv", MONOTONE.encode())
+    assert main(["law", "inference-k", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "monotone within the data (k ≤ 256); no optimum found" in out and "U-shaped" not in out
+
+
+def test_a_sweep_at_one_token_count_names_all_points(tmp_path, capsys):
+    rows = "run,step,params,tokens,loss\n" + "".join(
+        f"r{i},{s},{n:.6g},{d:.6g},{1.7 + 400 / n ** 0.34 + 410 / d ** 0.28:.6f}\n"
+        for i, n in enumerate(np.geomspace(1e7, 1e9, 6))
+        for s, d in enumerate(np.geomspace(1e8, 1e10, 8), 1))
+    path = _write(tmp_path, "fixed_d", ".csv", rows.encode())
+    assert main(["fit", str(path), "--bootstrap", "0", "--json", str(tmp_path / "r.json")]) == 0
+    import json
+
+    report = json.loads((tmp_path / "r.json").read_text())
+    first = report["diagnostics"][0]
+    assert first["code"] == "last_points_narrow" and "`--all-points`" in first["message"]
+    capsys.readouterr()
+
+
+def test_isoflop_on_digitised_chinchilla_points_with_no_flags(tmp_path, published_data):
+    out = tmp_path / "iso.json"
+    assert main(["isoflop", str(published_data / "chinchilla_epoch_svg.csv"), "--approach", "2",
+                 "--bootstrap", "0", "-q", "--json", str(out)]) == 0
+    import json
+
+    (approach,) = json.loads(out.read_text())["approaches"].values()
+    assert abs(approach["a"]["value"] - 0.50) <= 0.02       # Hoffmann et al.: 0.49-0.51
+    assert "budgets found as clusters" in approach["budgeting"]
