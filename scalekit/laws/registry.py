@@ -21,6 +21,7 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "scalekit.laws.class_count",
     "scalekit.laws.inference_k",
     "scalekit.laws.m4",
+    "scalekit.laws.data_constrained",
 )
 _loaded = False
 
