@@ -22,6 +22,7 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "scalekit.laws.inference_k",
     "scalekit.laws.m4",
     "scalekit.laws.data_constrained",
+    "scalekit.laws.sigmoid",
 )
 _loaded = False
 
