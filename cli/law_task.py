@@ -40,7 +40,10 @@ def task(
     predict: Optional[str] = typer.Option(None, "--predict",
                                           help="Target as N=<params>,D=<tokens>."),
     tasks: list[str] = typer.Option([], "--task", help="Task name (repeatable); the paper's "
-                                    "eight by default."),
+                                    "eight by default: mmlu_avg_test_5shot, hellaswag_val_5shot, "
+                                    "arc_challenge_test_5shot, arc_easy_test_5shot, "
+                                    "piqa_val_5shot, csqa_val_5shot, socialiqa_val_5shot, "
+                                    "openbookqa_test_5shot."),
     x: str = typer.Option("bpb", "--x", help="Intermediate metric: bpb (task bits-per-byte), "
                           "c4 (C4 loss) or ce (task cross-entropy)."),
     actual: Optional[Path] = typer.Option(None, "--actual", help="The target run's evaluation "
@@ -65,8 +68,8 @@ def task(
         raise InputError(f"The value of `--x` is {x!r}, but must be one of {', '.join(X_CHOICES)}.")
     for name in tasks:
         if name not in TASKS:
-            raise InputError(f"The value of `--task` is {name!r}, but must be one of "
-                             f"{', '.join(sorted(TASKS))}.")
+            raise InputError(f"The value of `--task` is {name!r}, but must be a task of the "
+                             "ladder such as piqa_val_5shot (see scalekit law task --help).")
     if predict is None and not evaluate:
         raise InputError("give `--predict N=…,D=…` or `--evaluate`")
     target = None if predict is None else _parse_target(predict)
