@@ -108,3 +108,18 @@ def test_scalebench_test_region_r2(published_data):
     predicted, actual = fit.predict(inputs(test)), test["loss"].to_numpy(float)
     r2 = 1 - ((actual - predicted) ** 2).sum() / ((actual - actual.mean()) ** 2).sum()
     assert r2 >= 0.79                                    # their all-data figure
+
+
+def test_sigmoid_jacobian_matches_finite_differences():
+    """The step-2 law of the task ladder (scalekit.laws.sigmoid), checked the same way."""
+    law = get_law("sigmoid")
+    X = {"x": np.linspace(0.5, 1.6, 7)}
+    z = np.array([-0.6, 0.9, 6.0, 0.95])
+    value, jacobian = law.log_value_and_jacobian(X, z[None])
+    np.testing.assert_allclose(value[0], np.log(law.predict(X, z)), rtol=1e-12)
+    for k in range(4):
+        up, down = z.copy(), z.copy()
+        up[k] += 1e-6
+        down[k] -= 1e-6
+        numeric = (np.log(law.predict(X, up)) - np.log(law.predict(X, down))) / 2e-6
+        np.testing.assert_allclose(jacobian[0, :, k], numeric, rtol=1e-5, atol=1e-9)

@@ -51,6 +51,7 @@ def test_noise_free_ladder_gives_the_true_chain():
     assert prediction.step2["values"]["k"] == pytest.approx(STEP2_TRUTH["k"], rel=0.05)
 
 
+@pytest.mark.slow
 def test_intervals_cover_a_new_runs_accuracy_on_synthetic_ladders():
     """95% intervals for a new run's accuracy: 12 ladders, expect ~11.4 covered; fewer
     than 9 has probability < 2% if the coverage were 95% (bench/bench_task_law.py
