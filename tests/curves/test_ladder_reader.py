@@ -52,3 +52,22 @@ def test_a_file_the_table_does_not_name_is_refused(tmp_path, ladder_folder):
     table.write_text(json.dumps([{"file": "other.csv", "params": 1e6}]))
     with pytest.raises(InputError, match="names no run for file '190M-1xC.csv'"):
         read_ladder([ladder_folder / "190M-1xC.csv"], table)
+
+
+def test_store_import_reads_a_ladder(ladder_folder, tmp_path):
+    from scalekit.curves import CurveStore
+    from scalekit_cli.app import main
+
+    files = [str(ladder_folder / name) for name in ("190M-1xC.csv", "peteish7_eval_anneal.csv")]
+    store = tmp_path / "ladder.db"
+    assert main(["store", "import", *files, "--runs", str(ladder_folder / "final.json"),
+                 "--store", str(store), "--quiet"]) == 0
+    metric = "eval/downstream/piqa_val_rc_5shot_len_norm"
+    with CurveStore(store, create=False) as opened:
+        runs = opened.runs().set_index("run")
+        curves = opened.curves(runs=["190M-1xC"], metric=metric)
+    assert runs.loc["peteish7_eval_anneal", "params"] == 6887575552
+    assert runs.loc["190M-1xC", "config"]["size"] == "190M"
+    table = pd.read_csv(ladder_folder / "190M-1xC.csv")
+    np.testing.assert_allclose(curves[metric].to_numpy(), table[metric].to_numpy())
+    np.testing.assert_allclose(curves["tokens"].to_numpy(), table["throughput/total_tokens"])

@@ -122,3 +122,32 @@ def _tokens(table: pd.DataFrame, file: Path) -> np.ndarray:
             return (table[column] * table[BATCH_TOKEN_COLUMN]).to_numpy(dtype=float)
     raise InputError("the file has no token column (" + ", ".join(TOKEN_COLUMNS) + ") and no "
                      f"step with {BATCH_TOKEN_COLUMN!r}", source=str(file), line=1)
+
+
+def ladder_frame(runs: list[LadderRun]) -> pd.DataFrame:
+    """The runs as one tidy curve frame: ``run``, ``step``, ``tokens``, ``params``, the run
+    table's other attributes (configuration) and every other numeric column of the files
+    as a metric (``attrs["metrics"]``), for the store.
+
+    The step is the file's ``_step`` (or ``step``), else the checkpoint's ordinal (noted).
+    """
+    parts, metrics, notes = [], [], []
+    for run in runs:
+        table = run.table
+        step_column = next((c for c in STEP_COLUMNS if c in table), None)
+        if step_column is None:
+            notes.append(f"{run.name}: no step column; checkpoints numbered 1, 2, …")
+            steps = np.arange(1, len(table) + 1)
+        else:
+            steps = table[step_column].to_numpy()
+        skip = {step_column, BATCH_TOKEN_COLUMN, *TOKEN_COLUMNS}
+        columns = [c for c in table.columns if c not in skip
+                   and pd.api.types.is_numeric_dtype(table[c])]
+        metrics += [c for c in columns if c not in metrics]
+        part = pd.DataFrame({"run": run.name, "step": steps, "tokens": run.tokens,
+                             "params": run.params,
+                             **{k: v for k, v in run.attributes.items() if v is not None}})
+        parts.append(pd.concat([part, table[columns].reset_index(drop=True)], axis=1))
+    frame = pd.concat(parts, ignore_index=True)
+    frame.attrs.update(metrics=metrics, notes=notes)
+    return frame
