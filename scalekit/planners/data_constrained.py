@@ -115,6 +115,20 @@ def optimum(values: Mapping[str, float], compute: float, unique_tokens: float, *
     return n, budget / n, float(found.fun)
 
 
+def _least_compute(values, loss: float, spent: float, unique_tokens: float, k: float) -> float:
+    """The least compute whose optimum at ``unique_tokens`` reaches ``loss`` (at most
+    ``spent``): the optimum's loss falls with compute, so a bisection in log C finds it."""
+    def gap(log_c: float) -> float:
+        return optimum(values, np.exp(log_c), unique_tokens, k=k)[2] - loss
+
+    high, low = np.log(spent), np.log(spent) - np.log(1e6)
+    if gap(high) >= 0:
+        return spent
+    if gap(low) <= 0:
+        return float("nan")
+    return float(np.exp(brentq(gap, low, high, xtol=1e-9)))
+
+
 def plan_data_constrained(values: Mapping[str, float], compute: float, unique_tokens: float, *,
                           compare: tuple[float, float] | None = None,
                           flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN
@@ -148,11 +162,7 @@ def plan_data_constrained(values: Mapping[str, float], compute: float, unique_to
                   for name, v in zip(("compare_params", "compare_tokens"), compare))
         given = float(_loss(values, cn, cd, unique_tokens)[0])
         spent = k * cn * cd
-        # the optimum's loss falls with compute: the least C reaching `given` (bisection in log C)
-        gap = lambda log_c: optimum(values, np.exp(log_c), unique_tokens, k=k)[2] - given  # noqa: E731
-        low = np.log(spent) - np.log(1e6)
-        least = spent if gap(np.log(spent)) >= 0 else float(np.exp(brentq(
-            gap, low, np.log(spent), xtol=1e-9))) if gap(low) > 0 else float("nan")
+        least = _least_compute(values, given, spent, unique_tokens, k)
         plan.compare_params, plan.compare_tokens, plan.compare_loss = cn, cd, given
         plan.compare_optimal_compute = least
         plan.wasted_compute = spent - least

@@ -21,7 +21,7 @@ in allenai/OLMo-ladder (``src/scaling/task_utils.py``, ``utils.py``, ``step2.py`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -243,8 +243,8 @@ def _fit_step2(data: _TaskData, rows: np.ndarray, starts=None):
 def _data_dict(data: _TaskData) -> dict:
     """The points of both steps, for plots: runs' (N, D, x) and smoothed (x, accuracy)."""
     return {"params": data.params.tolist(), "tokens": data.tokens.tolist(),
-            "final": data.final.tolist(),
-            "x": [c[0].tolist() for c in data.curves], "accuracy": [c[1].tolist() for c in data.curves]}
+            "final": data.final.tolist(), "x": [c[0].tolist() for c in data.curves],
+            "accuracy": [c[1].tolist() for c in data.curves]}
 
 
 def _step_dict(fit) -> dict:
