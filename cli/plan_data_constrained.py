@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Optional
 
 LAW = "data_constrained"
+#: Bootstrap draws of the law the plan is repeated for (its intervals).
+MAX_DRAWS = 200
 
 
 def check_options(law: Optional[str], *, compute, unique_tokens, target_loss) -> None:
@@ -33,10 +35,15 @@ def body(result, notes, read, *, compute: float, unique_tokens: float, compare,
     """The plan report of the data-constrained law: the law, the plan and the diagnostics."""
     from scalekit.planners.data_constrained import plan_data_constrained
 
+    draws = result.bootstrap_values
+    notes = list(notes)
+    if draws is not None and len(draws) > MAX_DRAWS:
+        notes.append(f"plan intervals from the first {MAX_DRAWS} of {len(draws)} bootstrap draws")
+        draws = draws[:MAX_DRAWS]
     plan = plan_data_constrained(result.values, compute, unique_tokens, compare=compare,
-                                 flops_per_param_token=k)
+                                 flops_per_param_token=k, draws=draws, ci_level=result.ci_level)
     diagnostics = list(read) + list(result.diagnostics)
-    return {"notes": list(notes), "law": {"name": result.law.name, **result.values},
+    return {"notes": notes, "law": {"name": result.law.name, **result.values},
             "law_ci": {key: list(v) for key, v in result.ci.items()},
             "data_constrained": plan.to_dict(), "summary": plan.summary(),
             "diagnostics": [d.to_dict() for d in diagnostics],

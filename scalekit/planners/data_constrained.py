@@ -18,7 +18,7 @@ from scipy.optimize import brentq, minimize_scalar
 
 from scalekit.checks import check_number
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
-from scalekit.formatting import format_number
+from scalekit.formatting import format_interval, format_number
 from scalekit.laws import get_law
 from scalekit.results import FlatResult
 
@@ -45,6 +45,9 @@ class DataConstrainedPlan(FlatResult):
     wasted_percent : float or None
         A given run (N, D) at the same U: its loss, the least compute whose optimum
         reaches it, and the compute it spends beyond that (FLOPs and % of its own).
+    params_ci, tokens_ci, epochs_ci, loss_lost_ci : tuple or None
+        Percentile intervals over the law's bootstrap draws (when given).
+    ci_level : float or None
     """
 
     compute: float
@@ -64,6 +67,11 @@ class DataConstrainedPlan(FlatResult):
     compare_optimal_compute: float | None = None
     wasted_compute: float | None = None
     wasted_percent: float | None = None
+    params_ci: tuple[float, float] | None = None
+    tokens_ci: tuple[float, float] | None = None
+    epochs_ci: tuple[float, float] | None = None
+    loss_lost_ci: tuple[float, float] | None = None
+    ci_level: float | None = None
 
     def _summary_title(self) -> str:
         return (f"Compute-optimal run for C = {format_number(self.compute)} FLOPs with "
@@ -75,8 +83,13 @@ class DataConstrainedPlan(FlatResult):
             ("loss", self.compare_loss),
             ("least compute reaching it", self.compare_optimal_compute),
             ("compute wasted", self.wasted_compute), ("wasted (%)", self.wasted_percent)]
+        intervals = [] if self.ci_level is None else [
+            (f"{name} ({self.ci_level:.0%})", format_interval(pair)) for name, pair in (
+                ("params N*", self.params_ci), ("tokens D*", self.tokens_ci),
+                ("epochs", self.epochs_ci), ("loss lost", self.loss_lost_ci))]
         return [("Optimum", [("params N*", self.params), ("tokens D*", self.tokens),
                              ("epochs", self.epochs), ("loss", self.loss)]),
+                ("Intervals", intervals),
                 ("Unlimited data", [("params", self.unlimited_params),
                                     ("tokens", self.unlimited_tokens),
                                     ("loss", self.unlimited_loss),
@@ -131,7 +144,8 @@ def _least_compute(values, loss: float, spent: float, unique_tokens: float, k: f
 
 def plan_data_constrained(values: Mapping[str, float], compute: float, unique_tokens: float, *,
                           compare: tuple[float, float] | None = None,
-                          flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN
+                          flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN,
+                          draws: np.ndarray | None = None, ci_level: float = 0.95
                           ) -> DataConstrainedPlan:
     """The compute-optimal N, D and epochs at ``compute`` with ``unique_tokens`` of data.
 
@@ -147,6 +161,11 @@ def plan_data_constrained(values: Mapping[str, float], compute: float, unique_to
         A planned run, judged against the optimum at the same U.
     flops_per_param_token : float
         k in C = k N D.
+    draws : ndarray (B, 7), optional
+        Bootstrap draws of the law's parameters (``FitResult.bootstrap_values``, in the
+        law's order): the plan is repeated for each, giving percentile intervals.
+    ci_level : float
+        Level of those intervals.
     """
     check_number("compute", compute, low=0, low_open=True)
     check_number("unique_tokens", unique_tokens, low=0, low_open=True)
@@ -157,6 +176,20 @@ def plan_data_constrained(values: Mapping[str, float], compute: float, unique_to
         compute=float(compute), unique_tokens=float(unique_tokens), params=n, tokens=d,
         epochs=d / unique_tokens, loss=loss, unlimited_params=n_inf, unlimited_tokens=d_inf,
         unlimited_loss=loss_inf, loss_lost=loss - loss_inf, flops_per_param_token=k)
+    if draws is not None and len(draws):
+        plan.ci_level = check_number("ci_level", ci_level, low=0, high=1, low_open=True,
+                                     high_open=True)
+        names = get_law("data_constrained").param_names
+        rows = []
+        for theta in np.asarray(draws, dtype=float):
+            sample = dict(zip(names, theta))
+            n_b, d_b, loss_b = optimum(sample, compute, unique_tokens, k=k)
+            rows.append((n_b, d_b, d_b / unique_tokens,
+                         loss_b - optimum(sample, compute, UNLIMITED, k=k)[2]))
+        tail = 50.0 * (1.0 - ci_level)
+        ends = np.percentile(np.array(rows), [tail, 100.0 - tail], axis=0)
+        plan.params_ci, plan.tokens_ci, plan.epochs_ci, plan.loss_lost_ci = (
+            (float(ends[0, j]), float(ends[1, j])) for j in range(4))
     if compare is not None:
         cn, cd = (check_number(name, v, low=0, low_open=True)
                   for name, v in zip(("compare_params", "compare_tokens"), compare))

@@ -51,3 +51,18 @@ def test_compare_measures_the_wasted_compute():
     _, _, reached = optimum(PUBLISHED, wasteful.compare_optimal_compute, 1e10)
     assert reached == pytest.approx(wasteful.compare_loss, rel=1e-7)
     assert wasteful.compare_optimal_compute < 6 * (n * 4) * d
+
+
+def test_intervals_from_draws_follow_the_closed_form():
+    """Draws in Chinchilla's regime (U far beyond D*): the interval of N* is the
+    percentile interval of the closed-form N* of each draw."""
+    rng = np.random.default_rng(0)
+    names = ("E", "A", "B", "alpha", "beta", "rstar_d", "rstar_n")
+    base = np.array([PUBLISHED[n] for n in names]) * np.array([1, 1, 2, 1, 1, 1, 1])
+    draws = base * np.exp(rng.normal(0, [0, 0.1, 0.1, 0.02, 0.02, 0, 0], (40, 7)))
+    plan = plan_data_constrained(dict(zip(names, base)), 1e22, 1e30, draws=draws,
+                                 ci_level=0.9)
+    closed = [chinchilla_optimum(dict(zip(names, d)), 1e22)["params"] for d in draws]
+    np.testing.assert_allclose(plan.params_ci, np.percentile(closed, [5, 95]), rtol=1e-4)
+    assert plan.params_ci[0] < plan.params < plan.params_ci[1]
+    assert plan.loss_lost_ci == pytest.approx((0.0, 0.0), abs=1e-9)
