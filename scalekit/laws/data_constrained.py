@@ -17,15 +17,22 @@ space like Chinchilla's, ``log L = logsumexp(e, a - alpha log N', b - beta log D
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+from functools import partial
+
 import numpy as np
 
 from scalekit.laws.base import Law, Param
+from scalekit.laws.chinchilla import optimum_coefficients
 from scalekit.laws.logsumexp import logsumexp_terms
 from scalekit.laws.registry import register_law
 
 #: Tokens per parameter of the compute-optimal model, for ``U_N``: Muennighoff et al. take
 #: ``U_N`` from Chinchilla's optimal ratio (N* ≈ 0.051 D*, about 20 tokens a parameter).
 TOKENS_PER_PARAM = 1.0 / 0.051
+#: ``U_N = scale * U_D ** power`` by default: the ratio above.
+DEFAULT_RULE = (1.0 / TOKENS_PER_PARAM, 1.0)
 
 _EXPONENT_GRID = (0.2, 0.4, 0.8)
 _LOG_FLOOR_GRID = (-0.5, 0.5)
@@ -43,28 +50,41 @@ def _effective(base, repeats, log_rstar):
     return value, d_log_value
 
 
-def _bases(X):
+def unique_params_rule(base: Mapping[str, float]) -> tuple[float, float]:
+    """``(scale, power)`` with ``U_N = scale U_D^power`` the compute-optimal size for ``U_D``.
+
+    Muennighoff et al. (2023) take ``U_N`` as the compute-optimal parameter count for
+    ``U_D`` tokens under the Chinchilla terms ``base`` (``A``, ``B``, ``alpha``,
+    ``beta``): with ``G = (alpha A / (beta B))^(1 / (alpha + beta))`` the optimum has
+    ``N = G (G D)^(beta / alpha)``. Their C4 terms give ``U_N = 0.0510 U_D``.
+    """
+    G = optimum_coefficients(base)["G"]
+    power = float(base["beta"]) / float(base["alpha"])
+    return G ** (1.0 + power), power
+
+
+def _bases(X, rule=DEFAULT_RULE):
     """``U_D``, ``R_D``, ``U_N``, ``R_N`` of each point."""
     unique_data = np.minimum(X["unique_tokens"], X["tokens"])
     repeats_data = X["tokens"] / unique_data - 1.0
-    unique_params = np.minimum(X["params"], unique_data / TOKENS_PER_PARAM)
+    unique_params = np.minimum(X["params"], rule[0] * unique_data ** rule[1])
     repeats_params = X["params"] / unique_params - 1.0
     return unique_data, repeats_data, unique_params, repeats_params
 
 
-def _function(X, theta):
+def _function(X, theta, rule=DEFAULT_RULE):
     theta = np.asarray(theta, dtype=float)
     E, A, B, alpha, beta, rstar_d, rstar_n = (theta[..., k:k + 1] for k in range(7))
-    unique_data, repeats_data, unique_params, repeats_params = _bases(X)
+    unique_data, repeats_data, unique_params, repeats_params = _bases(X, rule)
     data, _ = _effective(unique_data, repeats_data, np.log(rstar_d))
     params, _ = _effective(unique_params, repeats_params, np.log(rstar_n))
     return E + A * params ** -alpha + B * data ** -beta
 
 
-def _terms(X, z):
+def _terms(X, z, rule=DEFAULT_RULE):
     z = np.asarray(z, dtype=float)
     e, a, b, alpha, beta, log_rstar_d, log_rstar_n = (z[..., k:k + 1] for k in range(7))
-    unique_data, repeats_data, unique_params, repeats_params = _bases(X)
+    unique_data, repeats_data, unique_params, repeats_params = _bases(X, rule)
     data, d_data = _effective(unique_data, repeats_data, log_rstar_d)
     params, d_params = _effective(unique_params, repeats_params, log_rstar_n)
     log_params, log_data = np.log(params), np.log(data)
@@ -72,12 +92,13 @@ def _terms(X, z):
     return value, weights, alpha, beta, log_params, log_data, d_params, d_data
 
 
-def _log_function(X, z):
-    return _terms(X, z)[0]
+def _log_function(X, z, rule=DEFAULT_RULE):
+    return _terms(X, z, rule)[0]
 
 
-def _log_value_and_jacobian(X, z):
-    value, (w_e, w_a, w_b), alpha, beta, log_params, log_data, d_params, d_data = _terms(X, z)
+def _log_value_and_jacobian(X, z, rule=DEFAULT_RULE):
+    value, (w_e, w_a, w_b), alpha, beta, log_params, log_data, d_params, d_data = _terms(X, z,
+                                                                                        rule)
     rows = np.empty((7,) + value.shape)          # built as (P, ..., n), returned as a view
     rows[0], rows[1], rows[2] = w_e, w_a, w_b
     rows[3] = -w_a * log_params
@@ -103,3 +124,18 @@ DATA_CONSTRAINED = register_law(Law(
     log_value_and_jacobian=_log_value_and_jacobian,
     description="Loss of N parameters trained on D tokens drawn from U unique ones, repeated "
                 "data and excess parameters decaying in value (Muennighoff et al. 2023)."))
+
+
+def data_constrained_law(base: Mapping[str, float] | None = None) -> Law:
+    """The law with ``U_N`` from the Chinchilla terms ``base`` (:func:`unique_params_rule`).
+
+    With ``base`` None, the registered law (``U_N = 0.051 U_D``). The returned law keeps
+    the registered name, so a fit's ``to_dict`` round trip gives back the default rule.
+    """
+    if base is None:
+        return DATA_CONSTRAINED
+    rule = unique_params_rule(base)
+    return replace(DATA_CONSTRAINED, function=partial(_function, rule=rule),
+                   log_function=partial(_log_function, rule=rule),
+                   log_value_and_jacobian=partial(_log_value_and_jacobian, rule=rule),
+                   extra={**DATA_CONSTRAINED.extra, "unique_params_rule": rule})
