@@ -9,7 +9,8 @@ so the law sees the effective data
 
 Parameters beyond the compute-optimal size for ``U_D`` tokens,
 ``U_N = min(N, U_D / TOKENS_PER_PARAM)``, are worth less likewise:
-``R_N = N / U_N - 1``, ``N' = U_N + U_N R*_N (1 - exp(-R_N / R*_N))``. With
+``R_N = N / U_N - 1``, ``N' = U_N + U_N R*_N (1 - exp(-R_N / R*_N))``
+(:func:`data_constrained_law` takes ``U_N`` from given Chinchilla terms instead). With
 ``U >= D`` and ``N <= U / TOKENS_PER_PARAM`` the law is Chinchilla's. The paper
 fits R*_D = 15.39, R*_N = 5.31, alpha = beta = 0.353, E = 1.87. Fitted in log
 space like Chinchilla's, ``log L = logsumexp(e, a - alpha log N', b - beta log D')``.

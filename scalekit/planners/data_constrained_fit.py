@@ -62,7 +62,8 @@ def fit_data_constrained(X: Mapping, y, *, protocol: str = "two_stage",
     FitResult
         The fit of the last stage; ``stats["protocol"]`` names the protocol and, for
         two stages, ``stats["base_points"]`` how many points the base came from (0 when
-        given).
+        given). Its law carries the base's ``U_N`` rule, which a ``to_dict`` round trip
+        does not keep (it gives back the registered law).
     """
     check_choice("protocol", protocol, PROTOCOLS)
     law = get_law("data_constrained")
