@@ -85,3 +85,27 @@ def test_plan_data_constrained_needs_unique_tokens(tmp_path, capsys):
     assert main(["plan", str(path), "--law", "data_constrained", "--compute", "1e21"]) == 2
     assert "--unique-tokens" in capsys.readouterr().err
     assert main(["plan", str(path), "--compute", "1e21", "--unique-tokens", "1e9"]) == 2
+
+
+def test_store_keeps_unique_tokens_and_fits_from_them(tmp_path, capsys):
+    """`U` imported into the store is kept as the run's `unique_tokens` (run configuration),
+    exported and read back, and `fit --store` recovers a known truth from it."""
+    rng = np.random.default_rng(2)
+    n, u = 10 ** rng.uniform(7, 9.5, 60), 10 ** rng.uniform(8, 10, 60)
+    d = u * 10 ** rng.uniform(0, 2.3, 60)
+    loss = get_law("data_constrained").predict({"params": n, "tokens": d, "unique_tokens": u},
+                                                TRUTH)
+    path, store = tmp_path / "runs.csv", str(tmp_path / "runs.db")
+    pd.DataFrame({"run": [f"r{i}" for i in range(60)], "step": 1, "N": n, "D": d, "U": u,
+                  "loss": loss}).to_csv(path, index=False)
+    assert main(["store", "import", str(path), "--store", store]) == 0
+    exported = tmp_path / "export.csv"
+    assert main(["store", "export", str(exported), "--store", store]) == 0
+    back = pd.read_csv(exported).set_index("run").loc[[f"r{i}" for i in range(60)]]
+    np.testing.assert_allclose(back["config.unique_tokens"], u, rtol=1e-12)
+    out = tmp_path / "fit.json"
+    assert main(["fit", "--store", store, "--law", "data_constrained", "--json", str(out)]) == 0
+    params = json.loads(out.read_text())["params"]
+    for name in ("rstar_d", "rstar_n"):
+        assert params[name]["value"] == pytest.approx(TRUTH[name], rel=1e-3), name
+    capsys.readouterr()
