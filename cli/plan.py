@@ -41,6 +41,8 @@ def plan(
                                                 help="k in C = k·N·D.", callback=checked_number(
                                                     "--flops-per-param-token", low=0,
                                                     low_open=True)),
+    unique_tokens: Optional[float] = typer.Option(None, "--unique-tokens", help="Unique tokens "
+                                                  "U available (with --law data_constrained)."),
     law: Optional[str] = law_option(),
     y: str = y_option(),
     mapping: list[str] = map_option("params=non_embedding_params"),
@@ -81,6 +83,10 @@ def plan(
     if compute is None and target_loss is None and compare is None:
         raise InputError("give at least one of --compute C, --target-loss L, --compare N,D")
     pair = _pair(compare)
+    from . import plan_data_constrained as constrained
+
+    constrained.check_options(law, compute=compute, unique_tokens=unique_tokens,
+                              target_loss=target_loss)
     shared = fit_settings(law=law, y=y, all_points=all_points, drop_top=drop_top, loss=loss,
                           delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample)
     if from_fit is not None:
@@ -97,10 +103,17 @@ def plan(
     settings = {**shared, "from": None if from_fit is None else str(from_fit),
                 "compute": compute, "target_loss": target_loss, "compare": pair,
                 "flops_per_param_token": flops_per_param_token}
-    body = plan_body(result, notes, read, compute=compute, target_loss=target_loss, compare=pair,
-                     k=flops_per_param_token)
-    if not quiet:
-        _print(body, result.ci_level, fmt)
+    if result.law.name == constrained.LAW:
+        settings["unique_tokens"] = unique_tokens
+        body = constrained.body(result, notes, read, compute=compute, unique_tokens=unique_tokens,
+                                compare=pair, k=flops_per_param_token)
+        if not quiet:
+            constrained.show(body)
+    else:
+        body = plan_body(result, notes, read, compute=compute, target_loss=target_loss,
+                         compare=pair, k=flops_per_param_token)
+        if not quiet:
+            _print(body, result.ci_level, fmt)
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha, seed=seed,
                                settings=settings)

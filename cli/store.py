@@ -40,6 +40,9 @@ def import_(
     duplicates: str = choice_option("error", "--duplicates",
                                     library_choices("scalekit.curves.readers", "DUPLICATES"),
                                     "A repeated (run, step): error, or keep the first or last."),
+    runs: Optional[Path] = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
+                                        "final.json as it stands): each SOURCE is one run's "
+                                        "file, its attributes matched by file name."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
 ) -> None:
     """Import curves in one transaction: every row of every source, or nothing."""
@@ -47,9 +50,15 @@ def import_(
     from scalekit.formatting import collapse_notes
 
     roles = parse_mapping(mapping)
-    frames = [read_curves(source, format=format, mapping=roles, metric=metric,
-                          duplicates=duplicates, experiment=experiment, study=study)
-              for source in sources]
+    if runs is not None:  # a ladder: one file per run, read together as one source
+        from scalekit.curves.readers.ladder import ladder_frame, read_ladder
+
+        frames = [ladder_frame(read_ladder(sources, runs))]
+        sources = [str(runs)]
+    else:
+        frames = [read_curves(source, format=format, mapping=roles, metric=metric,
+                              duplicates=duplicates, experiment=experiment, study=study)
+                  for source in sources]
     with CurveStore(store) as opened, opened.transaction():
         summaries = [opened.import_frame(frame, source=str(source))
                      for source, frame in zip(sources, frames)]

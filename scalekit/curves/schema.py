@@ -25,6 +25,8 @@ RUN_ONLY_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in POINT_COLUMNS)
 INTEGER_RUN_COLUMNS = ("depth", "width", "classes", "k", "seed")
 #: Quantities whose logarithm laws take, so they must be positive.
 LOG_COLUMNS = ("params", "tokens", "compute")
+#: Numeric roles read from files for a law's inputs but not kept in the store's run table.
+FILE_ONLY_COLUMNS = ("unique_tokens",)
 #: Prefix under which free run configuration travels in exported files.
 CONFIG_PREFIX = "config."
 #: Prefix marking a metric whose name does not read as one (``samples``) in exported files.
@@ -46,6 +48,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "classes": ("classes", "num_classes", "n_classes"),
     "k": ("k",),
     "seed": ("seed",),
+    "unique_tokens": ("unique_tokens", "U", "unique", "unique_data"),
 }
 ROLES = tuple(ALIASES)
 

@@ -21,6 +21,8 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "scalekit.laws.class_count",
     "scalekit.laws.inference_k",
     "scalekit.laws.m4",
+    "scalekit.laws.data_constrained",
+    "scalekit.laws.sigmoid",
 )
 _loaded = False
 

@@ -11,7 +11,8 @@ import pandas as pd
 from scalekit.compute import tokens_for_compute
 from scalekit.curves.readers.lr_series import find_lr_column
 from scalekit.curves.readers.metric_choice import MetricChoice, choose_metric
-from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, INTEGER_RUN_COLUMNS, KEY_COLUMNS,
+from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, FILE_ONLY_COLUMNS,
+                                    INTEGER_RUN_COLUMNS, KEY_COLUMNS,
                                     METRIC_PREFIX, POINT_COLUMNS, RUN_COLUMNS, is_metric_name,
                                     resolve_roles)
 from scalekit.curves.validate import Locator, SourceLines, check_frame, to_float, to_step
@@ -74,7 +75,7 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
             out[name] = to_float(table[column].to_numpy(), column, where, missing="nan")
             metrics.append(name)
             used.add(column)
-    for role in ("params", *INTEGER_RUN_COLUMNS):
+    for role in ("params", *FILE_ONLY_COLUMNS, *INTEGER_RUN_COLUMNS):
         if role in roles:
             out[role] = to_float(table[roles[role]].to_numpy(), roles[role], where,
                                  missing="nan")
@@ -178,8 +179,8 @@ def _steps(table: pd.DataFrame, roles: dict, where: Locator, runs: np.ndarray,
 
 def _ordered(columns, metrics: list[str], config: list[str]) -> list[str]:
     head = [c for c in ("run", "step", "compute", "tokens") if c in columns]
-    tail = [c for c in ("lr", "wall_time", "params", "depth", "width", "classes", "k", "seed")
-            if c in columns and c not in config]
+    tail = [c for c in ("lr", "wall_time", "params", "depth", "width", "classes", "k", "seed",
+                        *FILE_ONLY_COLUMNS) if c in columns and c not in config]
     return head + metrics + tail + config
 
 

@@ -1,0 +1,121 @@
+"""``scalekit law task``: task accuracy of a target (N, D) from a model ladder, in two steps.
+
+Step 1 (N, D) -> task loss, step 2 task loss -> accuracy (Bhagia et al. 2024); see
+:mod:`scalekit.planners.task_law`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import (bootstrap_option, ci_level_option, json_option, plot_option,
+                     print_renderable, quiet_option, seed_option)
+
+X_CHOICES = ("bpb", "c4", "ce")
+
+
+def _parse_target(text: str) -> tuple[float, float]:
+    from scalekit.errors import InputError
+
+    values = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        try:
+            values[key.strip()] = float(value) if sep else None
+        except ValueError:
+            values[key.strip()] = None
+    if set(values) != {"N", "D"} or any(v is None or not v > 0 for v in values.values()):
+        raise InputError(f"The value of `--predict` is {text!r}, but must be N=<params>,D=<tokens> "
+                         "with positive numbers (e.g. N=6.89e9,D=3.95e12).")
+    return values["N"], values["D"]
+
+
+def task(
+    files: list[Path] = typer.Argument(..., help="One evaluation CSV per ladder run."),
+    runs: Path = typer.Option(..., "--runs", help="Run table (CSV or JSON; OLMo's final.json "
+                              "as it stands), matched to the files by file name."),
+    predict: Optional[str] = typer.Option(None, "--predict",
+                                          help="Target as N=<params>,D=<tokens>."),
+    tasks: list[str] = typer.Option([], "--task", help="Task name (repeatable); the paper's "
+                                    "eight by default: mmlu_avg_test_5shot, hellaswag_val_5shot, "
+                                    "arc_challenge_test_5shot, arc_easy_test_5shot, "
+                                    "piqa_val_5shot, csqa_val_5shot, socialiqa_val_5shot, "
+                                    "openbookqa_test_5shot."),
+    x: str = typer.Option("bpb", "--x", help="Intermediate metric: bpb (task bits-per-byte), "
+                          "c4 (C4 loss) or ce (task cross-entropy)."),
+    actual: Optional[Path] = typer.Option(None, "--actual", help="The target run's evaluation "
+                                          "file (named in --runs): its last checkpoint is "
+                                          "compared with the predictions."),
+    evaluate: bool = typer.Option(False, "--evaluate", help="Hold out the largest size, fit "
+                                  "the rest and predict each held-out run; print the errors."),
+    bootstrap: int = bootstrap_option(200),
+    ci_level: float = ci_level_option(),
+    seed: int = seed_option(),
+    json_out: Optional[Path] = json_option(),
+    plot: Optional[Path] = plot_option(),
+    quiet: bool = quiet_option(),
+) -> None:
+    """Predict task accuracies of a target run from a ladder of small runs (two steps)."""
+    from scalekit import serialise
+    from scalekit.curves.readers.ladder import read_ladder
+    from scalekit.errors import InputError
+    from scalekit.planners.task_law import TASKS, evaluate_holdout, predict_tasks
+
+    if x not in X_CHOICES:
+        raise InputError(f"The value of `--x` is {x!r}, but must be one of {', '.join(X_CHOICES)}.")
+    for name in tasks:
+        if name not in TASKS:
+            raise InputError(f"The value of `--task` is {name!r}, but must be a task of the "
+                             "ladder such as piqa_val_5shot (see scalekit law task --help).")
+    if predict is None and not evaluate:
+        raise InputError("give `--predict N=…,D=…` or `--evaluate`")
+    target = None if predict is None else _parse_target(predict)
+    ladder = read_ladder(files, runs)
+    actual_run = None if actual is None else read_ladder([actual], runs)[0]
+    settings = {"x": x, "tasks": list(tasks), "bootstrap": bootstrap, "ci_level": ci_level,
+                "runs": str(runs)}
+    body = {}
+    result = None
+    if target is not None:
+        result = predict_tasks(ladder, *target, tasks=tasks or None, x=x, bootstrap=bootstrap,
+                               ci_level=ci_level, seed=seed, actual=actual_run)
+        body = result.to_dict()
+        if not quiet:
+            print_renderable(result.summary())
+    if evaluate:
+        held_out = evaluate_holdout(ladder, tasks=tasks or None, x=x, bootstrap=bootstrap,
+                                    ci_level=ci_level, seed=seed)
+        body["evaluation"] = [r.to_dict() for r in held_out]
+        if not quiet:
+            print_renderable(_evaluation_table(held_out))
+    if json_out is not None:
+        serialise.write_report(json_out, "task_law", body, input_sha256=None, seed=seed,
+                               settings=settings)
+    if plot is not None and result is not None:
+        from scalekit.report.task_plots import plot_task_law
+
+        plot_task_law(result, plot)
+
+
+def _evaluation_table(results):
+    from rich.table import Table
+
+    from scalekit.formatting import format_interval, format_number
+
+    table = Table(title="Held-out runs (largest size), predicted from the smaller ones")
+    for column in ("run N, D", "task", "actual", "predicted", "interval", "error"):
+        table.add_column(column)
+    for result in results:
+        for p in result.predictions:
+            table.add_row(f"{format_number(result.params)}, {format_number(result.tokens)}",
+                          p.task, format_number(p.actual), format_number(p.accuracy),
+                          format_interval(p.accuracy_interval), format_number(p.error))
+    return table
+
+
+def add_task_command(law_app: typer.Typer) -> None:
+    """Add ``task`` to the ``law`` command group."""
+    law_app.command("task")(task)
