@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalekit.errors import InputError
 from scalekit.fit import fit_law
+from scalekit.fit.multistart import multistart
 from scalekit.fit.objective import log_residuals, log_value_and_jacobian
 
 #: Prior variance of each fitting-space parameter (a weak ridge: standard deviation 3,
@@ -18,6 +18,8 @@ PRIOR_VARIANCE = 9.0
 NOISE_FLOOR = 1e-5
 #: Random rows of the law's start grid added to the warm starts of a refit.
 EXTRA_STARTS = 8
+#: The engine's default objective: Huber on log residuals.
+LOSS, DELTA = "huber", 1e-3
 #: Bootstrap refits (over runs) of the ``ensemble`` method.
 ENSEMBLE_REFITS = 6
 
@@ -58,15 +60,26 @@ class Belief:
         return np.nan_to_num(F), A
 
 
-def refit(law, X, y, *, warm: np.ndarray | None, rng: np.random.Generator, runs=None):
-    """A multi-start fit: the law's full grid without ``warm`` starts, else the warm
-    starts plus ``EXTRA_STARTS`` random rows of the grid."""
-    seed = int(rng.integers(2**31))
+def refit(law, X, y, *, rng: np.random.Generator):
+    """The engine's fit (:func:`scalekit.fit.fit_law`: the law's grid, stopping rule,
+    polish), for the final answer."""
+    return fit_law(law, X, y, seed=int(rng.integers(2**31)))
+
+
+def quick_fit(law, X, log_y, *, warm: np.ndarray | None, rng: np.random.Generator
+              ) -> np.ndarray | None:
+    """Best fitting-space optimum of the engine's batched multi-start (no polish), from
+    the ``warm`` starts plus ``EXTRA_STARTS`` random rows of the law's grid (the whole
+    grid, with its stopping rule, without warm starts); None if no start is finite."""
+    grid = law.start_grid(X, np.exp(log_y))
     if warm is None:
-        return fit_law(law, X, y, seed=seed)
-    grid = law.start_grid(X, y)
-    pick = grid[rng.choice(len(grid), min(EXTRA_STARTS, len(grid)), replace=False)]
-    return fit_law(law, X, y, starts=np.vstack([np.atleast_2d(warm), pick]), seed=seed)
+        run = multistart(law, X, log_y, grid, loss=LOSS, delta=DELTA, rng=rng)
+    else:
+        pick = grid[rng.choice(len(grid), min(EXTRA_STARTS, len(grid)), replace=False)]
+        run = multistart(law, X, log_y, np.vstack([np.atleast_2d(warm), pick]), loss=LOSS,
+                         delta=DELTA, rng=rng, early_stop=False)
+    best = int(np.argmin(run.batch.objective))
+    return run.batch.z[best] if np.isfinite(run.batch.objective[best]) else None
 
 
 def laplace(law, X, log_y, z) -> tuple[np.ndarray, float]:
@@ -79,24 +92,23 @@ def laplace(law, X, log_y, z) -> tuple[np.ndarray, float]:
     return np.linalg.pinv(precision), noise
 
 
-def belief(law, X, y, *, method: str, warm: np.ndarray | None, rng: np.random.Generator):
-    """The fit of the observed runs and the posterior the ``method`` scores with."""
-    fit = refit(law, X, y, warm=warm, rng=rng)
-    z = law.to_fitting(fit.theta)
+def belief(law, X, y, *, method: str, warm: np.ndarray | None, rng: np.random.Generator
+           ) -> Belief | None:
+    """The posterior the ``method`` scores with, from the observed runs; None when the
+    law cannot be fitted to them."""
     log_y = np.log(y)
+    z = quick_fit(law, X, log_y, warm=warm, rng=rng)
+    if z is None:
+        return None
     cov, noise = laplace(law, X, log_y, z)
     members, covs = [z], [cov]
     if method == "ensemble":
         n = len(y)
         for _ in range(ENSEMBLE_REFITS):
             rows = rng.integers(0, n, n)
-            Xb = {k: v[rows] for k, v in X.items()}
-            try:
-                member = refit(law, Xb, y[rows], warm=z, rng=rng)
-            except InputError:      # a resample the law cannot fit adds nothing
-                continue
-            zb = law.to_fitting(member.theta)
-            if np.isfinite(zb).all():
+            zb = quick_fit(law, {k: v[rows] for k, v in X.items()}, log_y[rows], warm=z,
+                           rng=rng)
+            if zb is not None and np.isfinite(zb).all():
                 members.append(zb)
                 covs.append(laplace(law, X, log_y, zb)[0])
-    return fit, Belief(np.array(members), np.array(covs), noise)
+    return Belief(np.array(members), np.array(covs), noise)

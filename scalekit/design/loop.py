@@ -101,20 +101,15 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
             picks.append((spread_pick(features, pool.cost, affordable, have), REASONS["start"], {}))
         else:
             X, y = _observed(law, pool, X0, y0, rows if reveal else rows[:0])
-            fit, post = belief(law, X, y, method=method, warm=warm, rng=rng)
-            warm = post.members
-            k = (batch if batch is not None else max(1, math.ceil(REFIT_GROWTH * n_obs)))
-            if not reveal:
-                k = batch - len(chosen)
-            candidates = np.flatnonzero(affordable)
-            F, A = post.factor(law, {c: np.concatenate([Xt[c], pool.frame[c].to_numpy(float)[
-                candidates]]) for c in law.inputs})
-            for j, score, share in greedy_batch(method, F, A, len(target), pool.cost[candidates],
-                                                money, k, post.noise):
-                row = int(candidates[j])
-                picks.append((row, f"expected to remove {share:.1%} of the target's predictive "
-                              f"variance for cost {pool.cost[row]:.3g}",
-                              {"variance_reduction": share, "score": score}))
+            post = belief(law, X, y, method=method, warm=warm, rng=rng)
+            if post is None:
+                picks.append((baseline_pick("random", pool.cost, affordable, rng),
+                              "drawn at random: the law cannot be fitted to the runs yet", {}))
+            else:
+                warm = post.members
+                k = (batch - len(chosen) if not reveal else batch if batch is not None
+                     else max(1, math.ceil(REFIT_GROWTH * n_obs)))
+                picks += _model_picks(law, method, post, pool, Xt, affordable, money, k)
         step += 1
         for row, reason, extra in picks:
             if pool.cost[row] > money:
@@ -123,11 +118,39 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
             money -= pool.cost[row]
             entry = {"row": row, "inputs": {c: float(pool.frame[c].iloc[row])
                                             for c in law.inputs},
-                     "cost": float(pool.cost[row]), "step": step, "reason": reason, **extra}
+                     "cost": float(pool.cost[row]), "step": step, "reason": reason, **extra,
+                     "settings": _settings(pool.frame.iloc[row], law.inputs)}
             if reveal:
                 entry["loss"] = float(pool.loss[row])
             chosen.append(entry)
     return _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng)
+
+
+def _model_picks(law, method, post, pool, Xt, affordable, money, k):
+    """The greedy batch of ``method`` under the posterior ``post``, with its reasons."""
+    candidates = np.flatnonzero(affordable)
+    F, A = post.factor(law, {c: np.concatenate([Xt[c], pool.frame[c].to_numpy(float)[candidates]])
+                             for c in law.inputs})
+    n_target = len(next(iter(Xt.values())))
+    picks = []
+    for j, score, share in greedy_batch(method, F, A, n_target, pool.cost[candidates], money, k,
+                                        post.noise):
+        row = int(candidates[j])
+        picks.append((row, f"expected to remove {share:.1%} of the target's predictive variance "
+                      f"for cost {pool.cost[row]:.3g}", {"variance_reduction": share,
+                                                         "score": score}))
+    return picks
+
+
+def _settings(row: pd.Series, inputs) -> dict:
+    """The pool row's other columns (what a trainer needs to run it: ``scalekit train``'s
+    ``width``, ``depth``, ``data``, ``steps``, ``task``, ... when the pool carries them)."""
+    out = {}
+    for name, value in row.items():
+        if name in inputs or str(name).startswith("_"):
+            continue
+        out[str(name)] = value.item() if hasattr(value, "item") else value
+    return out
 
 
 def _observed(law, pool, X0, y0, rows):
@@ -155,7 +178,7 @@ def _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng) -> D
     P = len(law.params)
     if len(y) >= 2:
         try:
-            fit = refit(law, X, y, warm=None, rng=rng)
+            fit = refit(law, X, y, rng=rng)
         except InputError as error:
             diagnostics.append(Diagnostic("not_converged", "warning", str(error)))
             fit = None

@@ -26,7 +26,8 @@ class DesignResult(ResultProtocol):
         In the order chosen: ``row`` (pool row, 0-based), ``inputs``, ``cost``, ``step``,
         ``reason`` and, for a model-based pick, ``variance_reduction`` (the share of the
         target's predictive variance it is expected to remove, given the earlier picks of
-        its batch) and ``score``; in a replay also ``loss``.
+        its batch) and ``score``; ``settings``: the pool row's other columns (what a
+        trainer needs to run it); in a replay also ``loss``.
     spent : float
         Share of the pool's total cost that the chosen runs cost.
     plan_cost : float
