@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from .common import (JSON_SUFFIXES, checked_number, choice_option, library_choices,
-                     output_option, plot_option, quiet_option, seed_option, store_option)
+from .common import (
+    JSON_SUFFIXES,
+    checked_number,
+    choice_option,
+    library_choices,
+    output_option,
+    plot_option,
+    quiet_option,
+    seed_option,
+    store_option,
+)
 
 FORMAT = "design"
 
@@ -16,23 +24,23 @@ FORMAT = "design"
 def design(
     law: str = typer.Option(..., "--law", help="Law name (chinchilla, kaplan, …) or an "
                             "expression such as 'E + A*N**-a + B*D**-b'."),
-    pool: Optional[Path] = typer.Option(None, "--pool", help="CSV/Parquet of candidate runs "
+    pool: Path | None = typer.Option(None, "--pool", help="CSV/Parquet of candidate runs "
                                         "(the law's inputs; a cost column; for --replay, losses)."),
-    grid: Optional[str] = typer.Option(None, "--grid", help="Candidate runs on a log grid "
+    grid: str | None = typer.Option(None, "--grid", help="Candidate runs on a log grid "
                                        "instead of --pool, e.g. N=1e7:1e9:8,D=1e9:1e11:8."),
-    target: Optional[Path] = typer.Option(None, "--target", help="CSV/Parquet of the runs "
+    target: Path | None = typer.Option(None, "--target", help="CSV/Parquet of the runs "
                                           "whose predictions matter (the law's inputs)."),
-    target_compute: Optional[float] = typer.Option(
+    target_compute: float | None = typer.Option(
         None, "--target-compute", help="Target the IsoFLOP curve 6·N·D = C (FLOPs) instead.",
         callback=checked_number("--target-compute", low=0, low_open=True)),
     budget: str = typer.Option(..., "--budget", help="What the runs may cost: a number (the "
                                "cost unit, FLOPs by default) or a share of the pool, e.g. 5%."),
-    cost: Optional[str] = typer.Option(None, "--cost", help="Cost column or expression of "
+    cost: str | None = typer.Option(None, "--cost", help="Cost column or expression of "
                                        "columns (default 6*params*tokens)."),
     y: str = typer.Option("loss", "--y", help="Loss column of --observed / --pool (replay)."),
-    observed: Optional[Path] = typer.Option(None, "--observed", help="CSV/Parquet of runs "
+    observed: Path | None = typer.Option(None, "--observed", help="CSV/Parquet of runs "
                                             "already trained (the law's inputs and --y)."),
-    store: Optional[Path] = store_option(default=None),
+    store: Path | None = store_option(default=None),
     batch: int = typer.Option(1, "--batch", help="Runs to propose.",
                               callback=checked_number("--batch", low=1, integer=True)),
     method: str = choice_option("ensemble", "--method",
@@ -42,9 +50,9 @@ def design(
     replay: bool = typer.Option(False, "--replay", help="Replay on the pool's known losses "
                                 "(revealed only when chosen) until the budget is spent."),
     seed: int = seed_option(),
-    json_out: Optional[Path] = output_option("--json", JSON_SUFFIXES, "Write the JSON report "
+    json_out: Path | None = output_option("--json", JSON_SUFFIXES, "Write the JSON report "
                                              "here."),
-    plot: Optional[Path] = plot_option(),
+    plot: Path | None = plot_option(),
     quiet: bool = quiet_option(),
 ) -> None:
     """Propose the runs that most reduce the uncertainty of the target predictions per unit
@@ -96,7 +104,7 @@ def design(
     if plot is not None:
         from scalekit.report.design_plot import plot_design
 
-        plot_design(result.to_dict(), candidates.frame, goal).figure.savefig(plot, dpi=120)
+        plot_design(result.to_dict(), candidates.frame, goal, path=plot)
 
 
 def _table(path: Path, flag: str):
@@ -127,7 +135,7 @@ def _budget(text: str, pool_cost: float) -> float:
     return value
 
 
-def _observed(observed: Optional[Path], store: Optional[Path], y: str):
+def _observed(observed: Path | None, store: Path | None, y: str):
     from scalekit.errors import InputError
 
     if observed is None and store is None:

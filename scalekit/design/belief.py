@@ -112,3 +112,4 @@ def belief(law, X, y, *, method: str, warm: np.ndarray | None, rng: np.random.Ge
                 members.append(zb)
                 covs.append(laplace(law, X, log_y, zb)[0])
     return Belief(np.array(members), np.array(covs), noise)
+

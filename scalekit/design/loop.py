@@ -9,7 +9,13 @@ import pandas as pd
 
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.design.belief import belief, refit
-from scalekit.design.methods import METHODS, MODEL_BASED, baseline_pick, greedy_batch, spread_pick
+from scalekit.design.methods import (
+    METHODS,
+    MODEL_BASED,
+    baseline_pick,
+    greedy_batch,
+    spread_pick,
+)
 from scalekit.design.pool import Pool
 from scalekit.design.result import DesignResult
 from scalekit.diagnostics import Diagnostic
@@ -129,15 +135,15 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
 def _model_picks(law, method, post, pool, Xt, affordable, money, k):
     """The greedy batch of ``method`` under the posterior ``post``, with its reasons."""
     candidates = np.flatnonzero(affordable)
-    F, A = post.factor(law, {c: np.concatenate([Xt[c], pool.frame[c].to_numpy(float)[candidates]])
-                             for c in law.inputs})
+    X = {c: np.concatenate([Xt[c], pool.frame[c].to_numpy(float)[candidates]]) for c in law.inputs}
+    F, A = post.factor(law, X)
     n_target = len(next(iter(Xt.values())))
     picks = []
     for j, score, share in greedy_batch(method, F, A, n_target, pool.cost[candidates], money, k,
                                         post.noise):
         row = int(candidates[j])
-        picks.append((row, f"expected to remove {share:.1%} of the target's predictive variance "
-                      f"for cost {pool.cost[row]:.3g}", {"variance_reduction": share,
+        picks.append((row, (f"expected to remove {share:.1%} of the target's predictive variance "
+                      f"for cost {pool.cost[row]:.3g}"), {"variance_reduction": share,
                                                          "score": score}))
     return picks
 

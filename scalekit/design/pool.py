@@ -36,7 +36,7 @@ class Pool:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, *, cost: str | None = None,
-                   y: str | None = None) -> "Pool":
+                   y: str | None = None) -> Pool:
         """A pool from a table; ``cost`` is a column or an expression of columns
         (default ``6*params*tokens``), ``y`` the column of known losses."""
         frame = frame.reset_index(drop=True)
@@ -88,7 +88,7 @@ def _evaluate(expression: str, frame: pd.DataFrame) -> np.ndarray:
     if not re.fullmatch(r"[A-Za-z_0-9.eE+\-*/() ]+", expression):
         raise fail("cost", expression, "an expression of columns, numbers and + - * / ** ( )")
     try:
-        return np.broadcast_to(np.asarray(eval(expression, {"__builtins__": {}}, env),  # noqa: S307
+        return np.broadcast_to(np.asarray(eval(expression, {"__builtins__": {}}, env),
                                           dtype=float), (len(frame),)).copy()
     except (SyntaxError, ZeroDivisionError, TypeError) as error:
         raise fail("cost", expression, f"a valid expression ({error})") from None

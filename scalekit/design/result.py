@@ -58,7 +58,7 @@ class DesignResult(ResultProtocol):
                 "fit": self.fit, "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "DesignResult":
+    def from_dict(cls, data: dict) -> DesignResult:
         return cls(method=data["method"], law=dict(data["law"]), budget=data["budget"],
                    replay=data["replay"], chosen=list(data["chosen"]), spent=data["spent"],
                    plan_cost=data["plan_cost"], predictions=list(data["predictions"]),
@@ -77,8 +77,8 @@ class DesignResult(ResultProtocol):
                  + f"; cost {format_number(c['cost'])}; {c['reason']}")
                 for k, c in enumerate(self.chosen)]
         predictions = [(", ".join(f"{n}={format_number(v)}" for n, v in p["inputs"].items()),
-                        f"{format_number(p['prediction'])} [{format_number(p['interval'][0])}, "
-                        f"{format_number(p['interval'][1])}]") for p in self.predictions]
+                        (f"{format_number(p['prediction'])} [{format_number(p['interval'][0])}, "
+                        f"{format_number(p['interval'][1])}]")) for p in self.predictions]
         notes = [(d.code, d.message) for d in self.diagnostics] or [("none", "")]
         return [("Answer", answer), ("Runs, in order", runs or [("none", "")]),
                 ("Target predictions (95%)", predictions or [("none", "too few runs to fit")]),
