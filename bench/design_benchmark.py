@@ -24,8 +24,8 @@ import time
 import warnings
 
 import numpy as np
-
 from scalebench_tasks import PAPER_1, PAPER_5, TASKS, r2
+
 from scalekit.design import METHODS, replay
 
 OURS = "ensemble"
@@ -57,8 +57,8 @@ def verdicts(scores, tasks):
     above = [name for name in tasks if (0.05, OURS) in scores[name]
              and (0.05, "v_optimal") in scores[name]
              and np.mean(scores[name][(0.05, OURS)]) > np.mean(scores[name][(0.05, "v_optimal")])]
-    lines.append((f"5%: above V-optimal on {len(above)} of {len(tasks)} tasks ({', '.join(above)}),"
-                  " target >= 4", len(above) >= min(4, len(tasks))))
+    lines.append(((f"5%: above V-optimal on {len(above)} of {len(tasks)} tasks ({', '.join(above)}),"
+                  " target >= 4"), len(above) >= min(4, len(tasks))))
     for name in tasks:
         if (0.01, OURS) in scores[name] and (0.01, "random") in scores[name]:
             ours, random = (np.mean(scores[name][(0.01, m)]) for m in (OURS, "random"))
