@@ -86,7 +86,7 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
     else:
         X0, y0 = {c: np.zeros(0) for c in law.inputs}, np.zeros(0)
     features = _features(pool.frame, law.inputs)
-    taken = np.zeros(len(pool), dtype=bool)
+    taken = _already_run(pool, X0, law.inputs)
     chosen: list[dict] = []
     money = float(budget)
     warm = None
@@ -130,6 +130,15 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
                 entry["loss"] = float(pool.loss[row])
             chosen.append(entry)
     return _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng)
+
+
+def _already_run(pool: Pool, X0: dict, inputs) -> np.ndarray:
+    """Pool rows whose inputs match an observed run (never proposed again)."""
+    if not len(next(iter(X0.values()), [])):
+        return np.zeros(len(pool), dtype=bool)
+    mine = np.stack([np.log(np.abs(pool.frame[c].to_numpy(float)) + 1e-300) for c in inputs], 1)
+    seen = np.stack([np.log(np.abs(X0[c]) + 1e-300) for c in inputs], 1)
+    return (np.abs(mine[:, None, :] - seen[None, :, :]) < 1e-9).all(axis=2).any(axis=1)
 
 
 def _model_picks(law, method, post, pool, Xt, affordable, money, k):

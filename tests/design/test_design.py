@@ -134,3 +134,23 @@ def test_a_replay_from_the_command_writes_chosen_spent_and_predictions(tmp_path,
     assert costs == sorted(costs)                  # cheapest first
     assert 0 < report["spent"] <= 0.05
     assert [set(p) for p in report["predictions"]] == [{"inputs", "prediction", "interval"}] * 3
+
+
+def test_design_from_a_store_proposes_new_runs_within_the_budget(tmp_path, capsys):
+    runs = grid_pool("N=1e7:1e9:6,D=1e8:1e10:6").iloc[[0, 1, 2, 6, 7, 8, 12, 13]]
+    runs = runs.assign(run=[f"r{k}" for k in range(len(runs))], step=1000)
+    runs["loss"] = chinchilla(runs.params, runs.tokens)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    store = tmp_path / "runs.db"
+    assert main(["store", "import", str(tmp_path / "runs.csv"), "--store", str(store)]) == 0
+    out = tmp_path / "plan.json"
+    code = main(["design", "--law", "chinchilla", "--grid", "N=1e7:1e9:6,D=1e8:1e10:6",
+                 "--target-compute", "1e21", "--budget", "1e18", "--store", str(store),
+                 "--batch", "3", "--method", "v_optimal", "--json", str(out), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    proposed = {(c["inputs"]["params"], c["inputs"]["tokens"]) for c in report["chosen"]}
+    observed = set(zip(runs.params, runs.tokens))
+    assert len(report["chosen"]) == 3 and not proposed & observed
+    assert report["plan_cost"] == pytest.approx(sum(c["cost"] for c in report["chosen"]))
+    assert report["plan_cost"] <= 1e18 and len(report["predictions"]) == 9
