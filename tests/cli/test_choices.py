@@ -62,6 +62,7 @@ def _library_lists() -> dict:
     from scalekit.allocate.sweep import RESOURCES
     from scalekit.curves.readers import DUPLICATES, FORMATS
     from scalekit.curves.writers import TABLE_FORMATS
+    from scalekit.design.methods import METHODS as DESIGN_METHODS
     from scalekit.executors import EXECUTORS
     from scalekit.fit.engine import RESAMPLE
     from scalekit.fit.robust import LOSSES
@@ -86,7 +87,8 @@ def _library_lists() -> dict:
              ("train", "task"): tuple(available_tasks()),
              ("train", "--dropout-schedules"): DROPOUT_SCHEDULES,
              ("train", "--lr-schedule"): LR_SCHEDULES, ("train", "--device"): DEVICES,
-             ("train", "--executor"): EXECUTORS, ("train", "--precision"): PRECISIONS}
+             ("train", "--executor"): EXECUTORS, ("train", "--precision"): PRECISIONS,
+             ("design", "--method"): DESIGN_METHODS}
     by_flag = {"--resource": RESOURCES, "--surrogate": SURROGATES, "--duplicates": DUPLICATES,
                "--format": PRINT_FORMATS, "--loss": LOSSES, "--resample": RESAMPLE}
     for words, param, _ in CHOICES:

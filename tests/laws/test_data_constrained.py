@@ -138,7 +138,7 @@ def test_fit_data_constrained_refuses_bad_settings():
 
 
 def test_scalebench_test_region_r2(published_data):
-    folder = published_data / "scalebench" / "data_constrained_scaling_law"
+    folder = published_data / "scalebench" / "data_constrained"
     train, test = (pd.read_parquet(folder / f"{part}.parquet") for part in ("train", "test"))
 
     def inputs(frame):

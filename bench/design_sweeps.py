@@ -1,0 +1,92 @@
+"""Replay of ``scalekit.design`` on our own sweeps: the (Mis)Fitting final points and
+Porian et al.'s IsoFLOP runs (tuned RefinedWeb configuration).
+
+The pool is the sweep's runs (cost 6·N·D), the target the runs at the largest compute
+C_max. The all-data Chinchilla fit gives N*(C_max) and the loss at C_max; the design
+(``ensemble``, the same setting as on ScaleBench) chooses runs within 10% of the sweep's
+compute, and the Chinchilla fit of its runs, bootstrapped over runs, gives N*(C_max) with
+a 95% percentile interval. PASS when the all-data N*(C_max) lies inside it.
+
+    python bench/design_sweeps.py [--share 0.1] [--bootstrap 40] [--method ensemble]
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scalekit.design import Pool, replay
+from scalekit.fit import fit_law
+from scalekit.laws import get_law
+from scalekit.laws.chinchilla import chinchilla_optimum
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "published"
+
+
+def misfitting() -> pd.DataFrame:
+    """Each (model, tokens) pair's best final loss over the learning-rate sweep."""
+    frame = pd.read_csv(DATA / "misfitting_final.csv")
+    best = frame.loc[frame.groupby(["N", "D"])["loss"].idxmin()]
+    return pd.DataFrame({"params": best.N, "tokens": best.D, "loss": best.loss})
+
+
+def porian() -> pd.DataFrame:
+    frame = pd.read_csv(DATA / "porian2024_isoflops.csv")
+    keep = ((frame.source_file == "summary_df") & (frame.hparams == "tuned")
+            & (frame.param_count == "standard"))
+    part = frame[keep]
+    return pd.DataFrame({"params": part.N, "tokens": part.D, "loss": part.loss})
+
+
+def optimum(values, compute) -> tuple[float, float]:
+    out = chinchilla_optimum(values, compute)
+    return float(out["params"]), float(out["loss"])
+
+
+def check(name, frame, *, share, bootstrap, method):
+    law = get_law("chinchilla")
+    frame = frame.reset_index(drop=True)
+    compute = 6 * frame.params * frame.tokens
+    c_max = float(compute.max())
+    target = frame[np.isclose(compute, c_max, rtol=0.05)][["params", "tokens"]]
+    everything = fit_law(law, frame, frame.loss.to_numpy())
+    n_all, loss_all = optimum(everything.values, c_max)
+    pool = Pool.from_frame(frame, y="loss")
+    result = replay(law, pool, target, budget=share * pool.cost.sum(), method=method, seed=0)
+    rows = [c["row"] for c in result.chosen]
+    chosen = frame.iloc[rows]
+    fit = fit_law(law, chosen, chosen.loss.to_numpy(), bootstrap=bootstrap, n_jobs=1, seed=0)
+    n_star, loss_star = optimum(fit.values, c_max)
+    draws = [optimum(dict(zip(law.param_names, theta)), c_max)[0]
+             for theta in fit.bootstrap_values]
+    lo, hi = np.nanpercentile(draws, [2.5, 97.5])
+    inside = lo <= n_all <= hi
+    print(f"{name}: {len(frame)} runs, C_max {c_max:.3g}; design chose {len(rows)} runs, "
+          f"{result.spent:.1%} of the sweep's compute")
+    print(f"  N*(C_max): all data {n_all:.4g}; design {n_star:.4g} [{lo:.4g}, {hi:.4g}] "
+          f"(error {n_star / n_all - 1:+.1%}); loss at C_max: all data {loss_all:.4f}, "
+          f"design {loss_star:.4f} ({loss_star / loss_all - 1:+.2%})")
+    ok = inside and result.spent <= share + 1e-12
+    print(f"{'PASS' if ok else 'FAIL'}  {name}: all-data N*(C_max) inside the design's own 95% "
+          f"interval with {result.spent:.1%} <= {share:.0%} of the compute")
+    return ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--share", type=float, default=0.1)
+    parser.add_argument("--bootstrap", type=int, default=40)
+    parser.add_argument("--method", default="ensemble")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    for name, frame in (("(Mis)Fitting finals", misfitting()), ("Porian IsoFLOP (rw tuned)",
+                                                                  porian())):
+        check(name, frame, share=args.share, bootstrap=args.bootstrap, method=args.method)
+
+
+if __name__ == "__main__":
+    main()

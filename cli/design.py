@@ -1,0 +1,162 @@
+"""``scalekit design``: which runs to train next, within a budget, for the target region."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .common import (
+    JSON_SUFFIXES,
+    checked_number,
+    choice_option,
+    library_choices,
+    output_option,
+    plot_option,
+    quiet_option,
+    seed_option,
+    store_option,
+)
+
+FORMAT = "design"
+
+
+def design(
+    law: str = typer.Option(..., "--law", help="Law name (chinchilla, kaplan, …) or an "
+                            "expression such as 'E + A*N**-a + B*D**-b'."),
+    pool: Path | None = typer.Option(None, "--pool", help="CSV/Parquet of candidate runs "
+                                        "(the law's inputs; a cost column; for --replay, losses)."),
+    grid: str | None = typer.Option(None, "--grid", help="Candidate runs on a log grid "
+                                       "instead of --pool, e.g. N=1e7:1e9:8,D=1e9:1e11:8."),
+    target: Path | None = typer.Option(None, "--target", help="CSV/Parquet of the runs "
+                                          "whose predictions matter (the law's inputs)."),
+    target_compute: float | None = typer.Option(
+        None, "--target-compute", help="Target the IsoFLOP curve 6·N·D = C (FLOPs) instead.",
+        callback=checked_number("--target-compute", low=0, low_open=True)),
+    budget: str = typer.Option(..., "--budget", help="What the runs may cost: a number (the "
+                               "cost unit, FLOPs by default) or a share of the pool, e.g. 5%."),
+    cost: str | None = typer.Option(None, "--cost", help="Cost column or expression of "
+                                       "columns (default 6*params*tokens)."),
+    y: str = typer.Option("loss", "--y", help="Loss column of --observed / --pool (replay)."),
+    observed: Path | None = typer.Option(None, "--observed", help="CSV/Parquet of runs "
+                                            "already trained (the law's inputs and --y)."),
+    store: Path | None = store_option(default=None),
+    batch: int = typer.Option(1, "--batch", help="Runs to propose.",
+                              callback=checked_number("--batch", low=1, integer=True)),
+    method: str = choice_option("ensemble", "--method",
+                                library_choices("scalekit.design.methods", "METHODS"),
+                                "random, cheapest, cost_random, d_optimal, v_optimal or "
+                                "ensemble."),
+    replay: bool = typer.Option(False, "--replay", help="Replay on the pool's known losses "
+                                "(revealed only when chosen) until the budget is spent."),
+    seed: int = seed_option(),
+    json_out: Path | None = output_option("--json", JSON_SUFFIXES, "Write the JSON report "
+                                             "here."),
+    plot: Path | None = plot_option(),
+    quiet: bool = quiet_option(),
+) -> None:
+    """Propose the runs that most reduce the uncertainty of the target predictions per unit
+    of cost (or replay the design on a pool with known losses)."""
+    from scalekit import serialise
+    from scalekit.errors import InputError
+
+    if (pool is None) == (grid is None):
+        raise InputError("give either --pool FILE or --grid SPEC (one of them)")
+    if (target is None) == (target_compute is None):
+        raise InputError("give either --target FILE or --target-compute C (one of them)")
+    if observed is not None and store is not None:
+        raise InputError("give either --observed FILE or --store DB, not both")
+    if replay and (pool is None or observed is not None or store is not None):
+        raise InputError("--replay needs --pool FILE with known losses and no --observed / "
+                         "--store")
+    for path, flag in ((pool, "--pool"), (target, "--target"), (observed, "--observed"),
+                       (store, "--store")):
+        if path is not None and not path.is_file():
+            raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be an "
+                             "existing file.")
+    from scalekit.design import Pool, grid_pool, propose, target_on_compute
+    from scalekit.design import replay as run_replay
+    from scalekit.fit.frame import resolve_law
+
+    the_law = resolve_law(law)
+    frame = _table(pool, "--pool") if pool is not None else grid_pool(grid)
+    if replay and y not in frame:
+        raise InputError(f"The value of `--y` is {y!r}, but must be a column of --pool "
+                         "(a replay reveals its losses).")
+    candidates = Pool.from_frame(frame, cost=cost, y=y if replay else None)
+    goal = _table(target, "--target") if target is not None else target_on_compute(target_compute)
+    amount = _budget(budget, candidates.cost.sum())
+    settings = {"law": law, "method": method, "budget": amount, "batch": batch,
+                "replay": replay, "cost": cost or "6*params*tokens",
+                "pool": str(pool) if pool else None, "grid": grid,
+                "target": str(target) if target else None, "target_compute": target_compute}
+    if replay:
+        result = run_replay(the_law, candidates, goal, budget=amount, method=method, seed=seed)
+    else:
+        seen = _observed(observed, store, y)
+        result = propose(the_law, candidates, goal, budget=amount, method=method,
+                         observed=seen, batch=batch, seed=seed)
+    if not quiet:
+        typer.echo(result.summary())
+    if json_out is not None:
+        serialise.write_report(json_out, FORMAT, result, input_sha256=None, seed=seed,
+                               settings=settings)
+    if plot is not None:
+        from scalekit.report.design_plot import plot_design
+
+        plot_design(result.to_dict(), candidates.frame, goal, path=plot)
+
+
+def _table(path: Path, flag: str):
+    import pandas as pd
+
+    from scalekit.errors import InputError
+
+    try:
+        if path.suffix.lower() == ".parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except (ValueError, OSError) as error:
+        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a readable "
+                         f"CSV or Parquet table ({str(error)[:80]}).") from None
+
+
+def _budget(text: str, pool_cost: float) -> float:
+    from scalekit.errors import InputError
+
+    try:
+        value = (float(text[:-1]) / 100 * pool_cost if text.strip().endswith("%")
+                 else float(text))
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise InputError(f"The value of `--budget` is {text!r}, but must be a positive number "
+                         "or a share of the pool such as 5%.")
+    return value
+
+
+def _observed(observed: Path | None, store: Path | None, y: str):
+    from scalekit.errors import InputError
+
+    if observed is None and store is None:
+        return None
+    if observed is not None:
+        frame = _table(observed, "--observed")
+    else:
+        from scalekit.curves import CurveStore
+        from scalekit.fit.frame import last_points
+
+        with CurveStore(store) as opened:
+            frame = opened.curves(metric=y)
+        if frame.empty:
+            return None
+        frame = last_points(frame)
+    if y not in frame:
+        raise InputError(f"The value of `--y` is {y!r}, but must be a column of the observed "
+                         "runs.")
+    return frame, frame[y].to_numpy(dtype=float)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``design`` command to ``app``."""
+    app.command("design")(design)

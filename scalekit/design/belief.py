@@ -1,0 +1,115 @@
+"""What the runs observed so far say about the law: a fit and the posterior around it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalekit.fit import fit_law
+from scalekit.fit.multistart import multistart
+from scalekit.fit.objective import log_residuals, log_value_and_jacobian
+
+#: Prior variance of each fitting-space parameter (a weak ridge: standard deviation 3,
+#: i.e. a factor e^3 for a log-fitted parameter) so that the Laplace covariance exists
+#: before the runs pin every direction.
+PRIOR_VARIANCE = 9.0
+#: Floor of the log-residual variance: a fit through few runs is not that exact.
+NOISE_FLOOR = 1e-5
+#: Random rows of the law's start grid added to the warm starts of a refit.
+EXTRA_STARTS = 8
+#: The engine's default objective: Huber on log residuals.
+LOSS, DELTA = "huber", 1e-3
+#: Bootstrap refits (over runs) of the ``ensemble`` method.
+ENSEMBLE_REFITS = 6
+
+
+@dataclass
+class Belief:
+    """Posterior of the fitting-space parameters: a mixture of Laplace approximations.
+
+    ``members`` (K, P) are the fits (the best first), ``covs`` (K, P, P) their Laplace
+    covariances, ``noise`` the log-residual variance.
+    """
+
+    members: np.ndarray
+    covs: np.ndarray
+    noise: float
+
+    def factor(self, law, X) -> tuple[np.ndarray, np.ndarray]:
+        """``F, A`` with ``F A F^T`` the covariance of the log predictions at ``X``
+        under the mixture (within-member Laplace part plus between-member spread)."""
+        K = len(self.members)
+        values, jacobians = [], []
+        for z in self.members:
+            value, J = log_value_and_jacobian(law, X, z)
+            values.append(value)
+            jacobians.append(J)
+        values = np.array(values)
+        if K == 1:
+            return jacobians[0], self.covs[0]
+        spread = (values - values.mean(axis=0)).T                      # (n, K)
+        F = np.concatenate(jacobians + [spread], axis=1)
+        blocks = [c / K for c in self.covs] + [np.eye(K) / K]
+        size = sum(b.shape[0] for b in blocks)
+        A = np.zeros((size, size))
+        at = 0
+        for b in blocks:
+            A[at:at + len(b), at:at + len(b)] = b
+            at += len(b)
+        return np.nan_to_num(F), A
+
+
+def refit(law, X, y, *, rng: np.random.Generator):
+    """The engine's fit (:func:`scalekit.fit.fit_law`: the law's grid, stopping rule,
+    polish), for the final answer."""
+    return fit_law(law, X, y, seed=int(rng.integers(2**31)))
+
+
+def quick_fit(law, X, log_y, *, warm: np.ndarray | None, rng: np.random.Generator
+              ) -> np.ndarray | None:
+    """Best fitting-space optimum of the engine's batched multi-start (no polish), from
+    the ``warm`` starts plus ``EXTRA_STARTS`` random rows of the law's grid (the whole
+    grid, with its stopping rule, without warm starts); None if no start is finite."""
+    grid = law.start_grid(X, np.exp(log_y))
+    if warm is None:
+        run = multistart(law, X, log_y, grid, loss=LOSS, delta=DELTA, rng=rng)
+    else:
+        pick = grid[rng.choice(len(grid), min(EXTRA_STARTS, len(grid)), replace=False)]
+        run = multistart(law, X, log_y, np.vstack([np.atleast_2d(warm), pick]), loss=LOSS,
+                         delta=DELTA, rng=rng, early_stop=False)
+    best = int(np.argmin(run.batch.objective))
+    return run.batch.z[best] if np.isfinite(run.batch.objective[best]) else None
+
+
+def laplace(law, X, log_y, z) -> tuple[np.ndarray, float]:
+    """Laplace covariance at ``z`` with the weak prior, and the noise variance."""
+    J = np.nan_to_num(log_value_and_jacobian(law, X, z)[1])
+    r = log_residuals(law, X, log_y, z)
+    n, P = J.shape
+    noise = max(float(np.nansum(r ** 2)) / max(n - P, 1), NOISE_FLOOR)
+    precision = J.T @ J / noise + np.eye(P) / PRIOR_VARIANCE
+    return np.linalg.pinv(precision), noise
+
+
+def belief(law, X, y, *, method: str, warm: np.ndarray | None, rng: np.random.Generator
+           ) -> Belief | None:
+    """The posterior the ``method`` scores with, from the observed runs; None when the
+    law cannot be fitted to them."""
+    log_y = np.log(y)
+    z = quick_fit(law, X, log_y, warm=warm, rng=rng)
+    if z is None:
+        return None
+    cov, noise = laplace(law, X, log_y, z)
+    members, covs = [z], [cov]
+    if method == "ensemble":
+        n = len(y)
+        for _ in range(ENSEMBLE_REFITS):
+            rows = rng.integers(0, n, n)
+            zb = quick_fit(law, {k: v[rows] for k, v in X.items()}, log_y[rows], warm=z,
+                           rng=rng)
+            if zb is not None and np.isfinite(zb).all():
+                members.append(zb)
+                covs.append(laplace(law, X, log_y, zb)[0])
+    return Belief(np.array(members), np.array(covs), noise)
+

@@ -1,0 +1,92 @@
+"""How the next runs are chosen: baselines and model-based scores per unit of cost.
+
+Every model-based method scores candidates through one joint covariance ``C`` of
+the log predictions at the target rows and at the candidates, and picks a batch
+greedily: the run of the highest score per unit cost, then the rank-one update
+``C <- C - C[:, j] C[j, :] / (C[j, j] + s2)`` (what observing run ``j`` with noise
+variance ``s2`` leaves; done on the factor ``A`` of ``C = F A F^T``), and again. The methods differ in the score and in ``C``:
+
+- ``d_optimal``: the gain in log-determinant of the information, ``log(1 + C_jj / s2)``
+  (D-optimal design), with ``C`` from the Laplace approximation at the best fit.
+- ``v_optimal``: the expected reduction of the summed predictive variance over the
+  target rows, ``sum_t C_tj^2 / (C_jj + s2)`` (V-optimal design), same ``C``.
+- ``ensemble`` (ours): the V-optimal score under a mixture posterior, ``C`` being
+  the covariance over an ensemble of refits (the best fit and bootstrap refits over
+  runs, each warm-started from the distinct optima of the multi-start) plus the
+  members' Laplace covariance, so that a law the runs do not yet pin (several optima,
+  a flat direction the linearisation misses) shows as variance at the target and
+  draws runs that tell the members apart.
+
+Li et al. (2026), "Spend less, fit better: budget-efficient scaling law fitting via
+active experiment selection", compare such criteria on ScaleBench; the baselines
+``random``, ``cheapest`` and ``cost_random`` (probability inversely proportional to
+cost) are theirs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Selection methods, in the order the benchmark reports them.
+METHODS = ("random", "cheapest", "cost_random", "d_optimal", "v_optimal", "ensemble")
+#: Methods that fit the law and score candidates.
+MODEL_BASED = ("d_optimal", "v_optimal", "ensemble")
+
+
+def baseline_pick(method: str, cost: np.ndarray, affordable: np.ndarray,
+                  rng: np.random.Generator) -> int:
+    """One run among the ``affordable`` ones (boolean mask) by a model-free rule."""
+    index = np.flatnonzero(affordable)
+    if method == "cheapest":
+        return int(index[np.argmin(cost[index])])
+    if method == "cost_random":
+        weights = 1.0 / cost[index]
+        return int(rng.choice(index, p=weights / weights.sum()))
+    return int(rng.choice(index))
+
+
+def greedy_batch(method: str, F: np.ndarray, A: np.ndarray, n_target: int, cost: np.ndarray,
+                 money: float, k: int, noise: float) -> list[tuple[int, float, float]]:
+    """Up to ``k`` picks within ``money``: ``(candidate position, score, share of the
+    target variance it removes)``.
+
+    The joint covariance is ``F A F^T`` (kept factored: ``F`` has the ``n_target``
+    target rows, then one row per candidate; ``cost`` is the candidates' cost).
+    """
+    A = A.copy()
+    T, Fc = F[:n_target], F[n_target:]
+    taken: list[tuple[int, float, float]] = []
+    free = np.ones(len(Fc), dtype=bool)
+    for _ in range(k):
+        ok = free & (cost <= money)
+        if not ok.any():
+            break
+        FA = Fc @ A
+        diag = np.maximum(np.einsum("mr,mr->m", FA, Fc), 0.0)
+        TA = T @ A
+        if method == "d_optimal":
+            score = np.log1p(diag / noise)
+        else:
+            score = ((TA @ Fc.T) ** 2).sum(axis=0) / (diag + noise)
+        j = int(np.argmax(np.where(ok, score / cost, -np.inf)))
+        before = max(float(np.einsum("tr,tr->", TA, T)), 1e-300)
+        a = FA[j]
+        A -= np.outer(a, a) / (diag[j] + noise)
+        after = float(np.einsum("tr,tr->", T @ A, T))
+        taken.append((j, float(score[j]), float(1.0 - after / before)))
+        free[j] = False
+        money -= cost[j]
+    return taken
+
+
+def spread_pick(features: np.ndarray, cost: np.ndarray, affordable: np.ndarray,
+                have: np.ndarray) -> int:
+    """A starting-design run: among the cheapest affordable quarter, the one farthest (in
+    standardised log inputs) from the runs ``have`` (the cheapest when there are none)."""
+    index = np.flatnonzero(affordable)
+    cheap = index[cost[index] <= np.quantile(cost[index], 0.25)]
+    if not len(have):
+        return int(cheap[np.argmin(cost[cheap])])
+    distance = np.min(np.linalg.norm(features[cheap, None, :] - features[None, have, :],
+                                     axis=-1), axis=1)
+    return int(cheap[np.argmax(distance)])

@@ -1,0 +1,89 @@
+"""The result of a design: the runs chosen or proposed, why, and what they predict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scalekit.diagnostics import Diagnostic
+from scalekit.formatting import format_number
+from scalekit.results import ResultProtocol
+
+
+@dataclass(repr=False)
+class DesignResult(ResultProtocol):
+    """Runs chosen by a design method within a budget.
+
+    Attributes
+    ----------
+    method : str
+    law : dict
+        ``name``, ``formula``, ``inputs``.
+    budget : float
+        What the runs may cost (in the pool's cost unit).
+    replay : bool
+        True when the pool's losses were revealed as runs were chosen (a replay).
+    chosen : list of dict
+        In the order chosen: ``row`` (pool row, 0-based), ``inputs``, ``cost``, ``step``,
+        ``reason`` and, for a model-based pick, ``variance_reduction`` (the share of the
+        target's predictive variance it is expected to remove, given the earlier picks of
+        its batch) and ``score``; ``settings``: the pool row's other columns (what a
+        trainer needs to run it); in a replay also ``loss``.
+    spent : float
+        Share of the pool's total cost that the chosen runs cost.
+    plan_cost : float
+        What the chosen runs cost together.
+    predictions : list of dict
+        Per target row: ``inputs``, ``prediction``, ``interval`` (95%); empty when
+        too few runs are observed to fit.
+    fit : dict or None
+        The final fit's parameter values.
+    diagnostics : list of Diagnostic
+    """
+
+    method: str
+    law: dict
+    budget: float
+    replay: bool
+    chosen: list
+    spent: float
+    plan_cost: float
+    predictions: list
+    fit: dict | None
+    diagnostics: list
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "law": dict(self.law), "budget": self.budget,
+                "replay": self.replay, "chosen": list(self.chosen), "spent": self.spent,
+                "plan_cost": self.plan_cost, "predictions": list(self.predictions),
+                "fit": self.fit, "diagnostics": [d.to_dict() for d in self.diagnostics]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> DesignResult:
+        return cls(method=data["method"], law=dict(data["law"]), budget=data["budget"],
+                   replay=data["replay"], chosen=list(data["chosen"]), spent=data["spent"],
+                   plan_cost=data["plan_cost"], predictions=list(data["predictions"]),
+                   fit=data["fit"],
+                   diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]])
+
+    def _summary_title(self) -> str:
+        kind = "Replay" if self.replay else "Plan"
+        return f"{kind} of a {self.method} design of {self.law['name']}"
+
+    def _summary_sections(self):
+        answer = [("runs", len(self.chosen)), ("cost", self.plan_cost),
+                  ("budget", self.budget), ("share of the pool's cost", self.spent)]
+        runs = [(f"{k + 1}. row {c['row']}",
+                 ", ".join(f"{n}={format_number(v)}" for n, v in c["inputs"].items())
+                 + f"; cost {format_number(c['cost'])}; {c['reason']}")
+                for k, c in enumerate(self.chosen)]
+        predictions = [(", ".join(f"{n}={format_number(v)}" for n, v in p["inputs"].items()),
+                        (f"{format_number(p['prediction'])} [{format_number(p['interval'][0])}, "
+                        f"{format_number(p['interval'][1])}]")) for p in self.predictions]
+        notes = [(d.code, d.message) for d in self.diagnostics] or [("none", "")]
+        return [("Answer", answer), ("Runs, in order", runs or [("none", "")]),
+                ("Target predictions (95%)", predictions or [("none", "too few runs to fit")]),
+                ("Diagnostics", notes)]
+
+    def _repr_fields(self) -> dict:
+        return {"method": self.method, "runs": len(self.chosen), "plan_cost": self.plan_cost,
+                "spent": self.spent}
