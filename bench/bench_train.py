@@ -127,6 +127,7 @@ def plain_teacher_loop(steps: int) -> None:
     from threadpoolctl import threadpool_limits
 
     from scalekit.train.tasks import get_task
+    from scalekit.train.tasks.base import BatchStream
 
     torch.set_num_threads(1)
     threadpool_limits(1)
@@ -138,7 +139,7 @@ def plain_teacher_loop(steps: int) -> None:
     model = task.make_model(config, data)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr,
                                   weight_decay=config.weight_decay)
-    batches = np.random.default_rng([config.data_seed, 1])
+    batches = BatchStream([config.data_seed, 1])
     for _ in range(steps):
         x, y = data.sample(batches, config.batch_size)
         loss = data.loss_of(model(x), y)

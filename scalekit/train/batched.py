@@ -17,7 +17,6 @@ import math
 import time
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
@@ -28,6 +27,7 @@ from scalekit.train.flops import counted_step_flops
 from scalekit.train.loop import Log, TrainedRun, autocast, pick_device, run_attributes
 from scalekit.train.models import GPT
 from scalekit.train.tasks import get_task
+from scalekit.train.tasks.base import BatchStream
 from scalekit.train.threads import with_train_threads
 
 PER_MODEL = ("seed", "lr", "weight_decay", "dropout", "dropout_schedule")
@@ -120,7 +120,7 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
         torch.manual_seed(config.seed)
         models.append(task.make_model(config, data).to(device))
     data = data.to(device)
-    probe_x, probe_y = data.sample(np.random.default_rng(0), first.batch_size)
+    probe_x, probe_y = data.sample(BatchStream(0, device), first.batch_size)
     flops_per_step = counted_step_flops(models[0], data.loss_of, probe_x, probe_y)
     attrs = [run_attributes(c, data, m, flops_per_step, device) for c, m in zip(configs, models)]
     params, buffers = stack_module_state(models)
@@ -137,7 +137,7 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
         errors = vmap(lambda p, b, x, y: data.error(functional_call(base, (p, b), (x,)), y),
                       in_dims=(0, 0, None, None), randomness="different")
     optimizer = StackedAdamW(params)
-    batches = np.random.default_rng([first.data_seed, 1])
+    batches = BatchStream([first.data_seed, 1], device)
     torch.manual_seed(first.seed)
     evals = set(first.eval_steps())
     points: list[list[dict[str, float]]] = [[] for _ in configs]

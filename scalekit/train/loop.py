@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -29,7 +28,7 @@ from scalekit.train.config import TrainConfig
 from scalekit.train.flops import counted_step_flops
 from scalekit.train.models import count_parameters
 from scalekit.train.tasks import get_task
-from scalekit.train.tasks.base import TaskData
+from scalekit.train.tasks.base import BatchStream, TaskData
 from scalekit.train.threads import with_train_threads
 
 Log = Callable[[str, dict[str, Any], list[dict[str, float]]], None]
@@ -141,7 +140,7 @@ def build_run(config: TrainConfig, device=None) -> tuple[TaskData, torch.nn.Modu
     model = task.make_model(config, data)
     if device is not None:
         model, data = model.to(device), data.to(device)
-    probe_x, probe_y = data.sample(np.random.default_rng(0), config.batch_size)
+    probe_x, probe_y = data.sample(BatchStream(0, device or "cpu"), config.batch_size)
     return data, model, float(counted_step_flops(model, data.loss_of, probe_x, probe_y))
 
 
@@ -167,7 +166,7 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
     forward = torch.compile(model) if config.compile else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
                                   fused=device.type == "cuda" or None)  # one kernel on a GPU
-    batches = np.random.default_rng([config.data_seed, 1])
+    batches = BatchStream([config.data_seed, 1], device)
     step, points, train_sum, train_count, elapsed = 0, [], torch.zeros((), device=device), 0, 0.0
 
     path = Path(checkpoint) if checkpoint is not None else None
@@ -177,7 +176,7 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
             raise InputError(f"checkpoint holds run {state['name']!r}, not {config.name!r}", source=str(path))
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        batches.bit_generator.state = state["batches"]
+        batches.load_state_dict(state["batches"])
         torch.set_rng_state(state["torch_rng"])
         if device.type == "cuda":
             torch.cuda.set_rng_state(state["cuda_rng"], device)
@@ -218,7 +217,7 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
                 log(config.name, attrs, [point])
             if path is not None:
                 _save(path, {"name": config.name, "model": model.state_dict(),
-                             "optimizer": optimizer.state_dict(), "batches": batches.bit_generator.state,
+                             "optimizer": optimizer.state_dict(), "batches": batches.state_dict(),
                              "torch_rng": torch.get_rng_state(), "step": step, "points": points,
                              "elapsed": point["wall_time"],
                              **({"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {})})

@@ -1,8 +1,8 @@
 """The thread pools a training run uses, set deliberately.
 
 A step of the bundled tasks' models on the CPU is too short to split across
-threads: left at their defaults, torch's OpenMP pool and numpy's BLAS pool (the
-teacher's data are drawn with numpy) each start a thread per core, and their
+threads: left at their defaults, torch's OpenMP pool and numpy's BLAS pool (numpy
+draws a teacher's weights once) each start a thread per core, and their
 threads wait on each other and on every other process for the same cores (on 2
 shared cores, 20 steps/s against 300-360 with one thread of each). A sweep runs
 in parallel across runs instead: worker processes (``--workers``) or the batched

@@ -71,7 +71,8 @@ def test_step_inputs_spell_the_label_in_mixed_radix_with_one_hot_earlier_digits(
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 24, 50)
     x = rng.standard_normal((50, 3))
-    inputs, digits = step_inputs(x, labels, (2, 3, 4))
+    inputs, digits = (t.numpy() for t in step_inputs(torch.from_numpy(x), torch.from_numpy(labels),
+                                                      (2, 3, 4)))
     assert np.array_equal(digits[:, 0] * 12 + digits[:, 1] * 4 + digits[:, 2], labels)
     assert np.all(digits < np.array([2, 3, 4]))
     assert np.array_equal(inputs[:, :, :3], np.repeat(x[:, None], 3, axis=1))

@@ -11,6 +11,7 @@ from scalekit_cli.app import main
 from scalekit.curves import CurveStore
 from scalekit.train import TrainConfig, train, train_batched
 from scalekit.train.loop import build_run
+from scalekit.train.tasks.base import BatchStream
 
 CHAR = {"task": "char_lm", "width": 32, "depth": 2, "steps": 60, "batch_size": 16, "evals": 3,
         "eval_size": 64, "lr": 3e-3, "device": "cpu", "options": {"context": 32, "max_chars": 20_000}}
@@ -71,7 +72,7 @@ def test_cuda_data_lives_on_the_device_and_the_counted_flops_match_the_cpus(task
     config = TrainConfig(task=task, width=32, depth=2, batch_size=8, eval_size=16,
                          options=CHAR["options"] if task == "char_lm" else {})
     data, _, flops = build_run(config.replace(device="cuda"), torch.device("cuda"))
-    x, y = data.sample(np.random.default_rng(0), 8)
+    x, y = data.sample(BatchStream(0, "cuda"), 8)
     assert {x.device.type, y.device.type, data.val[0].device.type} == {"cuda"}
     _, _, cpu_flops = build_run(config.replace(device="cpu"), torch.device("cpu"))
     assert flops == cpu_flops > 0

@@ -12,7 +12,38 @@ from torch.nn import functional as F
 
 from scalekit.checks import fail
 
-Sampler = Callable[[np.random.Generator, int], tuple[torch.Tensor, torch.Tensor]]
+Sampler = Callable[["BatchStream", int], tuple[torch.Tensor, torch.Tensor]]
+Draw = Callable[[dict[str, torch.Tensor], torch.Generator, int], tuple[torch.Tensor, torch.Tensor]]
+
+
+class BatchStream:
+    """A run's random source of training batches, seeded by ``seed`` (e.g. ``[data_seed, 1]``).
+
+    Attributes
+    ----------
+    rows : numpy.random.Generator
+        Draws the row numbers of a finite training set or the window starts of a
+        corpus on the host (the same numbers on every device).
+    fresh : torch.Generator
+        Lives on ``device`` and draws the samples of a task drawn afresh every step
+        there, so such a step copies nothing from the host.
+    """
+
+    def __init__(self, seed, device: torch.device | str = "cpu") -> None:
+        self.rows = np.random.default_rng(seed)
+        child = np.random.SeedSequence(seed).spawn(1)[0]
+        self.fresh = torch.Generator(device=device)
+        self.fresh.manual_seed(int(child.generate_state(1, np.uint64)[0]))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Both generators' states, for a checkpoint."""
+        return {"rows": self.rows.bit_generator.state, "fresh": self.fresh.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state_dict` (or a bare NumPy state, of checkpoints before ``fresh``)."""
+        self.rows.bit_generator.state = state.get("rows", state)
+        if "fresh" in state:
+            self.fresh.set_state(state["fresh"])
 
 
 @dataclass
@@ -22,7 +53,8 @@ class TaskData:
     Attributes
     ----------
     sample : callable
-        ``sample(rng, size) -> (x, y)``: a training batch drawn with ``rng``. A
+        ``sample(stream, size) -> (x, y)``: a training batch drawn from the
+        :class:`BatchStream` ``stream``. A
         sampler with a ``to(device)`` method keeps its data on that device (see
         :meth:`to`).
     val : tuple of tensors
@@ -53,19 +85,14 @@ class TaskData:
     def to(self, device: torch.device) -> "TaskData":
         """The same task with its validation set and training data on ``device``.
 
-        A sampler over a finite training set or a corpus (:class:`IndexSampler`,
-        or any sampler with ``to``) moves its data once; each step then copies
+        Every bundled sampler has ``to``: over a finite training set or a corpus
+        (:class:`IndexSampler`) it moves the data once, and each step then copies
         only the drawn indices (``size`` integers) to the device and gathers the
-        batch there. A sampler without ``to`` (an endless stream drawn with NumPy)
-        makes each batch on the host and copies it.
+        batch there; a task drawn afresh every step (:class:`FreshSampler`) moves
+        its fixed tensors (a teacher's weights) once and draws each batch on the
+        device with the stream's ``fresh`` generator.
         """
-        if hasattr(self.sample, "to"):
-            sample = self.sample.to(device)
-        else:
-            def sample(rng: np.random.Generator, size: int, _draw=self.sample):
-                x, y = _draw(rng, size)
-                return x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        return replace(self, sample=sample, val=tuple(t.to(device) for t in self.val))
+        return replace(self, sample=self.sample.to(device), val=tuple(t.to(device) for t in self.val))
 
     def loss_of(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Mean loss of ``output`` against ``target``."""
@@ -103,16 +130,16 @@ def classification_error(output: torch.Tensor, target: torch.Tensor) -> torch.Te
 class IndexSampler:
     """Draws rows of a finite training set ``(x, y)`` uniformly with replacement.
 
-    The row numbers come from the NumPy generator on the host (so a CPU and a GPU
+    The row numbers come from the stream's NumPy generator on the host (so a CPU and a GPU
     run see the same batches); the rows are gathered wherever ``x`` and ``y`` are.
     """
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor) -> None:
         self.x, self.y = x, y
 
-    def __call__(self, rng: np.random.Generator, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        rows = torch.from_numpy(rng.integers(0, len(self.x), size)).to(self.x.device,
-                                                                        non_blocking=True)
+    def __call__(self, stream: BatchStream, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = torch.from_numpy(stream.rows.integers(0, len(self.x), size)).to(self.x.device,
+                                                                                non_blocking=True)
         return self.x[rows], self.y[rows]
 
     def to(self, device: torch.device) -> "IndexSampler":
@@ -124,23 +151,36 @@ def index_sampler(x: torch.Tensor, y: torch.Tensor) -> Sampler:
     return IndexSampler(x, y)
 
 
-def vector_task(draw: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]], *,
-                rng: np.random.Generator, data: int | None, eval_size: int, loss: str,
-                n_in: int, n_out: int, attrs: dict[str, Any]) -> TaskData:
-    """A task over vectors drawn by ``draw(rng, n) -> (x, y)``.
+class FreshSampler:
+    """Draws a fresh batch every step with ``draw(tensors, generator, size)`` on the device
+    of ``tensors`` (a teacher's weights, moved there once by :meth:`to`), from the stream's
+    ``fresh`` generator."""
 
-    The validation set is drawn first; then either a finite training set of ``data``
-    samples or, when ``data`` is None, a fresh batch at every step.
+    def __init__(self, draw: Draw, tensors: dict[str, torch.Tensor]) -> None:
+        self.draw, self.tensors = draw, tensors
+
+    def __call__(self, stream: BatchStream, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.draw(self.tensors, stream.fresh, size)
+
+    def to(self, device: torch.device) -> "FreshSampler":
+        return FreshSampler(self.draw, {k: t.to(device) for k, t in self.tensors.items()})
+
+
+def vector_task(draw: Draw, tensors: dict[str, torch.Tensor], *, rng: np.random.Generator,
+                data: int | None, eval_size: int, loss: str, n_in: int, n_out: int,
+                attrs: dict[str, Any]) -> TaskData:
+    """A task over vectors drawn by ``draw(tensors, generator, n) -> (x, y)``: float32
+    inputs, and float32 (``"mse"``) or integer targets, made with the torch ``generator``
+    on its device.
+
+    The validation set is drawn first, on the CPU with a generator seeded from ``rng``;
+    then either a finite training set of ``data`` samples from the same generator or,
+    when ``data`` is None, a fresh batch at every step (:class:`FreshSampler`).
     """
-    target_dtype = torch.float32 if loss == "mse" else torch.long
-
-    def as_tensors(x: np.ndarray, y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=target_dtype)
-
-    val = as_tensors(*draw(rng, eval_size))
+    generator = torch.Generator().manual_seed(int(rng.integers(2 ** 63)))
+    val = draw(tensors, generator, eval_size)
     if data is None:
-        def sample(batch_rng: np.random.Generator, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-            return as_tensors(*draw(batch_rng, size))
+        sample = FreshSampler(draw, tensors)
     else:
-        sample = index_sampler(*as_tensors(*draw(rng, data)))
+        sample = index_sampler(*draw(tensors, generator, data))
     return TaskData(sample=sample, val=val, loss=loss, n_in=n_in, n_out=n_out, attrs=attrs)

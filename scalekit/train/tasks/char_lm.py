@@ -26,7 +26,7 @@ import torch
 from scalekit.checks import check_number, fail
 from scalekit.train.config import TrainConfig
 from scalekit.train.models import GPT
-from scalekit.train.tasks.base import TaskData, task_options
+from scalekit.train.tasks.base import BatchStream, TaskData, task_options
 
 ALPHABET = "\n" + "".join(chr(c) for c in range(32, 127))
 UNKNOWN = ALPHABET.index("?")
@@ -80,8 +80,8 @@ class WindowSampler:
     def __init__(self, tokens: torch.Tensor, context: int) -> None:
         self.tokens, self.context = tokens, context
 
-    def __call__(self, rng: np.random.Generator, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return _windows(self.tokens, rng.integers(0, len(self.tokens) - self.context, size),
+    def __call__(self, stream: BatchStream, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return _windows(self.tokens, stream.rows.integers(0, len(self.tokens) - self.context, size),
                         self.context)
 
     def to(self, device: torch.device) -> "WindowSampler":

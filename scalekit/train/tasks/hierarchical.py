@@ -82,22 +82,20 @@ def parse_stages(stages, classes: int) -> tuple[int, ...]:
     return degrees
 
 
-def step_inputs(x: np.ndarray, labels: np.ndarray, stages: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+def step_inputs(x: torch.Tensor, labels: torch.Tensor, stages: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and targets of every step: shapes ``(n, h, dim + sum d_i[:-1])`` and ``(n, h)``.
 
     Step ``i`` sees ``x`` followed by the one-hot digits of steps ``1..i-1``
     (zeros in the slots of later steps); its target is digit ``i`` of the label.
+    Made on the device of ``x`` and ``labels``.
     """
     n, h = len(labels), len(stages)
-    places = np.cumprod((stages[1:] + (1,))[::-1])[::-1]  # weight of each digit
-    digits = (labels[:, None] // places) % np.asarray(stages)
-    slots = np.concatenate([[0], np.cumsum(stages[:-1])]).astype(int)
-    inputs = np.zeros((n, h, x.shape[1] + slots[-1]))
-    inputs[:, :, : x.shape[1]] = x[:, None, :]
-    for step in range(1, h):
-        for before in range(step):
-            inputs[np.arange(n), step, x.shape[1] + slots[before] + digits[:, before]] = 1.0
-    return inputs, digits
+    digits = torch.stack([labels // math.prod(stages[i + 1:]) % d for i, d in enumerate(stages)], dim=1)
+    earlier = torch.cat([x.new_zeros(n, 0)] + [F.one_hot(digits[:, i], stages[i]).to(x.dtype)
+                                               for i in range(h - 1)], dim=1)
+    column = torch.arange(earlier.shape[1], device=x.device)
+    seen = torch.stack([column < sum(stages[:i]) for i in range(h)])  # step i sees digits before i
+    return torch.cat([x[:, None, :].expand(n, h, x.shape[1]), earlier[:, None, :] * seen], dim=2), digits
 
 
 class StagedMLP(_Scheduled):
@@ -146,15 +144,15 @@ def make_data(config: TrainConfig) -> TaskData:
     level_of = np.concatenate([np.full(degree if tied else degree ** level, level)
                                for level in range(1, levels + 1)])
     prototypes = rng.standard_normal((len(level_of), dim)) * (shrink ** (level_of - 1))[:, None]
-    centers = prototypes[paths].sum(axis=1)
+    centers = {"centers": torch.as_tensor(prototypes[paths].sum(axis=1), dtype=torch.float32)}
 
-    def draw(r: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        labels = r.integers(0, classes, n)
-        x = centers[labels] + noise * r.standard_normal((n, dim))
+    def draw(t: dict[str, torch.Tensor], g: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        labels = torch.randint(0, classes, (n,), generator=g, device=g.device)
+        x = t["centers"][labels] + noise * torch.randn(n, dim, generator=g, device=g.device)
         return (x, labels) if len(stages) == 1 else step_inputs(x, labels, stages)
 
     n_in = dim + sum(stages[:-1])
-    data = vector_task(draw, rng=rng, data=config.data, eval_size=config.eval_size,
+    data = vector_task(draw, centers, rng=rng, data=config.data, eval_size=config.eval_size,
                        loss="cross_entropy", n_in=n_in, n_out=max(stages),
                        attrs={"classes": classes, "degree": degree, "levels": levels,
                               "input_dim": dim, "noise": noise, "shrink": shrink,

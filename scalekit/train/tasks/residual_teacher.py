@@ -11,6 +11,7 @@ Options: ``dim`` (32), ``teacher_depth`` (32), ``noise`` (0.05).
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from scalekit.checks import check_number
 from scalekit.train.config import TrainConfig
@@ -20,6 +21,14 @@ from scalekit.train.tasks.base import TaskData, task_options, vector_task
 DEFAULTS = {"dim": 32, "teacher_depth": 32, "noise": 0.05}
 
 
+def _teacher(t: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """The residual teacher's raw outputs at inputs ``x``."""
+    h, depth = x, len(t["ws"])
+    for w, v in zip(t["ws"], t["vs"]):
+        h = h + torch.tanh(h @ w) @ v / depth ** 0.5
+    return h @ t["readout"]
+
+
 def make_data(config: TrainConfig) -> TaskData:
     """Draw the residual teacher and the data for ``config.data_seed``."""
     opts = task_options(config, DEFAULTS)
@@ -27,25 +36,19 @@ def make_data(config: TrainConfig) -> TaskData:
     depth = check_number("teacher_depth", opts["teacher_depth"], low=1, integer=True)
     noise = check_number("noise", opts["noise"], low=0)
     rng = np.random.default_rng(config.data_seed)
-    ws = rng.standard_normal((depth, dim, dim)) * (2.0 / np.sqrt(dim))
-    vs = rng.standard_normal((depth, dim, dim)) / np.sqrt(dim)
-    readout = rng.standard_normal(dim) / np.sqrt(dim)
+    teacher = {"ws": rng.standard_normal((depth, dim, dim)) * (2.0 / np.sqrt(dim)),
+               "vs": rng.standard_normal((depth, dim, dim)) / np.sqrt(dim),
+               "readout": rng.standard_normal(dim) / np.sqrt(dim)}
+    teacher = {name: torch.as_tensor(value, dtype=torch.float32) for name, value in teacher.items()}
+    probe = _teacher(teacher, torch.as_tensor(rng.standard_normal((4096, dim)), dtype=torch.float32))
+    teacher["center"], teacher["spread"] = probe.mean(), probe.std(correction=0)
 
-    def teacher(x: np.ndarray) -> np.ndarray:
-        h = x
-        for w, v in zip(ws, vs):
-            h = h + np.tanh(h @ w) @ v / np.sqrt(depth)
-        return h @ readout
-
-    probe = teacher(rng.standard_normal((4096, dim)))
-    center, spread = probe.mean(), probe.std()
-
-    def draw(r: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        x = r.standard_normal((n, dim))
-        y = (teacher(x) - center) / spread + noise * r.standard_normal(n)
+    def draw(t: dict[str, torch.Tensor], g: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.randn(n, dim, generator=g, device=g.device)
+        y = (_teacher(t, x) - t["center"]) / t["spread"] + noise * torch.randn(n, generator=g, device=g.device)
         return x, y[:, None]
 
-    return vector_task(draw, rng=rng, data=config.data, eval_size=config.eval_size, loss="mse",
+    return vector_task(draw, teacher, rng=rng, data=config.data, eval_size=config.eval_size, loss="mse",
                        n_in=dim, n_out=1,
                        attrs={"input_dim": dim, "teacher_depth": depth, "noise": noise})
 

@@ -18,6 +18,7 @@ Options: ``dim`` (32), ``alpha`` (1.0), ``teacher_width`` (256), ``gain`` (1.0),
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from scalekit.checks import check_choice, check_number
 from scalekit.train.config import TrainConfig
@@ -26,6 +27,11 @@ from scalekit.train.tasks.base import TaskData, task_options, vector_task
 
 DEFAULTS = {"dim": 32, "alpha": 1.0, "teacher_width": 256, "gain": 1.0, "decay": 1.0, "noise": 0.3,
             "kind": "regression", "classes": 10}
+
+
+def _teacher(t: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """The teacher's raw outputs at inputs ``x``."""
+    return torch.tanh(x @ t["w1"] + t["bias"]) @ t["w2"]
 
 
 def make_data(config: TrainConfig) -> TaskData:
@@ -43,20 +49,23 @@ def make_data(config: TrainConfig) -> TaskData:
     bias = rng.standard_normal(width) * gain
     decay = np.arange(1, width + 1) ** -check_number("decay", opts["decay"], low=0)
     w2 = rng.standard_normal((width, n_out)) * decay[:, None]
-    probe = np.tanh((rng.standard_normal((4096, dim)) * scale) @ w1 + bias) @ w2
-    center, spread = probe.mean(axis=0), probe.std(axis=0)
+    teacher = {name: torch.as_tensor(value, dtype=torch.float32) for name, value in
+               {"scale": scale, "w1": w1, "bias": bias, "w2": w2}.items()}
+    probe = _teacher(teacher, torch.as_tensor(rng.standard_normal((4096, dim)), dtype=torch.float32)
+                     * teacher["scale"])
+    teacher["center"], teacher["spread"] = probe.mean(dim=0), probe.std(dim=0, correction=0)
 
-    def draw(r: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        x = r.standard_normal((n, dim)) * scale
-        f = (np.tanh(x @ w1 + bias) @ w2 - center) / spread
+    def draw(t: dict[str, torch.Tensor], g: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.randn(n, dim, generator=g, device=g.device) * t["scale"]
+        f = (_teacher(t, x) - t["center"]) / t["spread"]
         if kind == "classification":
-            return x, f.argmax(axis=1)
-        return x, f + noise * r.standard_normal(f.shape)
+            return x, f.argmax(dim=1)
+        return x, f + noise * torch.randn(f.shape, generator=g, device=g.device)
 
     attrs = {"input_dim": dim, "alpha": opts["alpha"], "noise": noise, "kind": kind}
     if kind == "classification":
         attrs["classes"] = n_out
-    return vector_task(draw, rng=rng, data=config.data, eval_size=config.eval_size,
+    return vector_task(draw, teacher, rng=rng, data=config.data, eval_size=config.eval_size,
                        loss="mse" if kind == "regression" else "cross_entropy",
                        n_in=dim, n_out=n_out, attrs=attrs)
 
