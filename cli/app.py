@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "scalekit_cli.law",
     "scalekit_cli.forecast",
     "scalekit_cli.allocate",
+    "scalekit_cli.report",
 )
 
 app = typer.Typer(

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-import os
 import re
 import sys
 from collections.abc import Callable, Collection
@@ -23,6 +22,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
+# the shared options live in .options; imported here too for the commands that import them here
+from .options import (EXPORT_SUFFIXES, JSON_SUFFIXES, MAX_BOOTSTRAP, PLOT_SUFFIXES,  # noqa: F401
+                      _note_quiet, bootstrap_option, check_writable, json_option, map_option,
+                      output_option, plot_option, quiet_now, quiet_option, seed_option)
 
 DEFAULT_STORE = Path("scalekit.db")
 
@@ -71,52 +75,6 @@ def store_option(default: Optional[Path] = DEFAULT_STORE, *, writes: bool = Fals
 
     return typer.Option(default, "--store", callback=check, help="Curve store (SQLite file)"
                         + (f"; default ./{DEFAULT_STORE}." if default else "."))
-
-
-#: Suffixes of the outputs: JSON reports, figures (matplotlib's formats) and curve exports.
-JSON_SUFFIXES = (".json",)
-PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")
-EXPORT_SUFFIXES = (".csv", ".parquet", ".jsonl")
-
-
-def check_writable(path: Path, flag: str, suffixes: Collection[str] | None = None) -> None:
-    """Check that a file can be written at ``path`` (given as ``flag``) before any work.
-
-    Its suffix must be one of ``suffixes`` (when given); it must not be a folder;
-    its folder must exist (none is created) and it, or the file, be writable.
-    """
-    from scalekit.errors import InputError
-
-    path = Path(path)
-    if suffixes is not None and path.suffix.lower() not in suffixes:
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a file ending in "
-                         + " or ".join(suffixes) + ".")
-    if path.is_dir():
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a file, "
-                         "not a folder.")
-    folder = path.parent
-    if not folder.is_dir():
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but its folder "
-                         f"{str(folder)!r} does not exist (create it first).")
-    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        which = f"the file {str(path)!r}" if path.exists() and os.access(folder, os.W_OK) \
-            else f"the folder {str(folder)!r}"
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but {which} is read-only.")
-
-
-def output_option(flag: str, suffixes: Collection[str], help: str) -> Any:
-    """An optional output-file option, checked by :func:`check_writable` as it is parsed."""
-    def check(value: Optional[Path]) -> Optional[Path]:
-        if value is not None:
-            check_writable(value, flag, suffixes)
-        return value
-
-    return typer.Option(None, flag, callback=check, help=help)
-
-
-def plot_option() -> Any:
-    """The ``--plot PATH`` option (a figure)."""
-    return output_option("--plot", PLOT_SUFFIXES, "Write a PNG/SVG/PDF figure here.")
 
 
 def _choice_check(name: str, choices: Collection[str] | Callable[[], Collection[str]],
@@ -171,27 +129,6 @@ def file_argument(what: str = "Curves file") -> Any:
                           "SQLite file). Omit to read --store.")
 
 
-def map_option(example: Optional[str] = None) -> Any:
-    """The repeatable ``--map role=column`` option (see :func:`parse_mapping`)."""
-    return typer.Option([], "--map", help="Column role, as role=column (repeatable)"
-                        + (f", e.g. {example}." if example else "."))
-
-
-#: Most bootstrap resamples an option accepts (each is a multi-start fit; the draws are kept).
-MAX_BOOTSTRAP = 1_000_000
-
-
-def bootstrap_option(default: int) -> Any:
-    """The ``--bootstrap N`` option (0 to :data:`MAX_BOOTSTRAP`)."""
-    def check(value: int) -> int:
-        from scalekit.checks import check_number
-
-        return check_number("--bootstrap", value, low=0, high=MAX_BOOTSTRAP, integer=True)
-
-    return typer.Option(default, "--bootstrap", callback=check,
-                        help="Bootstrap resamples (0 to skip).")
-
-
 def checked_number(flag: str, **rule: Any) -> Callable:
     """A callback checking a number option as it is parsed (``rule``: the keywords of
     :func:`scalekit.checks.check_number`); ``None`` (an option not given) passes."""
@@ -208,31 +145,6 @@ def ci_level_option() -> Any:
     return typer.Option(0.95, "--ci-level", help="Level of every interval.",
                         callback=checked_number("--ci-level", low=0, high=1, low_open=True,
                                                 high_open=True))
-
-
-def seed_option() -> Any:
-    """The ``--seed`` option (numpy seeds are >= 0)."""
-    return typer.Option(0, "--seed", help="Seed of every random choice.",
-                        callback=checked_number("--seed", low=0, integer=True))
-
-
-def json_option() -> Any:
-    """The ``--json PATH`` option (the JSON report)."""
-    return output_option("--json", JSON_SUFFIXES, "Write the JSON report here.")
-
-
-def quiet_option() -> Any:
-    """The ``--quiet`` / ``-q`` option (it also silences the progress bar)."""
-    return typer.Option(False, "--quiet", "-q", help="Print nothing but errors.",
-                        callback=_note_quiet)
-
-
-_QUIET = {"now": False}
-
-
-def _note_quiet(value: bool) -> bool:
-    _QUIET["now"] = bool(value)
-    return value
 
 
 _PARAMETER = re.compile(r"`([A-Za-z_]\w*)`")
@@ -408,14 +320,14 @@ class ProgressBar:
     def __enter__(self) -> "ProgressBar":
         from scalekit.progress import reporting
 
-        _QUIET["now"] = False
+        _note_quiet(False)
         if sys.stderr.isatty():
             self._scope = reporting(self._report)
             self._scope.__enter__()
         return self
 
     def _report(self, task: str, done: int, total: int | None) -> None:
-        if _QUIET["now"]:
+        if quiet_now():
             return
         if self._bar is None:
             from rich.console import Console

@@ -94,7 +94,7 @@ def test_the_plan_message_names_target_compute_or_its_flag(steps_csv, capsys):
 def test_a_note_of_the_library_is_printed_with_the_flag(steps_csv, capsys):
     prepared = prepare_fit(pd.read_csv(steps_csv), x="step")
     assert any("`all_points` uses all points" in note for note in prepared.notes)
-    assert main(["fit", str(steps_csv), "--x", "step", "--bootstrap", "0"]) == 0
+    assert main(["fit", str(steps_csv), "--x", "step", "--bootstrap", "0", "--verbose"]) == 0
     captured = capsys.readouterr()
     assert "`--all-points` uses all points" in captured.out + captured.err
     assert "`all_points`" not in captured.out + captured.err
