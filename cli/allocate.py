@@ -302,10 +302,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
         plot_allocations(result.example_sweep,
                          {name: pair for (b, name), pair in result.examples.items() if b == last},
                          plot, rung_policy="forecast", title=f"budget {_share(last)}, first seed")
-    report = {"mode": "replay", "exhaustive_flops": result.exhaustive_compute,
-              "summary": result.averages.to_dict(orient="records"),
-              "rows": result.rows.to_dict(orient="records"),
-              "rung_tables": rung_tables, "warnings": []}
+    report = {"mode": "replay", **result.to_dict(), "rung_tables": rung_tables, "warnings": []}
     shown = [f"rungs at budget {b}:\n{t}" for b, t in rung_tables.items()][:1]
     return report, (shown, [table])
 

@@ -112,8 +112,7 @@ def forecast(
         shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
             columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
                      "q0.025": "95% low", "q0.975": "95% high"})
-        body = {"target": {axis: target}, "forecasts": table.to_dict(orient="records"),
-                "final": final.to_dict(orient="records"), "warnings": notes}
+        body = {**result.to_dict(), "notes": notes}
         shown_table = _table(f"forecast at {axis} = {target:g} ({method})", shown)
         if plot is not None:
             from scalekit.report.forecast_plots import drawn_runs, plot_forecasts
@@ -130,7 +129,7 @@ def forecast(
             typer.echo(f"note: {note}", err=True)
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
-                               seed=0, settings=settings)
+                               seed=None, settings=settings)
 
 
 def _groups(table, reference):

@@ -109,7 +109,7 @@ def _finish(report, kind, input_sha, seed, settings, json_out, quiet, fmt) -> No
         print_tables(report.tables, fmt, title=report.title,
                      header=[f"FLOPs: {report.body['convention']}"], lines=report.notes)
     if json_out is not None:
-        serialise.write_report(json_out, kind, report.body, input_sha256=input_sha,
+        serialise.write_report(json_out, kind, report, input_sha256=input_sha,
                                seed=seed, settings=settings)
 
 

@@ -82,6 +82,13 @@ class AllocationRunResult(ResultProtocol):
                    SuccessiveHalving(**data["bracket"]), int(data["trained"]),
                    int(data["reused"]))
 
+    def to_frame(self):
+        """The bracket: one row per rung (``rung``, ``runs``, ``resource``)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"rung": r.index, "runs": r.runs, "resource": r.resource}
+                             for r in self.bracket.rungs], columns=["rung", "runs", "resource"])
+
     def _summary_title(self) -> str:
         return "Allocation run (Successive Halving over a trainer)"
 

@@ -46,6 +46,17 @@ class IsoFLOPReport(ResultProtocol):
                   for key, name in NAMES.items() if name in body.get("approaches", {})}
         return cls(data["title"], body, list(data["tables"]), fitted, list(data["notes_lines"]))
 
+    def to_frame(self):
+        """The approaches compared: one row per approach and quantity (``a``, ``b``,
+        ``k_N``, ``k_D``) with ``value``, ``ci_low``, ``ci_high``."""
+        import pandas as pd
+
+        frames = [model.exponents_frame().assign(approach=NAMES[key])
+                  for key, model in self.fitted.items()]
+        columns = ["approach", "quantity", "value", "ci_low", "ci_high"]
+        return pd.concat(frames, ignore_index=True)[columns] if frames else \
+            pd.DataFrame(columns=columns)
+
     def _summary_title(self) -> str:
         return self.title
 
