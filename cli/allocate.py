@@ -16,6 +16,7 @@ from typing import Optional
 
 import typer
 
+from .options import html_option
 from .common import (choice_argument, choice_option, format_option, json_option,
                      library_choices, on_interrupt, open_frame, parse_mapping, plot_option,
                      print_renderable, print_tables, quiet_option, store_option)
@@ -112,6 +113,7 @@ def replay_command(
                                              help="Runs drawn per seed (default: all)."),
     group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
     json_out: Optional[Path] = _JSON, plot: Optional[Path] = plot_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = _QUIET, fmt: str = _FORMAT,
 ) -> None:
     """Simulate the policies on complete curves at several budgets and seeds."""
@@ -121,10 +123,16 @@ def replay_command(
     sweep, digest = _sweep(curves, store, mapping, group, resource, None, duplicates)
     report, shown = _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed,
                             candidates, plot)
-    _render("replay", report, shown, fmt, json_out, quiet, digest, seed, dict(
-        budgets=budget, policy=policy, eta=eta, min_resource=min_resource, resource=resource,
-        surrogate=surrogate, seeds=seeds, candidates=candidates, group=group,
-        duplicates=duplicates))
+    settings = dict(budgets=budget, policy=policy, eta=eta, min_resource=min_resource,
+                    resource=resource, surrogate=surrogate, seeds=seeds, candidates=candidates,
+                    group=group, duplicates=duplicates)
+    _render("replay", report, shown, fmt, json_out, quiet, digest, seed, settings)
+    if html is not None:
+        from scalekit.allocate.replay import ReplayResult
+
+        from .report import replay_page, write_page
+
+        write_page(html, replay_page(ReplayResult.from_dict(report), report, settings))
 
 
 @allocate_app.command("plan")

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from .options import html_option
 from .common import (choice_option, file_argument, format_option, json_option,
                      library_choices, map_option, open_frame, parse_mapping, plot_option,
                      notes_in_flags, print_tables, quiet_option, store_option)
@@ -53,6 +54,7 @@ def forecast(
     mapping: list[str] = map_option(),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
 ) -> None:
@@ -72,6 +74,8 @@ def forecast(
         raise InputError("--holdout-column and --by go with --evaluate")
     if by is not None and holdout_column is None:
         raise InputError("--by goes with --holdout-column")
+    if html is not None and evaluate:
+        raise InputError("--html writes the page of a forecast; with --evaluate there is none")
     axis = x or ("compute" if to_compute is not None else "step")
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y,
                                   keep=[holdout_column or "", by or ""],
@@ -113,6 +117,11 @@ def forecast(
             columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
                      "q0.025": "95% low", "q0.975": "95% high"})
         body = {**result.to_dict(), "notes": notes}
+        if html is not None:
+            from .report import forecast_page, write_page
+
+            write_page(html, forecast_page(result, body, settings,
+                                           observed=frame[["run", axis, y]].dropna()))
         shown_table = _table(f"forecast at {axis} = {target:g} ({method})", shown)
         if plot is not None:
             from scalekit.report.forecast_plots import drawn_runs, plot_forecasts

@@ -9,6 +9,7 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 
+from .options import html_option
 from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
                      file_argument, format_option, json_option, library_choices, map_option,
                      open_frame,
@@ -78,6 +79,7 @@ def isoflop(
     mapping: list[str] = map_option("params=non_embedding_params"),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
 ) -> None:
@@ -93,6 +95,10 @@ def isoflop(
     wanted = tuple(NAMES) if approach == "all" else (approach,)
     report = run_isoflop(frame, wanted, settings, seed=seed, source=str(file or store))
     _finish(report, "isoflop", input_sha, seed, settings, json_out, quiet, fmt)
+    if html is not None:
+        from .report import isoflop_page, write_page
+
+        write_page(html, isoflop_page(report, report.to_dict(), settings))
     if plot is not None:
         from scalekit.report.isoflop_plots import plot_isoflop
 

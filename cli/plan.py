@@ -15,6 +15,7 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
+from .options import html_option
 from .common import (bootstrap_option, ci_level_option, file_argument, format_option,
                      json_option, map_option, open_frame, parse_mapping, print_tables,
                      notes_in_flags, quiet_option, reader_diagnostics, seed_option,
@@ -51,6 +52,7 @@ def plan(
     seed: int = seed_option(),
     n_jobs: Optional[int] = n_jobs_option(),
     json_out: Optional[Path] = json_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
 ) -> None:
@@ -84,6 +86,11 @@ def plan(
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha, seed=seed,
                                settings=settings)
+    if html is not None:
+        from .fit import fit_page
+        from .report import write_page
+
+        write_page(html, fit_page(result, {**body, "plan": body.get("by_compute")}, settings))
 
 
 def plan_body(result, notes, read=(), *, compute, target_loss, compare, k: float) -> dict:
