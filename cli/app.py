@@ -8,6 +8,7 @@ Exit codes: 0 success, 2 bad input (one line, no traceback), 1 internal error,
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -90,15 +91,29 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+@functools.lru_cache(maxsize=16)
+def command_flags(args: tuple[str, ...]) -> dict[str, str]:
+    """The long flag of each option of the command ``args`` run, by the parameter the
+    option fills (built once per argument list: the click tree takes ~20 ms)."""
+    from .common import flags_of
+
+    command = typer.main.get_command(app)
+    for word in args:
+        if not hasattr(command, "commands"):   # a command, not a group
+            break
+        command = command.commands.get(word, command)
+    return flags_of(command)
+
+
 def _run(args: list[str]) -> int:
     from .allocate import legacy_args
     from .common import in_flags, interrupted_line, record_invocation, reset_interrupt_notes
 
     reset_interrupt_notes()
-    record_invocation(args)
+    record_invocation(command_flags(tuple(args)))
     try:
         args, note = legacy_args(args)
-        record_invocation(args)
+        record_invocation(command_flags(tuple(args)))
         if note and not {"-q", "--quiet"} & set(args):
             typer.echo(note, err=True)
         code = app(args=args, prog_name="scalekit", standalone_mode=False)

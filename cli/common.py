@@ -12,7 +12,6 @@ Only typer and the standard library are imported at module level.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib
 import re
@@ -148,31 +147,24 @@ def ci_level_option() -> Any:
 
 
 _PARAMETER = re.compile(r"`([A-Za-z_]\w*)`")
-#: The arguments of the command running (set by :func:`scalekit_cli.app.main`).
-_INVOKED: list[str] = []
+#: The flags of the command running, by parameter (set by :func:`scalekit_cli.app.main`).
+_FLAGS: dict[str, str] = {}
 
 
-def record_invocation(args: list[str]) -> None:
-    """Remember the arguments of the command about to run (for :func:`command_flags`)."""
-    _INVOKED[:] = list(args)
+def record_invocation(flags: dict[str, str]) -> None:
+    """Remember the flags of the command about to run (for :func:`command_flags`)."""
+    _FLAGS.clear()
+    _FLAGS.update(flags)
 
 
-def command_flags(args: Optional[list[str]] = None) -> dict[str, str]:
-    """The long flag of each option of the command ``args`` run (by default the running
-    one's), by the parameter the option fills: ``{"target_compute": "--target-compute"}``."""
-    return _flags_of(tuple(_INVOKED if args is None else args))
+def command_flags() -> dict[str, str]:
+    """The long flag of each option of the running command, by the parameter the option
+    fills: ``{"target_compute": "--target-compute"}``; empty outside a command."""
+    return dict(_FLAGS)
 
 
-@functools.lru_cache(maxsize=16)
-def _flags_of(args: tuple[str, ...]) -> dict[str, str]:
-    """:func:`command_flags`, built once per argument list (the click tree takes ~20 ms)."""
-    from .app import app
-
-    command = typer.main.get_command(app)
-    for word in args:
-        if not hasattr(command, "commands"):   # a command, not a group
-            break
-        command = command.commands.get(word, command)
+def flags_of(command) -> dict[str, str]:
+    """The long flag of each option of a click ``command``, by the parameter it fills."""
     flags = {}
     for param in command.params:
         longs = [o for o in param.opts if o.startswith("--")]

@@ -15,7 +15,13 @@ from scalekit.fit.compute_optimal import plan_for_compute
 from scalekit.fit.engine import fit_law
 from scalekit.fit.frame import prepare_fit
 from scalekit_cli.app import main
-from scalekit_cli.common import command_flags, in_flags
+from scalekit_cli.common import in_flags
+
+
+def command_flags(args):
+    from scalekit_cli.app import command_flags as flags
+
+    return flags(tuple(args))
 
 PACKAGE = Path(__file__).resolve().parents[2] / "scalekit"
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
