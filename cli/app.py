@@ -77,14 +77,19 @@ def usage_line(exc: TyperException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C).
 
-    Python warnings raised meanwhile (numpy's RuntimeWarnings, say) are held back: after
+    An option given by its old name (:data:`scalekit_cli.options.RENAMED`) runs under its
+    new one, and a note says so after a success. Python warnings raised meanwhile (numpy's RuntimeWarnings, say) are held back: after
     a success they follow the output as ``warning: …`` lines (none under ``--quiet``);
     after an error the error's one line is all that is printed.
     """
-    args = sys.argv[1:] if argv is None else list(argv)
+    from .options import renamed_options
+
+    args, renamed = renamed_options(sys.argv[1:] if argv is None else list(argv))
     with warnings.catch_warnings(record=True) as caught:
         code = _run(args)
     if code == 0 and not {"-q", "--quiet"} & set(args):
+        for line in renamed:
+            typer.echo(line, err=True)
         for text in dict.fromkeys(f"warning: {w.category.__name__}: {w.message}"
                                   for w in caught):
             typer.echo(text, err=True)

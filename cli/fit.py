@@ -38,7 +38,7 @@ def drop_top_option():
 
 
 def objective_option():
-    return choice_option("huber", "--loss",
+    return choice_option("huber", "--objective",
                          library_choices("scalekit.fit.robust", "LOSSES"),
                          "Objective on log residuals: huber, squared or soft_l1.")
 

@@ -139,5 +139,23 @@ def verbose_option() -> Any:
                         help="Print every statistic (the optimiser's too), note and warning.")
 
 
+#: Options renamed, old name -> new name: the old one still works and says so in a note.
+RENAMED = {"--loss": "--objective"}
+
+
+def renamed_options(args: list[str]) -> tuple[list[str], list[str]]:
+    """``args`` with every renamed option (:data:`RENAMED`) written under its new name, and
+    a note for each old name used ("loss" names the metric; the fit minimises an objective)."""
+    out, notes = [], []
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if name in RENAMED:
+            notes.append(f"note: {name} is now {RENAMED[name]} (the objective the fit "
+                         "minimises; 'loss' names the metric)")
+            arg = RENAMED[name] + eq + value
+        out.append(arg)
+    return out, list(dict.fromkeys(notes))
+
+
 #: The line saying what a report left out: ``{n}`` more ``{what}``.
 MORE = "{n} more {what}: --verbose"

@@ -87,3 +87,20 @@ def test_at_most_three_warnings_worst_first_then_how_many_more():
     tail = text[text.index("Notes and warnings"):].splitlines()[1:]
     assert tail == ["note: read a file (1 more notes)", "error: no optimum",
                     "warning: E is loose", "warning: far 0", "2 more warnings"]
+
+
+def test_objective_is_the_option_and_loss_an_alias_that_says_so(tmp_path, capsys):
+    X, y = _surface((1.82, 482.0, 2085.0, 0.347, 0.367), 0.01, 1)
+    import pandas as pd
+
+    path = tmp_path / "points.csv"
+    pd.DataFrame({**X, "loss": y}).to_csv(path, index=False)
+    reports = []
+    for flag in ("--objective", "--loss"):
+        out = tmp_path / f"{flag[2:]}.json"
+        assert main(["fit", str(path), flag, "squared", "--bootstrap", "0", "--json", str(out)]) == 0
+        reports.append(__import__("json").loads(out.read_text()))
+        err = capsys.readouterr().err
+        assert ("--loss is now --objective" in err) == (flag == "--loss")
+    assert reports[0]["stats"]["loss"] == reports[1]["stats"]["loss"] == "squared"
+    assert reports[0]["params"] == reports[1]["params"]
