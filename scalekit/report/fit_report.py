@@ -100,21 +100,30 @@ def fit_renderables(result, *, notes: Sequence[str] = (), plan: Mapping[str, Any
     return Group(*parts)
 
 
+def diagnostic_lines(notes: Sequence[str], diagnostics: Sequence[Any], *, verbose: bool,
+                     more: str) -> list[tuple[str, str]]:
+    """The lines under "Notes and warnings", each with its severity: every line when
+    ``verbose``; else the notes and infos as one line and at most three warnings, worst
+    first, then ``more`` (``{n}`` more ``{what}``)."""
+    infos, shown, hidden = digest(notes, diagnostics, limit=None if verbose else 3)
+    out = []
+    if verbose:
+        out += [(line, "info") for line in collapse_notes(f"note: {n}" for n in infos)]
+    elif infos:
+        rest = "" if len(infos) == 1 else f" ({more.format(n=len(infos) - 1, what='notes')})"
+        out.append((f"note: {infos[0]}{rest}", "info"))
+    out += [(d.line(), d.severity) for d in shown]
+    if hidden:
+        out.append((more.format(n=hidden, what="warnings"), "warning"))
+    return out
+
+
 def diagnostic_texts(notes: Sequence[str], diagnostics: Sequence[Any], *, verbose: bool,
                      more: str) -> list[Text]:
-    """"Notes and warnings": every line when ``verbose``; else the notes and infos as one
-    line and at most three warnings, worst first, then ``more`` (``{n}`` more ``{what}``)."""
+    """:func:`diagnostic_lines` under the heading "Notes and warnings", coloured by severity."""
     if not notes and not diagnostics:
         return []
     styles = {"info": "", "warning": "yellow", "error": "bold red"}
-    infos, shown, hidden = digest(notes, diagnostics, limit=None if verbose else 3)
-    out = [_section("Notes and warnings")]
-    if verbose:
-        out += [Text(line) for line in collapse_notes(f"note: {n}" for n in infos)]
-    elif infos:
-        rest = "" if len(infos) == 1 else f" ({more.format(n=len(infos) - 1, what='notes')})"
-        out.append(Text(f"note: {infos[0]}{rest}"))
-    out += [Text(d.line(), style=styles[d.severity]) for d in shown]
-    if hidden:
-        out.append(Text(more.format(n=hidden, what="warnings"), style="yellow"))
-    return out
+    return [_section("Notes and warnings")] + [
+        Text(line, style=styles[severity])
+        for line, severity in diagnostic_lines(notes, diagnostics, verbose=verbose, more=more)]
