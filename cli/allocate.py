@@ -85,7 +85,7 @@ _SEED = typer.Option(0, "--seed", callback=_at_least("--seed", 0),  # numpy seed
                      help="Seed of every random choice (first seed).")
 _GROUP = typer.Option(None, "--group", help="Columns whose values name a run, comma-separated "
                       "(e.g. model,peak_lr,sweep).")
-_MAP = typer.Option([], "--map", help="Column role, as role=column (repeatable).")
+_MAP = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role, as role=column (repeatable).")
 _DUPLICATES = choice_option("error", "--duplicates",
                             library_choices("scalekit.curves.readers", "DUPLICATES"),
                             "A step a run logs twice in --curves: error, or keep the first or "

@@ -53,7 +53,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(ctx: typer.Context,
-          version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+          version: bool = typer.Option(False, "--version", metavar="", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Fit scaling laws to learning curves, with honest uncertainty, and plan compute."""
     from .common import ProgressBar

@@ -28,7 +28,7 @@ def y_option():
 
 
 def all_points_option():
-    return typer.Option(False, "--all-points",
+    return typer.Option(False, "--all-points", metavar="",
                         help="Fit every logged point, not only each run's last.")
 
 

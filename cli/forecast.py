@@ -36,7 +36,7 @@ def forecast(
                                 "Alabdulmohsin et al. 2022), or one family (vap, pow3, "
                                 "loglinear, hill3, logpower, pow4, mmf, exp4, janoschek, weibull, "
                                 "ilog2, satpow, m4)."),
-    evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
+    evaluate: bool = typer.Option(False, "--evaluate", metavar="", help="Treat the runs as complete: cut each "
                                   "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
     holdout_column: Optional[str] = typer.Option(
         None, "--holdout-column", help="With --evaluate: fit each run on its rows where this "
@@ -50,7 +50,7 @@ def forecast(
     duplicates: str = choice_option("error", "--duplicates",
                                     library_choices("scalekit.curves.readers", "DUPLICATES"),
                                     "A step a run logs twice: error, first or last."),
-    runs: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
+    runs: list[str] = typer.Option([], "--run", metavar="RUN", help="Only this run (repeatable)."),
     mapping: list[str] = map_option(),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),

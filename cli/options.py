@@ -94,7 +94,7 @@ def seed_option() -> Any:
 
 def map_option(example: Optional[str] = None) -> Any:
     """The repeatable ``--map role=column`` option (see :func:`scalekit_cli.common.parse_mapping`)."""
-    return typer.Option([], "--map", help="Column role, as role=column (repeatable)"
+    return typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role, as role=column (repeatable)"
                         + (f", e.g. {example}." if example else "."))
 
 
@@ -129,13 +129,13 @@ def _note_quiet(value: bool) -> bool:
 
 def quiet_option() -> Any:
     """The ``--quiet`` / ``-q`` flag (it also silences the progress bar)."""
-    return typer.Option(False, "--quiet", "-q", help="Print nothing but errors.",
+    return typer.Option(False, "--quiet", "-q", metavar="", help="Print nothing but errors.",
                         callback=_note_quiet, show_default=False)
 
 
 def verbose_option() -> Any:
     """The ``--verbose`` / ``-v`` flag: every statistic, note and warning (the JSON has them all)."""
-    return typer.Option(False, "--verbose", "-v", show_default=False,
+    return typer.Option(False, "--verbose", "-v", metavar="", show_default=False,
                         help="Print every statistic (the optimiser's too), note and warning.")
 
 

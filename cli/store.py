@@ -22,7 +22,7 @@ def import_(
                                         "W&B offline runs, an mlruns folder) or tracking URIs "
                                         "(sqlite:///mlflow.db, sqlite:///optuna.db)."),
     store: Path = store_option(writes=True),
-    mapping: list[str] = typer.Option([], "--map", help="Column role as role=column "
+    mapping: list[str] = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role as role=column "
                                       "(repeatable); run=a,b joins several columns."),
     format: Optional[str] = choice_option(None, "--format",
                                           library_choices("scalekit.curves.readers", "FORMATS"),
@@ -38,7 +38,7 @@ def import_(
     duplicates: str = choice_option("error", "--duplicates",
                                     library_choices("scalekit.curves.readers", "DUPLICATES"),
                                     "A repeated (run, step): error, or keep the first or last."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="Print nothing but errors."),
 ) -> None:
     """Import curves in one transaction: every row of every source, or nothing."""
     from scalekit.curves import CurveStore, read_curves
