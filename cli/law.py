@@ -297,7 +297,7 @@ def _text(value) -> str:
 
     if isinstance(value, (list, tuple)):
         return ", ".join(_text(v) for v in value)
-    return format_number(value, 6)
+    return format_number(value)
 
 
 def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, json_out, quiet):
