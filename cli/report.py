@@ -39,7 +39,7 @@ def isoflop_page(result, body: dict, settings: dict, figure=None) -> str:
     figures = [] if figure is None else [("Compute-optimal N* and D* by approach", figure)]
     return html_page(result.title, answer=answer, figures=figures,
                      tables=[("Exponents and coefficients by approach", frame)],
-                     diagnostics=body.get("diagnostics", []), notes=result.notes,
+                     diagnostics=body.get("diagnostics", []), notes=body.get("notes", []),
                      settings=settings)
 
 
