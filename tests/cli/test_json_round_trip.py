@@ -56,6 +56,9 @@ CASES = {
     "allocate replay": (lambda t: ["allocate", "replay", "--budget", "20%", "--curves",
                                    _sweep(t), "--policy", "loss", "--seeds", "1"],
                         ReplayResult, None, ["policy", "budget"]),
+    "law depth": (lambda t: ["law", "depth", str(PUBLISHED / "chinchilla_depth_width.csv"),
+                             "--keep-lowest", "203", "--bootstrap", "0"],
+                  FitResult, None, ["parameter", "kind", "value"]),
     "allocate plan": (lambda t: ["allocate", "plan", "--budget", "1e30", "--curves", _sweep(t),
                                  "--policy", "loss"], Plan, None, []),
 }
