@@ -16,6 +16,7 @@ from typing import Optional
 
 import typer
 
+from .options import html_option
 from .common import (choice_argument, choice_option, format_option, json_option,
                      library_choices, on_interrupt, open_frame, parse_mapping, plot_option,
                      print_renderable, print_tables, quiet_option, store_option)
@@ -85,7 +86,7 @@ _SEED = typer.Option(0, "--seed", callback=_at_least("--seed", 0),  # numpy seed
                      help="Seed of every random choice (first seed).")
 _GROUP = typer.Option(None, "--group", help="Columns whose values name a run, comma-separated "
                       "(e.g. model,peak_lr,sweep).")
-_MAP = typer.Option([], "--map", help="Column role, as role=column (repeatable).")
+_MAP = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role, as role=column (repeatable).")
 _DUPLICATES = choice_option("error", "--duplicates",
                             library_choices("scalekit.curves.readers", "DUPLICATES"),
                             "A step a run logs twice in --curves: error, or keep the first or "
@@ -117,6 +118,7 @@ def replay_command(
         "(leave the warm-up out)."),
     group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
     json_out: Optional[Path] = _JSON, plot: Optional[Path] = plot_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = _QUIET, fmt: str = _FORMAT,
 ) -> None:
     """Simulate the policies on complete curves at several budgets and seeds."""
@@ -126,10 +128,17 @@ def replay_command(
     sweep, digest = _sweep(curves, store, mapping, group, resource, None, duplicates)
     report, shown = _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed,
                             candidates, plot, frontier_min_compute or 0.0)
-    _render("replay", report, shown, fmt, json_out, quiet, digest, seed, dict(
-        budgets=budget, policy=policy, eta=eta, min_resource=min_resource, resource=resource,
-        surrogate=surrogate, seeds=seeds, candidates=candidates, group=group,
-        duplicates=duplicates, frontier_min_compute=frontier_min_compute))
+    settings = dict(budgets=budget, policy=policy, eta=eta, min_resource=min_resource,
+                    resource=resource, surrogate=surrogate, seeds=seeds, candidates=candidates,
+                    group=group, duplicates=duplicates,
+                    frontier_min_compute=frontier_min_compute)
+    _render("replay", report, shown, fmt, json_out, quiet, digest, seed, settings)
+    if html is not None:
+        from scalekit.allocate.replay import ReplayResult
+
+        from .report import replay_page, write_page
+
+        write_page(html, replay_page(ReplayResult.from_dict(report), report, settings))
 
 
 @allocate_app.command("plan")
@@ -316,10 +325,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
         plot_allocations(result.example_sweep,
                          {name: pair for (b, name), pair in result.examples.items() if b == last},
                          plot, rung_policy="forecast", title=f"budget {_share(last)}, first seed")
-    report = {"mode": "replay", "exhaustive_flops": result.exhaustive_compute,
-              "summary": result.averages.to_dict(orient="records"),
-              "rows": result.rows.to_dict(orient="records"),
-              "rung_tables": rung_tables, "warnings": []}
+    report = {"mode": "replay", **result.to_dict(), "rung_tables": rung_tables, "warnings": []}
     shown = [f"rungs at budget {b}:\n{t}" for b, t in rung_tables.items()][:1]
     return report, (shown, [table])
 

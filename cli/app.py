@@ -8,6 +8,7 @@ Exit codes: 0 success, 2 bad input (one line, no traceback), 1 internal error,
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -32,6 +33,7 @@ COMMAND_MODULES = (
     "scalekit_cli.forecast",
     "scalekit_cli.allocate",
     "scalekit_cli.design",
+    "scalekit_cli.report",
 )
 
 app = typer.Typer(
@@ -52,7 +54,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(ctx: typer.Context,
-          version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+          version: bool = typer.Option(False, "--version", metavar="", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Fit scaling laws to learning curves, with honest uncertainty, and plan compute."""
     from .common import ProgressBar
@@ -76,18 +78,37 @@ def usage_line(exc: TyperException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C).
 
-    Python warnings raised meanwhile (numpy's RuntimeWarnings, say) are held back: after
+    An option given by its old name (:data:`scalekit_cli.options.RENAMED`) runs under its
+    new one, and a note says so after a success. Python warnings raised meanwhile (numpy's RuntimeWarnings, say) are held back: after
     a success they follow the output as ``warning: …`` lines (none under ``--quiet``);
     after an error the error's one line is all that is printed.
     """
-    args = sys.argv[1:] if argv is None else list(argv)
+    from .options import renamed_options
+
+    args, renamed = renamed_options(sys.argv[1:] if argv is None else list(argv))
     with warnings.catch_warnings(record=True) as caught:
         code = _run(args)
     if code == 0 and not {"-q", "--quiet"} & set(args):
+        for line in renamed:
+            typer.echo(line, err=True)
         for text in dict.fromkeys(f"warning: {w.category.__name__}: {w.message}"
                                   for w in caught):
             typer.echo(text, err=True)
     return code
+
+
+@functools.lru_cache(maxsize=16)
+def command_flags(args: tuple[str, ...]) -> dict[str, str]:
+    """The long flag of each option of the command ``args`` run, by the parameter the
+    option fills (built once per argument list: the click tree takes ~20 ms)."""
+    from .common import flags_of
+
+    command = typer.main.get_command(app)
+    for word in args:
+        if not hasattr(command, "commands"):   # a command, not a group
+            break
+        command = command.commands.get(word, command)
+    return flags_of(command)
 
 
 def _run(args: list[str]) -> int:
@@ -95,10 +116,10 @@ def _run(args: list[str]) -> int:
     from .common import in_flags, interrupted_line, record_invocation, reset_interrupt_notes
 
     reset_interrupt_notes()
-    record_invocation(args)
+    record_invocation(command_flags(tuple(args)))
     try:
         args, note = legacy_args(args)
-        record_invocation(args)
+        record_invocation(command_flags(tuple(args)))
         if note and not {"-q", "--quiet"} & set(args):
             typer.echo(note, err=True)
         code = app(args=args, prog_name="scalekit", standalone_mode=False)

@@ -12,10 +12,8 @@ Only typer and the standard library are imported at module level.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib
-import os
 import re
 import sys
 from collections.abc import Callable, Collection
@@ -23,6 +21,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
+# the shared options live in .options; imported here too for the commands that import them here
+from .options import (EXPORT_SUFFIXES, JSON_SUFFIXES, MAX_BOOTSTRAP, PLOT_SUFFIXES,  # noqa: F401
+                      _note_quiet, bootstrap_option, check_writable, json_option, map_option,
+                      output_option, plot_option, quiet_now, quiet_option, seed_option)
 
 DEFAULT_STORE = Path("scalekit.db")
 
@@ -101,63 +104,6 @@ def store_option(default: Optional[Path] = DEFAULT_STORE, *, writes: bool = Fals
                         + (f", else ./{DEFAULT_STORE})." if default else ")."))
 
 
-#: Suffixes of the outputs: JSON reports, figures (matplotlib's formats) and curve exports.
-JSON_SUFFIXES = (".json",)
-PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg")
-EXPORT_SUFFIXES = (".csv", ".parquet", ".jsonl")
-
-
-def check_writable(path: Path, flag: str, suffixes: Collection[str] | None = None) -> None:
-    """Check that a file can be written at ``path`` (given as ``flag``) before any work.
-
-    Its suffix must be one of ``suffixes`` (when given); it must not be a folder;
-    its folder must exist (none is created) and it, or the file, be writable.
-    """
-    from scalekit.errors import InputError
-
-    path = Path(path)
-    if suffixes is not None and path.suffix.lower() not in suffixes:
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a file ending in "
-                         + " or ".join(suffixes) + ".")
-    if path.is_dir():
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a file, "
-                         "not a folder.")
-    if path.exists() and not path.is_file():
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a regular file "
-                         "(it is a pipe, a device or a socket); give a file path.")
-    folder = path.parent
-    if not folder.is_dir():
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but its folder "
-                         f"{str(folder)!r} does not exist (create it first).")
-    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        which = f"the file {str(path)!r}" if path.exists() and os.access(folder, os.W_OK) \
-            else f"the folder {str(folder)!r}"
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but {which} is read-only.")
-    try:  # a file can really be made there (not so in /proc, whatever the permissions say)
-        import tempfile
-
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".scalekit-probe-"):
-            pass
-    except OSError as exc:
-        raise InputError(f"The value of `{flag}` is {str(path)!r}, but no file can be written "
-                         f"in {str(folder)!r} ({exc.strerror or exc}).") from None
-
-
-def output_option(flag: str, suffixes: Collection[str], help: str) -> Any:
-    """An optional output-file option, checked by :func:`check_writable` as it is parsed."""
-    def check(value: Optional[Path]) -> Optional[Path]:
-        if value is not None:
-            check_writable(value, flag, suffixes)
-        return value
-
-    return typer.Option(None, flag, callback=check, help=help)
-
-
-def plot_option() -> Any:
-    """The ``--plot PATH`` option (a figure)."""
-    return output_option("--plot", PLOT_SUFFIXES, "Write a PNG/SVG/PDF figure here.")
-
-
 def _choice_check(name: str, choices: Collection[str] | Callable[[], Collection[str]],
                   many: bool) -> Callable:
     def check(value: Optional[str]) -> Optional[str]:
@@ -210,27 +156,6 @@ def file_argument(what: str = "Curves file") -> Any:
                           "SQLite file). Omit to read --store.")
 
 
-def map_option(example: Optional[str] = None) -> Any:
-    """The repeatable ``--map role=column`` option (see :func:`parse_mapping`)."""
-    return typer.Option([], "--map", help="Column role, as role=column (repeatable)"
-                        + (f", e.g. {example}." if example else "."))
-
-
-#: Most bootstrap resamples an option accepts (each is a multi-start fit; the draws are kept).
-MAX_BOOTSTRAP = 1_000_000
-
-
-def bootstrap_option(default: int) -> Any:
-    """The ``--bootstrap N`` option (0 to :data:`MAX_BOOTSTRAP`)."""
-    def check(value: int) -> int:
-        from scalekit.checks import check_number
-
-        return check_number("--bootstrap", value, low=0, high=MAX_BOOTSTRAP, integer=True)
-
-    return typer.Option(default, "--bootstrap", callback=check,
-                        help="Bootstrap resamples (0 to skip).")
-
-
 def checked_number(flag: str, **rule: Any) -> Callable:
     """A callback checking a number option as it is parsed (``rule``: the keywords of
     :func:`scalekit.checks.check_number`); ``None`` (an option not given) passes."""
@@ -249,57 +174,25 @@ def ci_level_option() -> Any:
                                                 high_open=True))
 
 
-def seed_option() -> Any:
-    """The ``--seed`` option (numpy seeds are >= 0)."""
-    return typer.Option(0, "--seed", help="Seed of every random choice.",
-                        callback=checked_number("--seed", low=0, integer=True))
-
-
-def json_option() -> Any:
-    """The ``--json PATH`` option (the JSON report)."""
-    return output_option("--json", JSON_SUFFIXES, "Write the JSON report here.")
-
-
-def quiet_option() -> Any:
-    """The ``--quiet`` / ``-q`` option (it also silences the progress bar)."""
-    return typer.Option(False, "--quiet", "-q", help="Print nothing but errors.",
-                        callback=_note_quiet)
-
-
-_QUIET = {"now": False}
-
-
-def _note_quiet(value: bool) -> bool:
-    _QUIET["now"] = bool(value)
-    return value
-
-
 _PARAMETER = re.compile(r"`([A-Za-z_]\w*)`")
-#: The arguments of the command running (set by :func:`scalekit_cli.app.main`).
-_INVOKED: list[str] = []
+#: The flags of the command running, by parameter (set by :func:`scalekit_cli.app.main`).
+_FLAGS: dict[str, str] = {}
 
 
-def record_invocation(args: list[str]) -> None:
-    """Remember the arguments of the command about to run (for :func:`command_flags`)."""
-    _INVOKED[:] = list(args)
+def record_invocation(flags: dict[str, str]) -> None:
+    """Remember the flags of the command about to run (for :func:`command_flags`)."""
+    _FLAGS.clear()
+    _FLAGS.update(flags)
 
 
-def command_flags(args: Optional[list[str]] = None) -> dict[str, str]:
-    """The long flag of each option of the command ``args`` run (by default the running
-    one's), by the parameter the option fills: ``{"target_compute": "--target-compute"}``."""
-    return _flags_of(tuple(_INVOKED if args is None else args))
+def command_flags() -> dict[str, str]:
+    """The long flag of each option of the running command, by the parameter the option
+    fills: ``{"target_compute": "--target-compute"}``; empty outside a command."""
+    return dict(_FLAGS)
 
 
-@functools.lru_cache(maxsize=16)
-def _flags_of(args: tuple[str, ...]) -> dict[str, str]:
-    """:func:`command_flags`, built once per argument list (the click tree takes ~20 ms)."""
-    from .app import app
-
-    command = typer.main.get_command(app)
-    for word in args:
-        if not hasattr(command, "commands"):   # a command, not a group
-            break
-        command = command.commands.get(word, command)
+def flags_of(command) -> dict[str, str]:
+    """The long flag of each option of a click ``command``, by the parameter it fills."""
     flags = {}
     for param in command.params:
         longs = [o for o in param.opts if o.startswith("--")]
@@ -449,14 +342,14 @@ class ProgressBar:
     def __enter__(self) -> "ProgressBar":
         from scalekit.progress import reporting
 
-        _QUIET["now"] = False
+        _note_quiet(False)
         if sys.stderr.isatty():
             self._scope = reporting(self._report)
             self._scope.__enter__()
         return self
 
     def _report(self, task: str, done: int, total: int | None) -> None:
-        if _QUIET["now"]:
+        if quiet_now():
             return
         if self._bar is None:
             from rich.console import Console

@@ -8,10 +8,11 @@ from typing import Optional
 
 import typer
 
-from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
-                     file_argument, in_flags, json_option, library_choices, map_option, open_frame,
-                     parse_mapping, plot_option, print_renderable, quiet_option,
-                     notes_in_flags, reader_diagnostics, seed_option, store_option)
+from .common import (checked_number, choice_option, ci_level_option, file_argument,
+                     in_flags, library_choices, open_frame, parse_mapping, print_renderable,
+                     notes_in_flags, reader_diagnostics, store_option)
+from .options import (MORE, bootstrap_option, html_option, json_option, map_option,
+                      plot_option, quiet_option, seed_option, verbose_option)
 
 FORMAT = "fit"
 
@@ -28,7 +29,7 @@ def y_option():
 
 
 def all_points_option():
-    return typer.Option(False, "--all-points",
+    return typer.Option(False, "--all-points", metavar="",
                         help="Fit every logged point, not only each run's last.")
 
 
@@ -38,7 +39,7 @@ def drop_top_option():
 
 
 def objective_option():
-    return choice_option("huber", "--loss",
+    return choice_option("huber", "--objective",
                          library_choices("scalekit.fit.robust", "LOSSES"),
                          "Objective on log residuals: huber, squared or soft_l1.")
 
@@ -109,7 +110,9 @@ def fit(
     target_compute: Optional[float] = target_compute_option(),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
+    verbose: bool = verbose_option(),
 ) -> None:
     """Fit a scaling law, with standard errors, bootstrap intervals and a compute plan."""
     from scalekit.fit.compute_optimal import plan_for_compute
@@ -131,10 +134,16 @@ def fit(
         bodies.append(fit_body(result, notes, plan, diagnostics, group, value))
         if not quiet:
             title = None if value is None else f"{group} = {value}"
-            print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title))
+            print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title,
+                                             verbose=verbose, more=MORE))
         if plot is not None:
             _plot(result, prepared, _plot_path(plot, value), target_compute, plan,
                   None if value is None else f"{group} = {value}")
+        if html is not None:
+            figure = _plot(result, prepared, None, target_compute, plan,
+                           None if value is None else f"{group} = {value}")
+            _plot_path(html, value).write_text(fit_page(result, bodies[-1], settings, figure),
+                                              encoding="utf-8")
     if json_out is not None:
         body = bodies[0] if group is None else {"groups": bodies}
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
@@ -171,16 +180,40 @@ def _plot_path(path: Path, value) -> Path:
     return path if value is None else path.with_name(f"{path.stem}-{value}{path.suffix}")
 
 
-def _plot(result, prepared, path: Path, target_compute: float | None, plan, title) -> None:
+def fit_page(result, body: dict, settings: dict, figure=None) -> str:
+    """The HTML page of one fit: the law and the plan, the figures (``figure``: the data's,
+    when the data are at hand; the fitted law's always), parameters, diagnostics, settings."""
+    from scalekit.formatting import format_number
+    from scalekit.report.fit_plots import plot_law
+    from scalekit.report.fit_report import plan_rows
+    from scalekit.report.html import html_page
+
+    plan = body.get("plan")
+    answer = [result.equation()]
+    if plan:
+        answer.append(f"Plan at {format_number(plan['compute'])} FLOPs "
+                      f"({plan.get('convention', 'C = 6·N·D')}):")
+        answer += [f"{k}: {v}" for k, v in plan_rows(plan).items()]
+    figures = [("The fit and its data", figure)] if figure is not None else []
+    figures.append(("The fitted law with its confidence band", plot_law(result).figure))
+    return html_page(f"scalekit fit: {result.law.name}", answer=answer, figures=figures,
+                     tables=[("Parameters and derived quantities", result.to_frame())],
+                     diagnostics=body.get("diagnostics", []), notes=body.get("notes", []),
+                     settings=settings)
+
+
+def _plot(result, prepared, path: Path | None, target_compute: float | None, plan, title):
+    """Draw the fit with its data (to ``path`` when given); return the figure."""
     from scalekit.report.fit_plots import plot_curve, plot_surface
 
     if set(result.law.inputs) == {"params", "tokens"}:
-        plot_surface(result, prepared.X, prepared.y, path, plan=plan, title=title)
+        return plot_surface(result, prepared.X, prepared.y, path, plan=plan, title=title).figure
     elif len(result.law.inputs) == 1:
         (name,) = result.law.inputs
         extend = target_compute if name == "compute" else None
-        plot_curve(result, prepared.X[name], prepared.y, path, x_label=name, extend_to=extend,
-                   plan=plan if name == "compute" else None, title=title)
+        return plot_curve(result, prepared.X[name], prepared.y, path, x_label=name,
+                          extend_to=extend, plan=plan if name == "compute" else None,
+                          title=title).figure
     else:
         from scalekit.errors import InputError
 

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from .options import html_option
 from .common import (choice_option, file_argument, format_option, json_option,
                      library_choices, map_option, open_frame, parse_mapping, plot_option,
                      notes_in_flags, print_tables, quiet_option, store_option)
@@ -43,7 +44,7 @@ def forecast(
                                 "ilog2, satpow, m4); multipower (the multi-power law of Luo et "
                                 "al. 2025 over the runs' learning-rate schedules: --fit-on, "
                                 "--predict-schedule)."),
-    evaluate: bool = typer.Option(False, "--evaluate", help="Treat the runs as complete: cut each "
+    evaluate: bool = typer.Option(False, "--evaluate", metavar="", help="Treat the runs as complete: cut each "
                                   "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
     holdout_column: Optional[str] = typer.Option(
         None, "--holdout-column", help="With --evaluate: fit each run on its rows where this "
@@ -57,7 +58,7 @@ def forecast(
     duplicates: str = choice_option("error", "--duplicates",
                                     library_choices("scalekit.curves.readers", "DUPLICATES"),
                                     "A step a run logs twice: error, first or last."),
-    runs: list[str] = typer.Option([], "--run", help="Only this run (repeatable)."),
+    runs: list[str] = typer.Option([], "--run", metavar="RUN", help="Only this run (repeatable)."),
     fit_on: Optional[str] = typer.Option(None, "--fit-on", help="With --method multipower: "
                                          "the runs fitted at once, comma-separated."),
     predict_schedule: list[str] = typer.Option(
@@ -73,6 +74,7 @@ def forecast(
     mapping: list[str] = map_option(),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
 ) -> None:
@@ -104,6 +106,8 @@ def forecast(
         raise InputError("--holdout-column and --by go with --evaluate")
     if by is not None and holdout_column is None:
         raise InputError("--by goes with --holdout-column")
+    if html is not None and evaluate:
+        raise InputError("--html writes the page of a forecast; with --evaluate there is none")
     axis = x or ("compute" if to_compute is not None else "step")
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y,
                                   keep=[holdout_column or "", by or ""],
@@ -145,8 +149,12 @@ def forecast(
         shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
             columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
                      "q0.025": "95% low", "q0.975": "95% high"})
-        body = {"target": {axis: target}, "forecasts": table.to_dict(orient="records"),
-                "final": final.to_dict(orient="records"), "warnings": notes}
+        body = {**result.to_dict(), "notes": notes}
+        if html is not None:
+            from .report import forecast_page, write_page
+
+            write_page(html, forecast_page(result, body, settings,
+                                           observed=frame[["run", axis, y]].dropna()))
         shown_table = _table(f"forecast at {axis} = {target:g} ({method})", shown)
         if plot is not None:
             from scalekit.report.forecast_plots import drawn_runs, plot_forecasts
@@ -163,7 +171,7 @@ def forecast(
             typer.echo(f"note: {note}", err=True)
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
-                               seed=0, settings=settings)
+                               seed=None, settings=settings)
 
 
 def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluate, y, mapping,

@@ -9,6 +9,7 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 
+from .options import html_option
 from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
                      file_argument, format_option, json_option, library_choices, map_option,
                      open_frame,
@@ -90,6 +91,7 @@ def isoflop(
     mapping: list[str] = map_option("params=non_embedding_params"),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
 ) -> None:
@@ -105,6 +107,10 @@ def isoflop(
     wanted = tuple(NAMES) if approach == "all" else (approach,)
     report = run_isoflop(frame, wanted, settings, seed=seed, source=str(file or store))
     _finish(report, "isoflop", input_sha, seed, settings, json_out, quiet, fmt)
+    if html is not None:
+        from .report import isoflop_page, write_page
+
+        write_page(html, isoflop_page(report, report.to_dict(), settings))
     if plot is not None:
         from scalekit.report.isoflop_plots import plot_isoflop
 
@@ -118,11 +124,73 @@ def _finish(report, kind, input_sha, seed, settings, json_out, quiet, fmt) -> No
     from scalekit import serialise
 
     if not quiet:
-        print_tables(report.tables, fmt, title=report.title,
-                     header=[f"FLOPs: {report.body['convention']}"], lines=report.notes)
+        print_tables(_tables(report, settings.get("target_compute"), settings["ci_level"]),
+                     fmt, title=report.title, header=[f"FLOPs: {report.body['convention']}"],
+                     lines=_lines(report.body))
     if json_out is not None:
-        serialise.write_report(json_out, kind, report.body, input_sha256=input_sha,
+        serialise.write_report(json_out, kind, report, input_sha256=input_sha,
                                seed=seed, settings=settings)
+
+
+def _lines(body: dict) -> list[str]:
+    """The verdict, then "Notes and warnings": notes, diagnostics, and the warnings no
+    diagnostic carries."""
+    said = {d["message"] for d in body["diagnostics"]}
+    out = [body["verdict"], "Notes and warnings:"] + [f"note: {n}" for n in body["notes"]]
+    out += [f"{d['severity']}: {d['message']}" for d in body["diagnostics"]]
+    return out + [f"warning: {w}" for w in body["warnings"] if w not in said]
+
+
+def _tables(report, target, level) -> list[dict]:
+    """The report's tables as data (:mod:`scalekit.report.tables`): the allocation by
+    approach, approach 2's budgets, the spread explained by its warnings."""
+    from scalekit.formatting import MISSING, format_number, format_with_interval
+
+    def g(value, digits: int = 3) -> str:
+        return format_number(value, digits)
+
+    def ci(value, pair, digits: int = 3) -> str:
+        return format_with_interval(value, pair, digits)
+
+    pct = f"{100 * level:g}%"
+    columns = ["approach", f"a [{pct}]", f"b [{pct}]", "k_N", "k_D"]
+    if target is not None:
+        columns += [f"N*({g(target)}) [{pct}]", f"D*({g(target)}) [{pct}]"]
+    rows = []
+    for r in report.body["comparison"]:
+        row = [r["approach"], ci(r["a"], (r["a_lo"], r["a_hi"])),
+               ci(r["b"], (r["b_lo"], r["b_hi"])), g(r["k_N"]), g(r["k_D"])]
+        if target is not None:
+            row += [ci(r["params"], (r["params_lo"], r["params_hi"])),
+                    ci(r["tokens"], (r["tokens_lo"], r["tokens_hi"]))]
+        rows.append(row)
+    out = [{"title": "Compute-optimal allocation", "columns": columns, "rows": rows}]
+    if "2" in report.fitted:
+        m = report.fitted["2"]
+        var = m.profile
+        budget_rows = [[g(r["budget"]), f"{r['n_points']}/{r['n_sampled']}",
+                        ci(r[f"{var}_opt"], (r.get(f"{var}_lo"), r.get(f"{var}_hi"))),
+                        g(r["loss_opt"], 4), g(r["offset"], 2), g(r["misfit_p"], 2),
+                        r["flags"] or "-"]
+                       for _, r in m.budgets_.iterrows()]
+        out.append({"title": f"Approach 2 budgets ({m.budgeting_}); vertex in log {var}; "
+                             f"points used: {m.windows_.method}",
+                    "columns": ["budget", "points used", f"{var}* [{pct}]", "loss*", "offset",
+                                "misfit p", "flags"],
+                    "rows": budget_rows})
+    explained = report.body.get("spread_explained")
+    if explained:
+        def share(value) -> str:
+            return MISSING if value is None else f"{100 * value:.0f}%"
+
+        out.append({"title": "Spread of a, b across approaches explained by each approach-2 "
+                             "warning (refit without the flagged budgets)",
+                    "columns": ["warning", "budgets", "a without", "a spread explained",
+                                "b without", "b spread explained"],
+                    "rows": [[flag, str(e["budgets"]), g(e["a_without"]),
+                              share(e["a_spread_explained"]), g(e["b_without"]),
+                              share(e["b_spread_explained"])] for flag, e in explained.items()]})
+    return out
 
 
 def _floats(name: str, text: Optional[str]) -> Optional[list[float]]:

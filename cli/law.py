@@ -24,7 +24,7 @@ law_app = typer.Typer(help="Fit the depth, class-count or inference-k law and pl
                       no_args_is_help=True)
 
 _FILE = typer.Argument(None, help="Measurements file (CSV, JSONL, Parquet, …). Omit to read --store.")
-_MAP = typer.Option([], "--map", help="Column role, as role=column (repeatable).")
+_MAP = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role, as role=column (repeatable).")
 _BOOTSTRAP = bootstrap_option(0)
 _LOSS = objective_option()
 _SEED = seed_option()
@@ -56,7 +56,7 @@ def depth(
     y: str = typer.Option("loss", "--y", help="Loss column."),
     keep_lowest: Optional[int] = typer.Option(None, "--keep-lowest",
                                               help="Fit only the N lowest losses (Liu et al. keep 203)."),
-    exclude_end_layers: bool = typer.Option(False, "--exclude-end-layers",
+    exclude_end_layers: bool = typer.Option(False, "--exclude-end-layers", metavar="",
                                             help="Count depth without the first and last layers."),
     loss: str = _LOSS,
     bootstrap: int = _BOOTSTRAP,
@@ -155,7 +155,7 @@ def inference_k(
     seed: int = _SEED,
     plan: Optional[str] = typer.Option(None, "--plan", help="cost=c[,k_max=K]: the k that "
                                        "minimises error + c·k."),
-    simulate: bool = typer.Option(False, "--simulate", help="Run the theory model (Bayesian linear "
+    simulate: bool = typer.Option(False, "--simulate", metavar="", help="Run the theory model (Bayesian linear "
                                   "regression with a judge) instead of reading a file."),
     dim: int = typer.Option(40, "--dim", help="Simulation: input dimension."),
     n_train: int = typer.Option(80, "--n-train", help="Simulation: training examples."),
@@ -299,7 +299,7 @@ def _text(value) -> str:
 
     if isinstance(value, (list, tuple)):
         return ", ".join(_text(v) for v in value)
-    return format_number(value, 6)
+    return format_number(value)
 
 
 def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, json_out, quiet):

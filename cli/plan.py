@@ -15,8 +15,8 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
-from .common import (bootstrap_option, checked_number, ci_level_option, file_argument,
-                     format_option,
+from .options import MORE, html_option, verbose_option
+from .common import (bootstrap_option, checked_number, ci_level_option, file_argument, format_option,
                      json_option, map_option, open_frame, parse_mapping, print_tables,
                      notes_in_flags, quiet_option, reader_diagnostics, seed_option,
                      store_option)
@@ -66,7 +66,9 @@ def plan(
                                         "chosen and the cosine schedule and their predicted "
                                         "curves (PNG/SVG)."),
     json_out: Optional[Path] = json_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
+    verbose: bool = verbose_option(),
     fmt: str = format_option(),
 ) -> None:
     """Plan from a fitted law: by compute, by target loss, or against a chosen N, D."""
@@ -113,10 +115,15 @@ def plan(
         body = plan_body(result, notes, read, compute=compute, target_loss=target_loss,
                          compare=pair, k=flops_per_param_token)
         if not quiet:
-            _print(body, result.ci_level, fmt)
+            _print(body, result.ci_level, fmt, verbose)
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha, seed=seed,
                                settings=settings)
+    if html is not None:
+        from .fit import fit_page
+        from .report import write_page
+
+        write_page(html, fit_page(result, {**body, "plan": body.get("by_compute")}, settings))
 
 
 def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_out, quiet,
@@ -248,7 +255,9 @@ def _pair(text: Optional[str]) -> Optional[tuple[float, float]]:
     return values[0], values[1]
 
 
-def _print(body: dict, level: float, fmt: str) -> None:
+def _print(body: dict, level: float, fmt: str, verbose: bool) -> None:
+    from scalekit.diagnostics import Diagnostic
+    from scalekit.report.fit_report import diagnostic_lines
     from scalekit.report.tables import table_data
 
     rows = []
@@ -273,8 +282,9 @@ def _print(body: dict, level: float, fmt: str) -> None:
     lines = [body["compare_summary"]] if "compare_summary" in body else []
     if body["notes"] or body["diagnostics"]:
         lines.append("Notes and warnings")
-        lines += [f"note: {n}" for n in body["notes"]]
-        lines += [f"{d['severity']}: {d['message']}" for d in body["diagnostics"]]
+        lines += [line for line, _ in diagnostic_lines(
+            body["notes"], [Diagnostic.from_dict(d) for d in body["diagnostics"]],
+            verbose=verbose, more=MORE)]
     lines.append(body["verdict"])
     print_tables([table], fmt, title="Compute plan", header=[f"FLOPs: {body['convention']}"],
                  lines=lines)

@@ -24,7 +24,7 @@ def import_(
                                         "W&B offline runs, an mlruns folder) or tracking URIs "
                                         "(sqlite:///mlflow.db, sqlite:///optuna.db)."),
     store: Path = store_option(writes=True),
-    mapping: list[str] = typer.Option([], "--map", help="Column role as role=column "
+    mapping: list[str] = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role as role=column "
                                       "(repeatable); run=a,b joins several columns."),
     format: Optional[str] = choice_option(None, "--format",
                                           library_choices("scalekit.curves.readers", "FORMATS"),
@@ -43,7 +43,7 @@ def import_(
     runs: Optional[Path] = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
                                         "final.json as it stands): each SOURCE is one run's "
                                         "file, its attributes matched by file name."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="Print nothing but errors."),
 ) -> None:
     """Import curves in one transaction: every row of every source, or nothing."""
     from scalekit.curves import CurveStore, read_curves

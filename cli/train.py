@@ -99,10 +99,10 @@ def train(
     evals: Optional[int] = typer.Option(None, "--evals", help="Evaluations per run (log-spaced)."),
     eval_size: Optional[int] = typer.Option(None, "--eval-size", help="Validation samples."),
     data_seed: Optional[int] = typer.Option(None, "--data-seed", help="Seed of the task's data."),
-    option: list[str] = typer.Option([], "--option", help="Task setting key=value (repeatable)."),
+    option: list[str] = typer.Option([], "--option", metavar="KEY=VALUE", help="Task setting key=value (repeatable)."),
     device: str = choice_option("auto", "--device", _config("DEVICES"),
                                 "auto (CUDA, then MPS, then CPU), cpu, cuda, mps."),
-    compile_model: bool = typer.Option(False, "--compile", help="Wrap models in torch.compile."),
+    compile_model: bool = typer.Option(False, "--compile", metavar="", help="Wrap models in torch.compile."),
     precision: str = choice_option("auto", "--precision", _config("PRECISIONS"),
                                    "auto (bf16 autocast on a CUDA GPU that has it, else "
                                    "fp32), bf16 or fp32 (no autocast)."),
@@ -113,7 +113,7 @@ def train(
                                                                         integer=True),
                                 help="Parallel runs (1: in this process; at most the runs and "
                                 "the CPUs)."),
-    batched: bool = typer.Option(False, "--batched", help="Train runs that differ only in seed, lr "
+    batched: bool = typer.Option(False, "--batched", metavar="", help="Train runs that differ only in seed, lr "
                                  "and dropout together with vmap (one model per shape on the "
                                  "device; no checkpoints)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join."),

@@ -78,3 +78,30 @@ class Diagnostic:
     def line(self) -> str:
         """The terminal line: severity and message."""
         return f"{self.severity}: {self.message}"
+
+
+#: Codes from the worst to the mildest: the order a report shows its warnings in.
+WORST_FIRST = ("not_converged", "not_identified", "on_bound", "exponent_implausible",
+               "profile_misfit", "extrapolation", "few_points", "budget_skipped",
+               "outliers_dropped", "metric_choice")
+
+
+def worst_first(diagnostics) -> list[Diagnostic]:
+    """``diagnostics`` sorted errors first, then warnings, then infos; within a severity by
+    :data:`WORST_FIRST` (a stable sort: equal ones keep their order)."""
+    return sorted(diagnostics, key=lambda d: (-SEVERITIES.index(d.severity),
+                                              WORST_FIRST.index(d.code)))
+
+
+def digest(notes, diagnostics, *, limit: int | None = 3) -> tuple[list[str], list[Diagnostic], int]:
+    """What a terminal report shows of its notes and diagnostics.
+
+    Returns the notes and the info diagnostics' messages (in that order; a report
+    collapses them to one line), the warnings and errors to show (worst first, at
+    most ``limit``; all when ``limit`` is None) and how many more there are. The
+    JSON report keeps them all.
+    """
+    infos = [*notes, *(d.message for d in diagnostics if d.severity == "info")]
+    serious = worst_first(d for d in diagnostics if d.severity != "info")
+    shown = serious if limit is None else serious[:limit]
+    return infos, shown, len(serious) - len(shown)

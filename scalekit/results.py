@@ -5,7 +5,8 @@ A result has ``to_dict()`` / ``from_dict()`` (plain JSON-able data and back),
 ``fit_report``), a one-line ``repr`` (what it is, its objective, how many
 points) and ``_repr_html_`` for notebooks. :class:`ResultProtocol` derives the
 last three from two small methods a result writes: ``_summary_sections()`` and
-``_repr_fields()``. The JSON envelope of a report wraps ``to_dict()``
+``_repr_fields()``; ``to_frame()`` is the main table as a tidy DataFrame (a
+default here, each result with a table writes its own). The JSON envelope of a report wraps ``to_dict()``
 (:func:`scalekit.serialise.envelope`).
 """
 
@@ -33,6 +34,20 @@ class ResultProtocol:
 
     def _repr_fields(self) -> dict[str, Any]:
         raise NotImplementedError
+
+    def to_frame(self):
+        """The result's main table as a tidy :class:`pandas.DataFrame`.
+
+        This default is one row of the plain values (numbers, strings, flags) of
+        ``to_dict()``: the answer of a result that has no table of its own. A result
+        with a main table (parameters, budgets, forecasts, replay rows …) returns
+        that table instead.
+        """
+        import pandas as pd
+
+        data = self.to_dict()
+        return pd.DataFrame([{k: v for k, v in data.items()
+                              if v is None or isinstance(v, (bool, int, float, str))}])
 
     def summary(self) -> str:
         """The fixed-section plain-text report."""

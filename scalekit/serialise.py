@@ -26,6 +26,8 @@ from scalekit._version import __version__
 
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays, paths and non-finite floats to plain JSON values."""
+    if hasattr(obj, "from_dict") and callable(getattr(obj, "to_dict", None)):  # a result
+        return to_jsonable(obj.to_dict())
     if isinstance(obj, Mapping):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -175,6 +175,10 @@ class ReplayResult(ResultProtocol):
         return cls(frame_from_records(data["rows"]), frame_from_records(data["averages"]),
                    float(data["exhaustive_flops"]))
 
+    def to_frame(self) -> pd.DataFrame:
+        """The replay rows: one per policy, budget and seed."""
+        return self.rows.copy()
+
     def _summary_title(self) -> str:
         seeds = self.rows["seed"].nunique() if "seed" in self.rows else 0
         return (f"Replay over {seeds} seeds; exhaustive sweep "

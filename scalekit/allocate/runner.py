@@ -90,6 +90,13 @@ class AllocationRunResult(ResultProtocol):
                    int(data["trained"]), int(data["reused"]),
                    [dict(d) for d in data.get("decisions", [])])
 
+    def to_frame(self):
+        """The bracket: one row per rung (``rung``, ``runs``, ``resource``)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"rung": r.index, "runs": r.runs, "resource": r.resource}
+                             for r in self.bracket.rungs], columns=["rung", "runs", "resource"])
+
     def _summary_title(self) -> str:
         return ("Allocation run (commit: probe, fit, finish) over a trainer" if self.bracket is None
                 else "Allocation run (Successive Halving over a trainer)")

@@ -66,6 +66,23 @@ class ComputePlan(ResultProtocol, Mapping):
         return cls(data["kind"], values,
                    [Diagnostic.from_dict(d) for d in data.get("diagnostics", [])])
 
+    def to_frame(self):
+        """One row per planned budget (one row for a plan of one): every number, each
+        interval as ``<name>_low`` and ``<name>_high``."""
+        import pandas as pd
+
+        columns = {}
+        for key, value in self.values.items():
+            if isinstance(value, str):
+                continue
+            if key.endswith(("_ci", "_pi")):
+                ends = np.asarray(value, dtype=float)
+                columns[f"{key}_low"], columns[f"{key}_high"] = ends[0], ends[1]
+            else:
+                columns[key] = value
+        return pd.DataFrame({k: np.atleast_1d(np.asarray(v, dtype=float))
+                             for k, v in columns.items()})
+
     def _summary_title(self) -> str:
         return f"Compute plan: {PLAN_KINDS[self.kind]}"
 

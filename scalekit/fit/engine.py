@@ -20,7 +20,7 @@ from scalekit.fit.objective import log_residuals
 from scalekit.fit.robust import check_loss
 from scalekit.fit.polish import polish
 from scalekit.fit.result import FitResult
-from scalekit.fit.select import information_criteria
+from scalekit.fit.criteria import information_criteria
 from scalekit.fit.uncertainty import (covariance, function_intervals, natural_stderr,
                                       percentile_intervals, wald_intervals)
 from scalekit.laws.base import Law

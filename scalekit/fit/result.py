@@ -124,6 +124,29 @@ class FitResult(ResultProtocol):
             below, above = np.hypot(below, noise), np.hypot(above, noise)
         return np.exp(center - below), np.exp(center + above)
 
+    def equation(self, digits: int = 4) -> str:
+        """The fitted law written out with its numbers, the report's first line:
+        ``L(N, D) = 1.817 + 477.8 / N^0.3473 + 2143 / D^0.3672``."""
+        return law_equation(self.law.formula, self.values, digits)
+
+    def to_frame(self):
+        """The parameters as a tidy DataFrame: ``parameter``, ``value``, ``stderr``,
+        ``ci_low``, ``ci_high`` (one row per parameter; derived quantities follow with
+        ``kind`` "derived")."""
+        import pandas as pd
+
+        rows = [{"parameter": name, "kind": "fitted", "value": value,
+                 "stderr": self.stderr.get(name, np.nan),
+                 "ci_low": self.ci.get(name, (np.nan, np.nan))[0],
+                 "ci_high": self.ci.get(name, (np.nan, np.nan))[1]}
+                for name, value in self.values.items()]
+        rows += [{"parameter": name, "kind": "derived", "value": value, "stderr": np.nan,
+                  "ci_low": self.derived_ci.get(name, (np.nan, np.nan))[0],
+                  "ci_high": self.derived_ci.get(name, (np.nan, np.nan))[1]}
+                 for name, value in self.derived.items() if isinstance(value, (int, float))]
+        return pd.DataFrame(rows, columns=["parameter", "kind", "value", "stderr", "ci_low",
+                                           "ci_high"])
+
     def to_dict(self) -> dict:
         """Plain-JSON dict (see :func:`scalekit.serialise.dumps`); inverse of ``from_dict``."""
         from scalekit.serialise import to_jsonable
@@ -218,6 +241,27 @@ class FitResult(ResultProtocol):
             out.add(name, value=value, min=lower, max=upper, vary=name in bounds)
             out[name].stderr = self.stderr.get(name)
         return out
+
+
+#: Names of functions a formula may call (never a parameter or an input).
+_FUNCTIONS = frozenset({"exp", "log", "log10", "log2", "sqrt", "abs", "tanh", "log1p", "expm1",
+                        "minimum", "maximum"})
+
+
+def law_equation(formula: str, values: dict[str, float], digits: int = 4) -> str:
+    """``formula`` with every parameter replaced by its value (:func:`format_number`, negative
+    ones in brackets) and the inputs it names as arguments: ``L(N, D) = 1.817 + …``."""
+    names = re.findall(r"[A-Za-z_]\w*", formula)
+    inputs = list(dict.fromkeys(n for n in names if n not in values and n not in _FUNCTIONS))
+
+    def number(match: re.Match) -> str:
+        name = match.group(0)
+        if name not in values:
+            return name
+        text = format_number(values[name], digits)
+        return f"({text})" if text.startswith("-") else text
+
+    return f"L({', '.join(inputs)}) = " + re.sub(r"[A-Za-z_]\w*", number, formula)
 
 
 def law_from_json(spec: dict) -> Law:

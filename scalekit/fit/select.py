@@ -1,9 +1,7 @@
 """Model comparison on one data set: AIC, BIC and leave-the-largest-out error.
 
-AIC and BIC use the Gaussian likelihood of the log residuals with its variance
-estimated, so ``k = P + 1``: ``AIC = n log(RSS / n) + 2 k`` and
-``BIC = n log(RSS / n) + k log n`` (lower is better; only differences between
-laws fitted to the same points mean anything).
+AIC and BIC are those every fit carries (:mod:`scalekit.fit.criteria`); only
+differences between laws fitted to the same points mean anything.
 
 The extrapolation error fits each law to all but the largest points (by the
 product of the law's inputs, which orders Chinchilla points by ``N D`` and so by
@@ -18,19 +16,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scalekit.checks import check_number
+from scalekit.fit.engine import fit_law
+from scalekit.laws import get_law
 from scalekit.laws.base import Law
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-def information_criteria(log_residuals: np.ndarray, n_params: int) -> dict[str, float]:
-    """``aic`` and ``bic`` of a fit with these log residuals and ``n_params`` parameters."""
-    r = np.asarray(log_residuals, dtype=float)
-    n = r.size
-    k = n_params + 1
-    fit = n * np.log(max(float(np.mean(r ** 2)), np.finfo(float).tiny))
-    return {"aic": float(fit + 2 * k), "bic": float(fit + k * np.log(n))}
 
 
 def largest_points(X: Mapping, names: Sequence[str], fraction: float) -> np.ndarray:
@@ -68,9 +59,6 @@ def compare_laws(laws: Sequence[Law | str], X: Mapping, y, *, holdout: float = 0
         ``bic``, ``delta_aic``, ``extrapolation_rmse`` (log space, held-out points),
         ``n_holdout``.
     """
-    from scalekit.fit.engine import fit_law
-    from scalekit.laws import get_law
-
     check_number("holdout", holdout, low=0, high=1, low_open=True, high_open=True)
     y = np.asarray(y, dtype=float)
     rows = []

@@ -119,6 +119,25 @@ class AllocationEstimator(ResultProtocol):
         """Set the fitted attributes of the subclass from :meth:`to_dict`."""
         raise NotImplementedError
 
+    def to_frame(self) -> pd.DataFrame:
+        """The per-budget optima where the approach finds them (approach 2's budgets,
+        approach 1's frontier), else the allocation's exponents and coefficients
+        (``quantity``, ``value``, ``ci_low``, ``ci_high``)."""
+        for name in ("budgets_", "frontier_"):
+            if hasattr(self, name):
+                return getattr(self, name).copy()
+        return self.exponents_frame()
+
+    def exponents_frame(self) -> pd.DataFrame:
+        """``a``, ``b``, ``k_N``, ``k_D``: ``quantity``, ``value``, ``ci_low``, ``ci_high``."""
+        self._check_fitted()
+        rows = [(name, value, *ci) for name, value, ci in (
+            ("a", self.params_law_.exponent, self.params_law_.exponent_ci),
+            ("b", self.tokens_law_.exponent, self.tokens_law_.exponent_ci),
+            ("k_N", self.params_law_.coef, self.params_law_.coef_ci),
+            ("k_D", self.tokens_law_.coef, self.tokens_law_.coef_ci))]
+        return pd.DataFrame(rows, columns=["quantity", "value", "ci_low", "ci_high"])
+
     def _summary_title(self) -> str:
         return self.TITLE + ("" if hasattr(self, "params_law_") else " (not fitted)")
 

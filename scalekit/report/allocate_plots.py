@@ -117,3 +117,17 @@ def plot_allocations(sweep, allocations: Mapping[str, tuple], path: str | Path |
         figure.suptitle(title)
     finish(figure, path, made)
     return figure
+
+
+def plot_replay_summary(averages, path: str | Path | None = None, *, ax=None):
+    """A replay's averages: best loss against the share of the exhaustive sweep's compute
+    used, one line per policy through its budgets. Returns the Axes."""
+    ax, made = axes(ax, figsize=(6.4, 4.0))
+    for policy, rows in averages.groupby("policy", sort=False):
+        rows = rows.sort_values("compute_fraction")
+        ax.plot(rows["compute_fraction"], rows["best_loss"], "o-", ms=4, label=str(policy))
+    ax.set(xlabel="compute used (share of the exhaustive sweep)", ylabel="best loss found",
+           title="replay: best loss by policy")
+    ax.legend(fontsize="small", loc="best")
+    finish(ax.figure, path, made)
+    return ax

@@ -51,3 +51,18 @@ def finish(figure, path: str | Path | None, made: bool) -> None:
         figure.savefig(temporary, dpi=120)
     if made:
         pyplot().close(figure)
+
+
+def plain_log_ticks(ax, axis: str = "y") -> None:
+    """Label the ticks of a log ``axis`` ("x", "y" or "both") with plain numbers
+    (:func:`scalekit.formatting.format_number`: ``3``, ``0.5``, ``1e+09``) instead of
+    matplotlib's ``3×10⁰`` on a log axis spanning less than a decade or two."""
+    from matplotlib.ticker import FuncFormatter
+
+    from scalekit.formatting import format_number
+
+    plain = FuncFormatter(lambda value, _: format_number(value, 3))
+    for which in ("x", "y") if axis == "both" else (axis,):
+        target = ax.xaxis if which == "x" else ax.yaxis
+        target.set_major_formatter(plain)
+        target.set_minor_formatter(plain)

@@ -155,3 +155,35 @@ def plot_surface(result, X: Mapping[str, np.ndarray], y: np.ndarray,
     ax.legend(fontsize="small", loc="best")
     finish(ax.figure, path, made)
     return ax
+
+
+def plot_law(result, path: str | Path | None = None, *, ax=None,
+             flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN):
+    """The fitted law alone (no data needed, so a saved fit can be drawn): a law of one input
+    over its fitted range, a law of N and D along its efficient frontier (loss against
+    compute), with the confidence band of the mean law. Returns the Axes."""
+    ax, made = axes(ax, figsize=(6.4, 4.0))
+    ranges = result.stats["input_range"]
+    if set(result.law.inputs) == {"params", "tokens"}:
+        (n_lo, n_hi), (d_lo, d_hi) = ranges["params"], ranges["tokens"]
+        compute = np.geomspace(training_flops(n_lo, d_lo, flops_per_param_token=flops_per_param_token),
+                               training_flops(n_hi, d_hi, flops_per_param_token=flops_per_param_token),
+                               120)
+        best_n, best_d = efficient_frontier(result, compute, (n_lo, n_hi),
+                                            flops_per_param_token=flops_per_param_token)
+        x = training_flops(best_n, best_d, flops_per_param_token=flops_per_param_token)
+        X, label = {"params": best_n, "tokens": best_d}, f"compute C = {flops_per_param_token:g}·N·D (FLOPs)"
+    else:
+        (name,) = result.law.inputs
+        x = np.geomspace(*ranges[name], 120)
+        X, label = {name: x}, name
+    lo, hi = result.interval(X)
+    ax.fill_between(x, lo, hi, color="C0", alpha=0.25, lw=0,
+                    label=f"{result.ci_level:.0%} confidence band")
+    ax.plot(x, result.predict(X), color="C0", lw=2, label=result.equation(3))
+    ax.set(xscale="log", xlabel=label, ylabel="loss",
+           title=_title(result, None, "the fitted law" if len(result.law.inputs) == 1
+                        else "loss on the efficient frontier"))
+    ax.legend(fontsize="small", loc="best")
+    finish(ax.figure, path, made)
+    return ax

@@ -11,13 +11,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalekit.report.figures import axes, finish, pyplot
+from scalekit.report.figures import axes, finish, plain_log_ticks, pyplot
 
 BANDS = ((0.025, 0.975, 0.15), (0.1, 0.9, 0.25), (0.25, 0.75, 0.4))
 
 
+def run_labels(names: Sequence[str]) -> list[str]:
+    """Each run's name without the parts every name shares (``teacher-w4-lr0.01`` and
+    ``teacher-w8-lr0.01`` read ``w4`` and ``w8``): what tells the runs apart. A name
+    left empty keeps its whole self."""
+    import re
+
+    parts = [re.split(r"[-_/,;:= ]+", str(name)) for name in names]
+    shared = set.intersection(*(set(p) for p in parts)) if parts else set()
+    return [" ".join(p for p in split if p not in shared) or str(name)
+            for name, split in zip(names, parts)]
+
+
 def drawn_runs(forecasts: pd.DataFrame, runs: Sequence[str] | None = None, *,
-               max_runs: int = 8) -> tuple[list[str], list[str]]:
+               max_runs: int = 5) -> tuple[list[str], list[str]]:
     """The runs a forecast plot shows, and a note on those it leaves out.
 
     ``runs`` given: exactly those (all of them, in that order). Otherwise all
@@ -41,7 +53,7 @@ def drawn_runs(forecasts: pd.DataFrame, runs: Sequence[str] | None = None, *,
 def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame,
                    path: str | Path | None = None, *, ax=None, x: str = "step",
                    y: str = "loss", truth: pd.DataFrame | None = None,
-                   runs: Sequence[str] | None = None, max_runs: int = 8,
+                   runs: Sequence[str] | None = None, max_runs: int = 5,
                    title: str | None = None):
     """Draw each run's observed points, forecast median and 50/80/95% bands (log-log).
 
@@ -67,13 +79,13 @@ def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame,
     shown, _ = drawn_runs(forecasts, runs, max_runs=max_runs)
     colours = pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
     markers = "o^sDvP*X"
-    for i, run in enumerate(shown):
+    for i, (run, label) in enumerate(zip(shown, run_labels(shown))):
         colour = colours[i % len(colours)]
         seen = observed[observed["run"].astype(str) == run].sort_values(x)
         ahead = forecasts[forecasts["run"].astype(str) == run].sort_values("x")
         if seen.empty or ahead.empty:
             continue
-        ax.plot(seen[x], seen[y], markers[i % len(markers)], color=colour, ms=3, label=run)
+        ax.plot(seen[x], seen[y], markers[i % len(markers)], color=colour, ms=3, label=label)
         start = seen.iloc[[-1]]
         xs = np.concatenate([start[x].to_numpy(float), ahead["x"].to_numpy(float)])
         for lo, hi, alpha in BANDS:
@@ -87,6 +99,7 @@ def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame,
             ax.plot(held[x], held[y], markers[i % len(markers)], mfc="none", color=colour, ms=4)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_ticks(ax, "y")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.set_title(title or "forecast: median and 50/80/95% bands"

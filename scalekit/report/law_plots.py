@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from scalekit.laws.depth import TERMS
-from scalekit.report.figures import axes, finish
+from scalekit.report.figures import axes, finish, plain_log_ticks
 
 
 def plot_depth_fit(result, X: Mapping[str, np.ndarray], y: np.ndarray,
@@ -38,10 +38,12 @@ def plot_depth_fit(result, X: Mapping[str, np.ndarray], y: np.ndarray,
     right.scatter(depth, y - others, s=12, color="0.25", label="loss − other terms")
     grid = np.geomspace(depth.min(), depth.max(), 100)
     right.plot(grid, values["c_l"] * grid ** -values["alpha_l"], color="C0",
-               label=f"c_l·l^-α_l, α_l = {values['alpha_l']:.2f}")
+               label=rf"$c_l\,l^{{-\alpha_l}}$, $\alpha_l$ = {values['alpha_l']:.2f}")
     if plan is not None:
         right.axvline(plan["depth"], color="C1", ls="--", label=f"optimum depth {plan['depth']:.0f}")
     right.set(xscale="log", xlabel="depth l (layers)", ylabel="depth term")
+    plain_log_ticks(left, "both")
+    plain_log_ticks(right, "x")
     right.legend(fontsize="small")
     figure = left.figure
     finish(figure, path, made)

@@ -112,6 +112,10 @@ class Forecast(ResultProtocol):
         return cls(data["method"], data["x"], data["y"], float(data["to"]), table,
                    list(data["warnings"]))
 
+    def to_frame(self) -> pd.DataFrame:
+        """The forecasts: ``run``, ``x`` and one ``q<level>`` column per quantile level."""
+        return self.table.copy()
+
     def _summary_title(self) -> str:
         return f"Forecast of {self.y} at {self.x} = {format_number(self.to)} ({self.method})"
 

@@ -51,6 +51,10 @@ class ForecastScores(ResultProtocol):
     def from_dict(cls, data: dict) -> "ForecastScores":
         return cls(frame_from_records(data["evaluation"]), data["kind"], data.get("reference"))
 
+    def to_frame(self) -> pd.DataFrame:
+        """The scores, one row per method and label of the tasks."""
+        return self.table.copy()
+
     def _summary_title(self) -> str:
         methods = self.table["method"].nunique()
         if self.kind == "benchmark":

@@ -27,7 +27,7 @@ def test_replay_writes_a_strict_json_report_and_a_plot(tmp_path, curves, capsys)
     report = json.loads(out.read_text())  # strict JSON: NaN would fail here
     assert report["format"] == "scalekit.allocate/1"
     assert "compute_convention" in report
-    rows = {(r["budget"], r["policy"]): r for r in report["summary"]}
+    rows = {(r["budget"], r["policy"]): r for r in report["averages"]}
     assert rows[(0.05, "uniform")]["compute_fraction"] == pytest.approx(0.05)
     assert rows[(0.2, "exhaustive")]["compute_fraction"] == pytest.approx(1.0)
     for (budget, policy), row in rows.items():
@@ -161,7 +161,7 @@ def test_the_old_mode_flags_are_aliases_of_the_subcommands_with_a_note(tmp_path,
     assert main(["allocate", "replay", "--budget", "10%", "--curves", str(curves), "--seeds",
                  "1", "--policy", "loss", "--json", str(new)]) == 0
     assert capsys.readouterr().err == ""
-    assert json.loads(old.read_text())["summary"] == json.loads(new.read_text())["summary"]
+    assert json.loads(old.read_text())["averages"] == json.loads(new.read_text())["averages"]
 
 
 def test_bad_curves_exit_with_2(tmp_path, capsys):
@@ -192,6 +192,6 @@ def test_duplicates_picks_which_repeated_step_is_kept(tmp_path, capsys, rule):
     code = main(["allocate", "--budget", "50%", "--curves", str(path), "--seeds", "1",
                  "--policy", "uniform", "--duplicates", rule, "--json", str(out), "-q"])
     assert code == 0, capsys.readouterr().err
-    rows = {r["policy"]: r for r in json.loads(out.read_text())["summary"]}
+    rows = {r["policy"]: r for r in json.loads(out.read_text())["averages"]}
     expected = (last if rule == "first" else lower).loss.min()
     assert rows["exhaustive"]["best_loss"] == pytest.approx(expected)

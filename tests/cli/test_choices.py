@@ -34,7 +34,7 @@ CHOICES = _choice_params()
 def test_the_walk_finds_the_choice_options_of_every_command():
     flags = {(" ".join(words), (param.opts or [param.name])[0]) for words, param, _ in CHOICES}
     assert len(flags) >= 25
-    for expected in [("isoflop", "--in"), ("isoflop", "--approach"), ("fit", "--loss"),
+    for expected in [("isoflop", "--in"), ("isoflop", "--approach"), ("fit", "--objective"),
                      ("train", "--device"), ("train", "task"), ("allocate run", "task"),
                      ("allocate replay", "--policy"), ("store import", "--format"),
                      ("forecast", "--method"), ("plan", "--resample")]:
@@ -90,7 +90,7 @@ def _library_lists() -> dict:
              ("train", "--executor"): EXECUTORS, ("train", "--precision"): PRECISIONS,
              ("design", "--method"): DESIGN_METHODS}
     by_flag = {"--resource": RESOURCES, "--surrogate": SURROGATES, "--duplicates": DUPLICATES,
-               "--format": PRINT_FORMATS, "--loss": LOSSES, "--resample": RESAMPLE}
+               "--format": PRINT_FORMATS, "--objective": LOSSES, "--resample": RESAMPLE}
     for words, param, _ in CHOICES:
         key = (" ".join(words), (param.opts or [param.name])[0])
         if key not in lists and key[1] in by_flag:

@@ -55,7 +55,8 @@ def test_fit_recovers_chinchilla_and_plans(per_run_csv, tmp_path, capsys):
     lo, hi = report["plan"]["loss_pi"]
     assert lo < chinchilla(n_star, compute / 6 / n_star) < hi
     printed = capsys.readouterr().out
-    for section in ("Law", "Fit statistics", "Parameters", "Derived quantities", "Plan at compute"):
+    for section in ("L(N, D) = ", "Fit statistics", "Parameters", "Derived quantities",
+                    "Plan at compute"):
         assert section in printed
     assert "95% CI" in printed
 

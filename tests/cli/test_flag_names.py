@@ -15,7 +15,13 @@ from scalekit.fit.compute_optimal import plan_for_compute
 from scalekit.fit.engine import fit_law
 from scalekit.fit.frame import prepare_fit
 from scalekit_cli.app import main
-from scalekit_cli.common import command_flags, in_flags
+from scalekit_cli.common import in_flags
+
+
+def command_flags(args):
+    from scalekit_cli.app import command_flags as flags
+
+    return flags(tuple(args))
 
 PACKAGE = Path(__file__).resolve().parents[2] / "scalekit"
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
@@ -94,7 +100,7 @@ def test_the_plan_message_names_target_compute_or_its_flag(steps_csv, capsys):
 def test_a_note_of_the_library_is_printed_with_the_flag(steps_csv, capsys):
     prepared = prepare_fit(pd.read_csv(steps_csv), x="step")
     assert any("`all_points` uses all points" in note for note in prepared.notes)
-    assert main(["fit", str(steps_csv), "--x", "step", "--bootstrap", "0"]) == 0
+    assert main(["fit", str(steps_csv), "--x", "step", "--bootstrap", "0", "--verbose"]) == 0
     captured = capsys.readouterr()
     assert "`--all-points` uses all points" in captured.out + captured.err
     assert "`all_points`" not in captured.out + captured.err

@@ -97,7 +97,8 @@ def test_the_fit_report_writes_a_repeated_note_once_with_its_count():
     x = np.geomspace(1, 1e4, 20)
     fit = fit_law("saturating_power", {"x": x}, 0.5 + 3 * x ** -0.5)
     console = Console(width=100, file=io.StringIO(), color_system=None)
-    console.print(fit_renderables(fit, notes=["dropped a run", "dropped a run", "other"]))
+    console.print(fit_renderables(fit, notes=["dropped a run", "dropped a run", "other"],
+                                  verbose=True))
     text = console.file.getvalue()
     assert text.count("dropped a run") == 1 and "note: dropped a run (×2)" in text
     assert "note: other" in text

@@ -95,7 +95,7 @@ def test_simulate_prints_quadrature_and_monte_carlo(tmp_path, capsys):
     (["law", "inference-k", "{classes}"], "k"),
     (["law", "inference-k", "--simulate", "{classes}"], "--simulate reads no FILE"),
     (["law", "depth", "{classes}"], "loss"),
-    (["law", "classes", "{classes}", "--loss", "cubic"], "loss"),
+    (["law", "classes", "{classes}", "--loss", "cubic"], "`--objective`"),  # --loss: its alias
     # a fractional or infinite class count or k_max was truncated by int() (or crashed)
     (["law", "classes", "{classes}", "--plan", "classes=2.5"], "`--plan classes` is 2.5"),
     (["law", "classes", "{classes}", "--plan", "classes=inf"], "`--plan classes` is inf"),

@@ -22,6 +22,13 @@ def curves(tmp_path):
     return path
 
 
+def _final(report) -> list[dict]:
+    """Each run's final forecast, read back through :meth:`Forecast.from_dict`."""
+    from scalekit.surrogates.forecast import Forecast
+
+    return Forecast.from_dict(report).final.to_dict(orient="records")
+
+
 def test_forecast_writes_json_and_plot(curves, tmp_path, capsys):
     out, png = tmp_path / "f.json", tmp_path / "f.png"
     assert main(["forecast", str(curves), "--to", "20000", "--method", "pow3",
@@ -30,7 +37,7 @@ def test_forecast_writes_json_and_plot(curves, tmp_path, capsys):
     report = json.loads(out.read_text())
     assert report["format"] == "scalekit.forecast/1" and report["settings"]["method"] == "pow3"
     assert len(report["input_sha256"]) == 64
-    final = {row["run"]: row for row in report["final"]}
+    final = {row["run"]: row for row in _final(report)}
     assert final["r0"]["x"] == pytest.approx(20000)
     truth = 2.0 + 5.0 * (20000 / 50) ** -0.5
     assert final["r0"]["q0.5"] == pytest.approx(truth, rel=0.01)
@@ -74,7 +81,7 @@ def test_to_compute_forecasts_along_the_compute_column(tmp_path):
                  "--json", str(out), "-q"]) == 0
     report = json.loads(out.read_text())
     assert report["settings"]["x"] == "compute"
-    final = report["final"][0]
+    final = _final(report)[0]
     assert final["x"] == pytest.approx(2e19)
     assert final["q0.5"] == pytest.approx(2.0 + 5.0 * (2e4 / 50) ** -0.5, rel=0.01)
 
@@ -96,7 +103,7 @@ def test_new_methods_forecast_noise_free_power_laws(curves, tmp_path, method):
     out = tmp_path / "f.json"
     assert main(["forecast", str(curves), "--to", "20000", "--method", method,
                  "--json", str(out), "-q"]) == 0
-    final = {row["run"]: row for row in json.loads(out.read_text())["final"]}
+    final = {row["run"]: row for row in _final(json.loads(out.read_text()))}
     for run, (e, a) in zip(("r0", "r1", "r2"), ((2.0, 5.0), (2.2, 4.0), (1.9, 6.0))):
         assert final[run]["q0.5"] == pytest.approx(e + a * (20000 / 50) ** -0.5, rel=0.05)
 
@@ -121,7 +128,7 @@ def test_a_run_with_a_zero_metric_is_skipped_with_a_note_naming_it(tmp_path, cap
     assert main(["forecast", str(path), "--y", "error", "--to", "8000", "--json", str(out)]) == 0
     body = json.loads(out.read_text())
     body = body.get("body", body)
-    assert {row["run"] for row in body["final"]} == {"good"}
+    assert {row["run"] for row in _final(body)} == {"good"}
     assert any("'perfect'" in note for note in body["warnings"])
 
 

@@ -1,0 +1,84 @@
+"""Every analysis command's ``--json`` is its result's ``to_dict()`` in the report envelope: it
+reads back with the result class's ``from_dict``, and the result's ``to_frame()`` is its table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalekit.allocate.next_actions import Plan
+from scalekit.allocate.replay import ReplayResult
+from scalekit.allocate.synthetic import early_leader_frame
+from scalekit.fit import FitResult
+from scalekit.fit.compute_plan import ComputePlan
+from scalekit.isoflop.analysis import IsoFLOPReport
+from scalekit.serialise import dumps
+from scalekit.surrogates.forecast import Forecast
+from scalekit.surrogates.scores import ForecastScores
+from scalekit_cli.app import main
+
+PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published"
+CHINCHILLA = str(PUBLISHED / "chinchilla_epoch_svg.csv")
+
+
+def _curves(tmp_path) -> str:
+    steps = np.arange(1, 31) * 50.0
+    rows = [{"run": f"r{i}", "step": int(s), "loss": e + a * (s / 50) ** -0.5}
+            for i, (e, a) in enumerate(((2.0, 5.0), (2.2, 4.0))) for s in steps]
+    path = tmp_path / "curves.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return str(path)
+
+
+def _sweep(tmp_path) -> str:
+    path = tmp_path / "sweep.csv"
+    early_leader_frame(seed=0, sizes=4, variants=2, points=30).to_csv(path, index=False)
+    return str(path)
+
+
+# (command line, result class, where its dict sits in the report, to_frame's first columns)
+CASES = {
+    "fit": (lambda t: ["fit", CHINCHILLA, "--drop-top", "5", "--bootstrap", "20"],
+            FitResult, None, ["parameter", "kind", "value"]),
+    "plan": (lambda t: ["plan", CHINCHILLA, "--drop-top", "5", "--bootstrap", "0",
+                        "--compute", "1e21,1e22"], ComputePlan, "by_compute",
+             ["compute", "params", "tokens"]),
+    "isoflop": (lambda t: ["isoflop", CHINCHILLA, "--approach", "2", "--bootstrap", "20"],
+                IsoFLOPReport, None, ["approach", "quantity", "value"]),
+    "forecast": (lambda t: ["forecast", _curves(t), "--to", "6000", "--method", "pow3"],
+                 Forecast, None, ["run", "x"]),
+    "forecast --evaluate": (lambda t: ["forecast", _curves(t), "--evaluate", "--method", "pow3"],
+                            ForecastScores, None, ["method"]),
+    "allocate replay": (lambda t: ["allocate", "replay", "--budget", "20%", "--curves",
+                                   _sweep(t), "--policy", "loss", "--seeds", "1"],
+                        ReplayResult, None, ["policy", "budget"]),
+    "law depth": (lambda t: ["law", "depth", str(PUBLISHED / "chinchilla_depth_width.csv"),
+                             "--keep-lowest", "203", "--bootstrap", "0"],
+                  FitResult, None, ["parameter", "kind", "value"]),
+    "allocate plan": (lambda t: ["allocate", "plan", "--budget", "1e30", "--curves", _sweep(t),
+                                 "--policy", "loss"], Plan, None, []),
+}
+
+
+@pytest.mark.parametrize("command", list(CASES))
+def test_the_json_of_every_command_reads_back_with_from_dict(command, tmp_path):
+    args, cls, where, columns = CASES[command]
+    out = tmp_path / "out.json"
+    argv = args(tmp_path)
+    if command == "plan":       # plan takes one budget per --compute
+        argv = argv[:-1] + ["1e22"]
+    assert main([*argv, "--json", str(out), "--quiet"]) == 0
+    report = json.loads(out.read_text())
+    data = report if where is None else report[where]
+    result = cls.from_dict(data)
+    written = json.loads(dumps(result.to_dict()))
+    for key, value in written.items():          # what from_dict read, to_dict writes again
+        if key not in ("diagnostics", "format"):    # the envelope's header holds these
+            assert data[key] == value, key
+    frame = result.to_frame()
+    assert isinstance(frame, pd.DataFrame) and len(frame) >= 1
+    assert list(frame.columns[:len(columns)]) == columns

@@ -1,0 +1,138 @@
+"""The HTML page of a result, opened in a real headless browser (Debian's chromium)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scalekit.allocate.synthetic import early_leader_frame
+from scalekit_cli.app import main
+
+REPO = Path(__file__).resolve().parents[2]
+CHINCHILLA = REPO / "data" / "published" / "chinchilla_epoch_svg.csv"
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI (.ci/run installs it)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return found
+
+
+def _browse(page: Path, *flags: str) -> subprocess.CompletedProcess:
+    return _browse_all([page], *flags)[0]
+
+
+def _browse_all(pages, *flags: str) -> list[subprocess.CompletedProcess]:
+    """Open each page in its own headless chromium, all at once (each takes ~2 s to start)."""
+    command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+               "--enable-logging=stderr", "--v=0", *flags]
+    running = [(page, subprocess.Popen([*command, f"--user-data-dir={page}.profile",
+                                        page.as_uri()], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, cwd=page.parent))
+               for page in pages]
+    done = []
+    for page, process in running:
+        out, err = process.communicate(timeout=120)
+        done.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    return done
+
+
+def _console(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+
+
+def _curves(folder: Path) -> str:
+    steps = np.arange(1, 31) * 50.0
+    rows = [{"run": f"r{i}", "step": int(s), "loss": e + a * (s / 50) ** -0.5}
+            for i, (e, a) in enumerate(((2.0, 5.0), (2.2, 4.0))) for s in steps]
+    path = folder / "curves.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return str(path)
+
+
+def _sweep(folder: Path) -> str:
+    path = folder / "sweep.csv"
+    early_leader_frame(seed=0, sizes=4, variants=2, points=30).to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """Each command's page as it runs (``--html``) and from its saved JSON (``report``):
+    name -> (path, figures on the page)."""
+    folder = tmp_path_factory.mktemp("pages")
+    chinchilla = str(CHINCHILLA)
+    commands = {
+        "fit": (["fit", chinchilla, "--drop-top", "5", "--target-compute", "1e22",
+                 "--bootstrap", "50"], 2, 1),
+        "plan": (["plan", chinchilla, "--drop-top", "5", "--compute", "1e22",
+                  "--bootstrap", "0"], 1, None),
+        "isoflop": (["isoflop", chinchilla, "--approach", "2", "--bootstrap", "20"], 1, 1),
+        "forecast": (["forecast", _curves(folder), "--to", "6000", "--method", "pow3"], 1, 1),
+        "allocate replay": (["allocate", "replay", "--budget", "20%", "--curves", _sweep(folder),
+                             "--policy", "loss", "--seeds", "1"], 1, 1),
+    }
+    out = {}
+    for name, (args, figures, saved_figures) in commands.items():
+        page, saved = folder / f"{name.replace(' ', '_')}.html", folder / f"{name}.json"
+        assert main([*args, "--quiet", "--html", str(page), "--json", str(saved)]) == 0, name
+        out[name] = (page, figures)
+        if saved_figures is not None:
+            again = folder / f"{name.replace(' ', '_')}_saved.html"
+            assert main(["report", str(saved), "-o", str(again)]) == 0, name
+            out[f"{name} (report)"] = (again, saved_figures)
+    return out
+
+
+def test_every_page_opens_with_the_answer_and_holds_its_figures_and_tables(pages):
+    assert len(pages) == 9
+    for name, (page, figures) in pages.items():
+        text = page.read_text()
+        assert text.count("<svg") == figures == text.count("<figure>"), name
+        answer = text.index("class='answer'")
+        assert answer < text.index("<figure>") < text.index("<table>"), name
+        assert not re.search(r"<(script|link|img)\b", text), name  # self-contained
+
+
+def test_the_fit_page_says_the_law_then_the_plan(pages):
+    text = pages["fit"][0].read_text()
+    assert text.index("L(N, D) = 1.8") < text.index("Plan at 1.000e+22 FLOPs") < \
+        text.index("<figure>")
+    assert "L(N, D) = 1.8" in pages["fit (report)"][0].read_text()
+
+
+def test_every_page_loads_in_chromium_with_no_console_error_and_every_figure(pages):
+    runs = _browse_all([page for page, _ in pages.values()], "--dump-dom")
+    for (name, (page, figures)), run in zip(pages.items(), runs, strict=True):
+        assert run.returncode == 0, run.stderr[-500:]
+        assert _console(run.stderr) == [], name
+        assert run.stdout.count("<svg") == figures and "class=\"answer\"" in run.stdout, name
+
+
+def test_the_console_check_sees_a_script_error(tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text("<html><body><script>notDefined()</script></body></html>")
+    assert any("Uncaught ReferenceError" in line for line in _console(_browse(page, "--dump-dom").stderr))
+
+
+def test_a_screenshot_of_the_page_is_not_blank(pages):
+    from matplotlib.image import imread
+
+    page = pages["fit"][0]
+    shot = page.with_suffix(".png")
+    run = _browse(page, f"--screenshot={shot}", "--window-size=1200,1600")
+    assert run.returncode == 0 and shot.is_file(), run.stderr[-500:]
+    pixels = imread(shot)[..., :3]
+    assert pixels.shape[:2] == (1600, 1200)
+    ink = np.any(pixels < 0.9, axis=-1).mean()       # share of pixels that are not near-white
+    assert ink > 0.03 and len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50
