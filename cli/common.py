@@ -13,6 +13,7 @@ Only typer and the standard library are imported at module level.
 from __future__ import annotations
 
 import hashlib
+import os
 import importlib
 import re
 import sys

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from .options import html_option
-from .common import (choice_option, file_argument, format_option, json_option,
+from .common import (choice_option, format_option, json_option,
                      library_choices, map_option, open_frame, parse_mapping, plot_option,
                      notes_in_flags, print_tables, quiet_option, store_option)
 

@@ -28,7 +28,6 @@ import numpy as np
 
 from scalekit.checks import check_number
 from scalekit.errors import InputError
-from scalekit.formatting import format_number
 from scalekit.laws.class_count import class_count_error
 from scalekit.results import FlatResult
 
