@@ -47,7 +47,7 @@ def design(
                                 library_choices("scalekit.design.methods", "METHODS"),
                                 "random, cheapest, cost_random, d_optimal, v_optimal or "
                                 "ensemble."),
-    replay: bool = typer.Option(False, "--replay", help="Replay on the pool's known losses "
+    replay: bool = typer.Option(False, "--replay", metavar="", help="Replay on the pool's known losses "
                                 "(revealed only when chosen) until the budget is spent."),
     seed: int = seed_option(),
     json_out: Path | None = output_option("--json", JSON_SUFFIXES, "Write the JSON report "

@@ -49,7 +49,7 @@ def task(
     actual: Optional[Path] = typer.Option(None, "--actual", help="The target run's evaluation "
                                           "file (named in --runs): its last checkpoint is "
                                           "compared with the predictions."),
-    evaluate: bool = typer.Option(False, "--evaluate", help="Hold out the largest size, fit "
+    evaluate: bool = typer.Option(False, "--evaluate", metavar="", help="Hold out the largest size, fit "
                                   "the rest and predict each held-out run; print the errors."),
     bootstrap: int = bootstrap_option(200),
     ci_level: float = ci_level_option(),

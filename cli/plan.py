@@ -55,7 +55,7 @@ def plan(
     resample: Optional[str] = resample_option(),
     seed: int = seed_option(),
     n_jobs: Optional[int] = n_jobs_option(),
-    schedule_search: bool = typer.Option(False, "--schedule-search", help="Choose a learning-"
+    schedule_search: bool = typer.Option(False, "--schedule-search", metavar="", help="Choose a learning-"
                                          "rate schedule under a multi-power fit (--from the "
                                          "JSON of forecast --method multipower)."),
     total_steps: Optional[int] = typer.Option(None, "--total-steps", help="With "

@@ -81,9 +81,10 @@ class Diagnostic:
 
 
 #: Codes from the worst to the mildest: the order a report shows its warnings in.
-WORST_FIRST = ("not_converged", "not_identified", "on_bound", "exponent_implausible",
-               "profile_misfit", "extrapolation", "few_points", "budget_skipped",
-               "outliers_dropped", "metric_choice")
+WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
+               "derived_undefined", "on_bound", "exponent_implausible", "profile_misfit",
+               "extrapolation", "few_points", "budget_skipped", "outliers_dropped",
+               "metric_choice")
 
 
 def worst_first(diagnostics) -> list[Diagnostic]:

@@ -30,3 +30,10 @@ def test_unknown_code_or_severity_is_refused(field, value):
     kwargs = {"code": "on_bound", "severity": "info", "message": "m", field: value}
     with pytest.raises(ValueError, match=f"The value of `{field}` is"):
         Diagnostic(**kwargs)
+
+
+def test_every_code_has_a_place_in_the_worst_first_order():
+    """A code missing from the order would make a report with it fail to sort (a ValueError)."""
+    from scalekit.diagnostics import CODES, WORST_FIRST
+
+    assert sorted(WORST_FIRST) == sorted(CODES)

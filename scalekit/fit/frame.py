@@ -148,9 +148,9 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
                     diagnostics=diagnostics, runs=runs)
 
 
-#: Least span (max/min) of an input for the last points to pin the law along it; below
-#: LAST_POINTS_WARN (the span ``not_identified`` asks for) it is a warning, else a note.
-LAST_POINTS_SPAN, LAST_POINTS_WARN = 10.0, 2.0
+#: Least span (max/min) of an input for the last points to pin the law along it (a decade);
+#: below LAST_POINTS_PINNED (the span ``not_identified`` asks for) it is not pinned at all.
+LAST_POINTS_SPAN, LAST_POINTS_PINNED = 10.0, 2.0
 
 
 def _last_points_too_narrow(law: Law, frame: pd.DataFrame, rows: pd.DataFrame) -> list:
@@ -168,9 +168,9 @@ def _last_points_too_narrow(law: Law, frame: pd.DataFrame, rows: pd.DataFrame) -
             continue
         span, full = last.max() / last.min(), every.max() / every.min()
         if span < LAST_POINTS_SPAN <= full:
-            pinned = span >= LAST_POINTS_WARN   # below 2x: cannot be pinned at all
+            pinned = span >= LAST_POINTS_PINNED   # below 2x: cannot be pinned at all
             found.append(Diagnostic(
-                "last_points_narrow", "info" if pinned else "warning",
+                "last_points_narrow", "warning",
                 f"the last point of each run spans {span:.3g}x in {name} but all checkpoints "
                 f"span {full:.3g}x, so the law's terms in {name} are "
                 + ("loosely pinned" if pinned else "not pinned")

@@ -136,7 +136,7 @@ def test_total_steps_sets_every_runs_end(tmp_path, capsys):
     out = tmp_path / "f.json"
     assert main(["forecast", str(SAMPLE), "--to", "4000", "--total-steps", "5000", "--method",
                  "pow3", "--quiet", "--json", str(out)]) == 0, capsys.readouterr().err
-    assert len(json.loads(out.read_text())["final"]) == 24
+    assert len({row["run"] for row in json.loads(out.read_text())["forecasts"]}) == 24
     assert main(["forecast", str(SAMPLE), "--to", "600", "--total-steps", "500", "--method",
                  "pow3", "--quiet"]) == 2
     assert "ends before step 600" in capsys.readouterr().err
