@@ -81,6 +81,23 @@ class StoreDatabase:
         """Group several writes into one transaction (nested blocks are savepoints)."""
         raise NotImplementedError
 
+    @contextmanager
+    def _savepoint(self, con, undo) -> Iterator[Any]:
+        """A block nested in a transaction, as a savepoint: an error raised inside it undoes
+        the block alone (``undo(sql)`` runs the rollback) and goes on up."""
+        name = f"sk{self._depth}"
+        con.execute(f"SAVEPOINT {name}")
+        self._depth += 1
+        try:
+            yield con
+        except BaseException:
+            undo(f"ROLLBACK TO {name}")
+            undo(f"RELEASE {name}")
+            raise
+        finally:
+            self._depth -= 1
+        con.execute(f"RELEASE {name}")
+
     def snapshot(self) -> AbstractContextManager:
         """A read transaction, so that several queries see one state of the store."""
         raise NotImplementedError

@@ -161,18 +161,8 @@ class PostgresDatabase(StoreDatabase):
         """
         con = self.con
         if self._depth:
-            name = f"sk{self._depth}"
-            con.execute(f"SAVEPOINT {name}")
-            self._depth += 1
-            try:
+            with self._savepoint(con, con.quietly):
                 yield con
-            except BaseException:
-                con.quietly(f"ROLLBACK TO {name}")
-                con.quietly(f"RELEASE {name}")
-                raise
-            finally:
-                self._depth -= 1
-            con.execute(f"RELEASE {name}")
             return
         con.execute("BEGIN")
         self._depth = 1

@@ -201,18 +201,8 @@ class Database(StoreDatabase):
         """
         con = self.con
         if con.in_transaction:
-            name = f"sk{self._depth}"
-            con.execute(f"SAVEPOINT {name}")
-            self._depth += 1
-            try:
+            with self._savepoint(con, con.execute):
                 yield con
-            except BaseException:
-                con.execute(f"ROLLBACK TO {name}")
-                con.execute(f"RELEASE {name}")
-                raise
-            finally:
-                self._depth -= 1
-            con.execute(f"RELEASE {name}")
             return
         self.retry(lambda: con.execute("BEGIN IMMEDIATE"))
         try:
