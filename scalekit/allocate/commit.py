@@ -176,6 +176,7 @@ class CommitLoop:
                                 0.0, self.budget)
         self.decisions: list[dict] = []
         self.law: EndLaw | None = None
+        self.shape: tuple[np.ndarray, np.ndarray] | None = None
         self.end = {r: sweep.flops_per_unit[r] * sweep.max_resource[r] for r in self.runs}
         self.size = {r: float(sweep.params.get(r, np.nan)) for r in self.runs}
         if not all(np.isfinite(v) and v > 0 for v in self.size.values()):
@@ -193,9 +194,11 @@ class CommitLoop:
                                        "compute the budget can finish wins"))
         yield from self._advance(0, probes)
         self.law = self._fit_law(probes, complete)
+        self.shape = self._schedule_shape(probes) if complete else None
         options = self._affordable()
         phase = 1
-        if options:
+        if options or self._partial_option() is not None:
+            options = options or [self._partial_option()[0]]
             # the best configuration whose every variant can be guarded, where its forecast
             # is within the law's residual spread of the best one's; else the best
             spread = self._predicted(options[0]) * (1 + self.law.sd_) if self.law else -np.inf
@@ -203,6 +206,9 @@ class CommitLoop:
                      and self._predicted(r) <= spread]
             cell = whole[0] if whole else options[0]
             variants = self._variants(cell)
+            partial = self._partial_option()
+            if partial is not None and partial[1] < self._predicted(cell):
+                cell, variants = partial[0], self._variants(partial[0], 0)
             if len(variants) > 1:
                 prefix = {r: self.policy.guard_fraction * self.sweep.max_resource[r]
                           for r in variants}
@@ -328,7 +334,51 @@ class CommitLoop:
         compute = self.end[run] if compute is None else compute
         if self.law is None:
             return float(-np.log(compute) + 1e-3 * abs(np.log(compute / (120.0 * self.size[run] ** 2))))
-        return float(self.law.predict(self.size[run], compute / self.size[run]))
+        ratio = 1.0 if self.shape is None else float(np.interp(compute / self.end[run],
+                                                               *self.shape))
+        return float(self.law.predict(self.size[run], compute / self.size[run]) * ratio)
+
+    def _schedule_shape(self, probes) -> tuple[np.ndarray, np.ndarray] | None:
+        """How far above the law's end-of-schedule loss a run lies part-way through its
+        schedule (its learning rate not yet decayed): the median over the finished probes
+        of ``loss(f T) / L(N, f x)`` at fractions ``f`` of their schedule, as
+        ``(fractions, ratios)``; None without a law or with fewer than two finished probes."""
+        curves = [(r, self.state.observed[r]) for r in probes
+                  if self.state.reached[r] >= self.sweep.max_resource[r]]
+        curves = [(r, c) for r, c in curves if len(c) >= 3]
+        if self.law is None or len(curves) < 2:
+            return None
+        fractions = np.linspace(0.05, 1.0, 20)
+        ratios = [np.interp(fractions, c.compute / self.end[r],
+                            c.loss / self.law.predict(self.size[r], c.compute / self.size[r]))
+                  for r, c in curves]
+        ratio = np.maximum(np.median(ratios, axis=0), 1.0)
+        ratio[-1] = 1.0
+        return fractions, ratio
+
+    def _partial_option(self) -> tuple[str, float] | None:
+        """The best run the rest of the budget cannot finish, trained part-way with all
+        that is left after a guard prefix of each of its variants, and its predicted loss
+        there (the law times the schedule shape); None without a schedule shape."""
+        if self.shape is None:
+            return None
+        left = self.budget - self.state.spent
+        best = None
+        for run in self.runs:
+            todo = self.sweep.cost(run, self.state.reached[run], self.sweep.max_resource[run])
+            if todo <= left:
+                continue
+            guards = self.policy.guard_fraction * self.end[run] * (len(self._variants(run, 0)) - 1)
+            spend = left - guards
+            if spend <= 0:
+                continue
+            reached = self.sweep.flops_per_unit[run] * self.state.reached[run] + spend
+            if reached / self.end[run] < self.shape[0][0]:
+                continue
+            guess = self._predicted(run, reached)
+            if best is None or (guess, run) < best[::-1]:
+                best = (run, guess)
+        return best
 
     def _affordable(self) -> list[str]:
         """Runs that what is left can finish, best predicted first, of configurations
