@@ -24,6 +24,11 @@ train the one large run the budget affords):
    that can be guarded whole goes first where its forecast lies within the
    law's residual spread of the best one's; else the best one is guarded in
    part, as many of its variants as fit.)
+   Where finished probes show how far above its end-of-schedule loss a run lies
+   part-way (the *schedule shape*), a run the budget cannot finish competes too:
+   its predicted loss after all that is left is the law at that compute times the
+   shape at that share of its schedule (at least ``min_partial``), and it is
+   guarded and committed to part-way when that beats every finishable one.
 4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
    left goes to the best predicted candidate it can still finish, and, when
    none fits, to the best predicted one trained part-way with exactly what is
@@ -149,11 +154,15 @@ class CommitPolicy:
         Share of its schedule each variant of the chosen configuration is tried on.
     max_probes : int
         Most probes.
+    min_partial : float
+        Least share of its schedule a run the budget cannot finish must reach for a
+        partial commitment to it (before that, its learning rate has barely decayed).
     """
 
     probe_share: float = 0.1
     guard_fraction: float = 0.05
     max_probes: int = 12
+    min_partial: float = 0.5
     name: str = "commit"
 
     def __post_init__(self) -> None:
@@ -161,6 +170,7 @@ class CommitPolicy:
         check_number("guard_fraction", self.guard_fraction, low=0, high=1, low_open=True,
                      high_open=True)
         check_number("max_probes", self.max_probes, low=1, integer=True)
+        check_number("min_partial", self.min_partial, low=0, high=1)
 
 
 class CommitLoop:
@@ -197,8 +207,9 @@ class CommitLoop:
         self.shape = self._schedule_shape(probes) if complete else None
         options = self._affordable()
         phase = 1
-        if options or self._partial_option() is not None:
-            options = options or [self._partial_option()[0]]
+        partial = self._partial_option()
+        if options or partial is not None:
+            options = options or [partial[0]]
             # the best configuration whose every variant can be guarded, where its forecast
             # is within the law's residual spread of the best one's; else the best
             spread = self._predicted(options[0]) * (1 + self.law.sd_) if self.law else -np.inf
@@ -206,7 +217,6 @@ class CommitLoop:
                      and self._predicted(r) <= spread]
             cell = whole[0] if whole else options[0]
             variants = self._variants(cell)
-            partial = self._partial_option()
             if partial is not None and partial[1] < self._predicted(cell):
                 cell, variants = partial[0], self._variants(partial[0], 0)
             if len(variants) > 1:
@@ -222,9 +232,18 @@ class CommitLoop:
                 cell = min(variants, key=lambda r: (self._loss_at(r, prefix[r]), r))
             phase = 2
             while cell is not None and not self.state.exhausted:
+                left = self.budget - self.state.spent
+                finish = self.sweep.cost(cell, self.state.reached[cell],
+                                         self.sweep.max_resource[cell]) <= left * (1 + 1e-12)
                 self.decisions.append(dict(phase=phase, action="commit", runs=[cell],
-                                           why=f"lowest predicted end-of-schedule loss the "
-                                               f"budget can finish: {self._said(cell)}"))
+                                           why=(f"lowest predicted end-of-schedule loss the "
+                                                f"budget can finish: {self._said(cell)}"
+                                                if finish else
+                                                "lower predicted loss part-way, with all that "
+                                                "is left (schedule shape of the probes), than "
+                                                "any run the budget can finish: "
+                                                + self._said(cell, self.sweep.flops_per_unit[cell]
+                                                             * self.state.reached[cell] + left))))
                 yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
                 phase += 1
                 options = self._affordable()
@@ -373,7 +392,7 @@ class CommitLoop:
             if spend <= 0:
                 continue
             reached = self.sweep.flops_per_unit[run] * self.state.reached[run] + spend
-            if reached / self.end[run] < self.shape[0][0]:
+            if reached / self.end[run] < max(self.shape[0][0], self.policy.min_partial):
                 continue
             guess = self._predicted(run, reached)
             if best is None or (guess, run) < best[::-1]:
@@ -419,9 +438,10 @@ class CommitLoop:
         return min(runs, key=lambda r: (self._predicted(
             r, self.sweep.flops_per_unit[r] * self.state.reached[r] + left), r))
 
-    def _said(self, run: str) -> str:
+    def _said(self, run: str, compute: float | None = None) -> str:
         said = f"{run}, {self.end[run]:.3g} FLOPs to finish"
         if self.law is None:
             return said + " (no law: no probe logged a point; the most compute, then the " \
                           "size nearest 20 tokens per parameter)"
-        return said + f", predicted loss {self._predicted(run):.4g}"
+        at = "" if compute is None else f" at {compute / self.end[run]:.0%} of its schedule"
+        return said + f", predicted loss{at} {self._predicted(run, compute):.4g}"
