@@ -15,7 +15,9 @@ train the one large run the budget affords):
 2. **Fit** the law ``L(N, x) = E + A·(N/N₀)^-α + B·(x/x₀)^-β`` (Hoffmann et al.
    2022, approach 3; ``x`` = FLOPs per parameter ∝ tokens) to the *end-of-schedule*
    losses of the probes by variable projection (a grid over ``α, β``, a
-   non-negative least-squares solve for ``E, A, B``, relative residuals).
+   non-negative least-squares solve for ``E, A, B``, relative residuals). Its
+   forecasts read the data term no further than ``data_extrapolation`` times the
+   probes' largest ``x``.
 3. **Guard** (phase 1): the candidates of the best predicted configuration
    that the rest of the budget can finish with a short prefix
    (``guard_fraction`` of their schedule) of each of its other variants — same
@@ -68,11 +70,12 @@ class EndLaw:
     the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
     support of the non-negative least-squares problem solved at once, the best
     feasible one kept), then the best grid point. ``sd_`` is the root mean
-    square relative residual.
+    square relative residual; ``x_max_`` the largest ``x`` fitted.
     """
 
     def fit(self, params: np.ndarray, x: np.ndarray, loss: np.ndarray) -> "EndLaw":
         params, x, loss = (np.asarray(v, float) for v in (params, x, loss))
+        self.x_max_ = float(x.max())
         self.n0_, self.x0_ = float(np.exp(np.log(params).mean())), float(np.exp(np.log(x).mean()))
         self.use_n_ = bool(np.ptp(np.log(params)) > 1e-9)
         self.use_x_ = bool(np.ptp(np.log(x)) > 1e-9)
@@ -157,12 +160,16 @@ class CommitPolicy:
     min_partial : float
         Least share of its schedule a run the budget cannot finish must reach for a
         partial commitment to it (before that, its learning rate has barely decayed).
+    data_extrapolation : float
+        Forecasts read the law's data term at most at this multiple of the largest
+        compute per parameter (∝ tokens per parameter) among the probes.
     """
 
     probe_share: float = 0.1
     guard_fraction: float = 0.05
     max_probes: int = 12
     min_partial: float = 0.5
+    data_extrapolation: float = 4.0
     name: str = "commit"
 
     def __post_init__(self) -> None:
@@ -171,6 +178,7 @@ class CommitPolicy:
                      high_open=True)
         check_number("max_probes", self.max_probes, low=1, integer=True)
         check_number("min_partial", self.min_partial, low=0, high=1)
+        check_number("data_extrapolation", self.data_extrapolation, low=1)
 
 
 class CommitLoop:
@@ -355,7 +363,10 @@ class CommitLoop:
             return float(-np.log(compute) + 1e-3 * abs(np.log(compute / (120.0 * self.size[run] ** 2))))
         ratio = 1.0 if self.shape is None else float(np.interp(compute / self.end[run],
                                                                *self.shape))
-        return float(self.law.predict(self.size[run], compute / self.size[run]) * ratio)
+        # the data term is not extrapolated past a bounded multiple of the probes' longest
+        # schedule per parameter: short probes overstate how far more data keeps helping
+        x = min(compute / self.size[run], self.policy.data_extrapolation * self.law.x_max_)
+        return float(self.law.predict(self.size[run], x) * ratio)
 
     def _schedule_shape(self, probes) -> tuple[np.ndarray, np.ndarray] | None:
         """How far above the law's end-of-schedule loss a run lies part-way through its
