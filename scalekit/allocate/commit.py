@@ -15,7 +15,9 @@ train the one large run the budget affords):
 2. **Fit** the law ``L(N, x) = E + A·(N/N₀)^-α + B·(x/x₀)^-β`` (Hoffmann et al.
    2022, approach 3; ``x`` = FLOPs per parameter ∝ tokens) to the *end-of-schedule*
    losses of the probes by variable projection (a grid over ``α, β``, a
-   non-negative least-squares solve for ``E, A, B``, relative residuals).
+   non-negative least-squares solve for ``E, A, B``, relative residuals). Its
+   forecasts read the data term no further than ``data_extrapolation`` times the
+   probes' largest ``x``.
 3. **Guard** (phase 1): the candidates of the best predicted configuration
    that the rest of the budget can finish with a short prefix
    (``guard_fraction`` of their schedule) of each of its other variants — same
@@ -24,6 +26,11 @@ train the one large run the budget affords):
    that can be guarded whole goes first where its forecast lies within the
    law's residual spread of the best one's; else the best one is guarded in
    part, as many of its variants as fit.)
+   Where finished probes show how far above its end-of-schedule loss a run lies
+   part-way (the *schedule shape*), a run the budget cannot finish competes too:
+   its predicted loss after all that is left is the law at that compute times the
+   shape at that share of its schedule (at least ``min_partial``), and it is
+   guarded and committed to part-way when that beats every finishable one.
 4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
    left goes to the best predicted candidate it can still finish, and, when
    none fits, to the best predicted one trained part-way with exactly what is
@@ -63,11 +70,12 @@ class EndLaw:
     the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
     support of the non-negative least-squares problem solved at once, the best
     feasible one kept), then the best grid point. ``sd_`` is the root mean
-    square relative residual.
+    square relative residual; ``x_max_`` the largest ``x`` fitted.
     """
 
     def fit(self, params: np.ndarray, x: np.ndarray, loss: np.ndarray) -> "EndLaw":
         params, x, loss = (np.asarray(v, float) for v in (params, x, loss))
+        self.x_max_ = float(x.max())
         self.n0_, self.x0_ = float(np.exp(np.log(params).mean())), float(np.exp(np.log(x).mean()))
         self.use_n_ = bool(np.ptp(np.log(params)) > 1e-9)
         self.use_x_ = bool(np.ptp(np.log(x)) > 1e-9)
@@ -149,11 +157,19 @@ class CommitPolicy:
         Share of its schedule each variant of the chosen configuration is tried on.
     max_probes : int
         Most probes.
+    min_partial : float
+        Least share of its schedule a run the budget cannot finish must reach for a
+        partial commitment to it (before that, its learning rate has barely decayed).
+    data_extrapolation : float
+        Forecasts read the law's data term at most at this multiple of the largest
+        compute per parameter (∝ tokens per parameter) among the probes.
     """
 
     probe_share: float = 0.1
     guard_fraction: float = 0.05
     max_probes: int = 12
+    min_partial: float = 0.5
+    data_extrapolation: float = 4.0
     name: str = "commit"
 
     def __post_init__(self) -> None:
@@ -161,6 +177,8 @@ class CommitPolicy:
         check_number("guard_fraction", self.guard_fraction, low=0, high=1, low_open=True,
                      high_open=True)
         check_number("max_probes", self.max_probes, low=1, integer=True)
+        check_number("min_partial", self.min_partial, low=0, high=1)
+        check_number("data_extrapolation", self.data_extrapolation, low=1)
 
 
 class CommitLoop:
@@ -176,6 +194,7 @@ class CommitLoop:
                                 0.0, self.budget)
         self.decisions: list[dict] = []
         self.law: EndLaw | None = None
+        self.shape: tuple[np.ndarray, np.ndarray] | None = None
         self.end = {r: sweep.flops_per_unit[r] * sweep.max_resource[r] for r in self.runs}
         self.size = {r: float(sweep.params.get(r, np.nan)) for r in self.runs}
         if not all(np.isfinite(v) and v > 0 for v in self.size.values()):
@@ -193,9 +212,12 @@ class CommitLoop:
                                        "compute the budget can finish wins"))
         yield from self._advance(0, probes)
         self.law = self._fit_law(probes, complete)
+        self.shape = self._schedule_shape(probes) if complete else None
         options = self._affordable()
         phase = 1
-        if options:
+        partial = self._partial_option()
+        if options or partial is not None:
+            options = options or [partial[0]]
             # the best configuration whose every variant can be guarded, where its forecast
             # is within the law's residual spread of the best one's; else the best
             spread = self._predicted(options[0]) * (1 + self.law.sd_) if self.law else -np.inf
@@ -203,6 +225,8 @@ class CommitLoop:
                      and self._predicted(r) <= spread]
             cell = whole[0] if whole else options[0]
             variants = self._variants(cell)
+            if partial is not None and partial[1] < self._predicted(cell):
+                cell, variants = partial[0], self._variants(partial[0], 0)
             if len(variants) > 1:
                 prefix = {r: self.policy.guard_fraction * self.sweep.max_resource[r]
                           for r in variants}
@@ -216,9 +240,18 @@ class CommitLoop:
                 cell = min(variants, key=lambda r: (self._loss_at(r, prefix[r]), r))
             phase = 2
             while cell is not None and not self.state.exhausted:
+                left = self.budget - self.state.spent
+                finish = self.sweep.cost(cell, self.state.reached[cell],
+                                         self.sweep.max_resource[cell]) <= left * (1 + 1e-12)
                 self.decisions.append(dict(phase=phase, action="commit", runs=[cell],
-                                           why=f"lowest predicted end-of-schedule loss the "
-                                               f"budget can finish: {self._said(cell)}"))
+                                           why=(f"lowest predicted end-of-schedule loss the "
+                                                f"budget can finish: {self._said(cell)}"
+                                                if finish else
+                                                "lower predicted loss part-way, with all that "
+                                                "is left (schedule shape of the probes), than "
+                                                "any run the budget can finish: "
+                                                + self._said(cell, self.sweep.flops_per_unit[cell]
+                                                             * self.state.reached[cell] + left))))
                 yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
                 phase += 1
                 options = self._affordable()
@@ -328,7 +361,54 @@ class CommitLoop:
         compute = self.end[run] if compute is None else compute
         if self.law is None:
             return float(-np.log(compute) + 1e-3 * abs(np.log(compute / (120.0 * self.size[run] ** 2))))
-        return float(self.law.predict(self.size[run], compute / self.size[run]))
+        ratio = 1.0 if self.shape is None else float(np.interp(compute / self.end[run],
+                                                               *self.shape))
+        # the data term is not extrapolated past a bounded multiple of the probes' longest
+        # schedule per parameter: short probes overstate how far more data keeps helping
+        x = min(compute / self.size[run], self.policy.data_extrapolation * self.law.x_max_)
+        return float(self.law.predict(self.size[run], x) * ratio)
+
+    def _schedule_shape(self, probes) -> tuple[np.ndarray, np.ndarray] | None:
+        """How far above the law's end-of-schedule loss a run lies part-way through its
+        schedule (its learning rate not yet decayed): the median over the finished probes
+        of ``loss(f T) / L(N, f x)`` at fractions ``f`` of their schedule, as
+        ``(fractions, ratios)``; None without a law or with fewer than two finished probes."""
+        curves = [(r, self.state.observed[r]) for r in probes
+                  if self.state.reached[r] >= self.sweep.max_resource[r]]
+        curves = [(r, c) for r, c in curves if len(c) >= 3]
+        if self.law is None or len(curves) < 2:
+            return None
+        fractions = np.linspace(0.05, 1.0, 20)
+        ratios = [np.interp(fractions, c.compute / self.end[r],
+                            c.loss / self.law.predict(self.size[r], c.compute / self.size[r]))
+                  for r, c in curves]
+        ratio = np.maximum(np.median(ratios, axis=0), 1.0)
+        ratio[-1] = 1.0
+        return fractions, ratio
+
+    def _partial_option(self) -> tuple[str, float] | None:
+        """The best run the rest of the budget cannot finish, trained part-way with all
+        that is left after a guard prefix of each of its variants, and its predicted loss
+        there (the law times the schedule shape); None without a schedule shape."""
+        if self.shape is None:
+            return None
+        left = self.budget - self.state.spent
+        best = None
+        for run in self.runs:
+            todo = self.sweep.cost(run, self.state.reached[run], self.sweep.max_resource[run])
+            if todo <= left:
+                continue
+            guards = self.policy.guard_fraction * self.end[run] * (len(self._variants(run, 0)) - 1)
+            spend = left - guards
+            if spend <= 0:
+                continue
+            reached = self.sweep.flops_per_unit[run] * self.state.reached[run] + spend
+            if reached / self.end[run] < max(self.shape[0][0], self.policy.min_partial):
+                continue
+            guess = self._predicted(run, reached)
+            if best is None or (guess, run) < best[::-1]:
+                best = (run, guess)
+        return best
 
     def _affordable(self) -> list[str]:
         """Runs that what is left can finish, best predicted first, of configurations
@@ -369,9 +449,10 @@ class CommitLoop:
         return min(runs, key=lambda r: (self._predicted(
             r, self.sweep.flops_per_unit[r] * self.state.reached[r] + left), r))
 
-    def _said(self, run: str) -> str:
+    def _said(self, run: str, compute: float | None = None) -> str:
         said = f"{run}, {self.end[run]:.3g} FLOPs to finish"
         if self.law is None:
             return said + " (no law: no probe logged a point; the most compute, then the " \
                           "size nearest 20 tokens per parameter)"
-        return said + f", predicted loss {self._predicted(run):.4g}"
+        at = "" if compute is None else f" at {compute / self.end[run]:.0%} of its schedule"
+        return said + f", predicted loss{at} {self._predicted(run, compute):.4g}"

@@ -46,21 +46,22 @@ def test_the_law_fitted_to_exact_chinchilla_points_forecasts_unseen_sizes():
     assert law.sd_ < 1e-3
 
 
-def _cosine_sweep(seed=0):
-    """Runs of 5 sizes x 5 schedule lengths x 2 learning rates: each ends on the law
-    ``L(N, D) = 2 + 300/N^0.3 + 300/D^0.3`` (the rate 1e-3 4% above it), and a point
-    before the end lies above it by a bump that the schedule's decay removes."""
+def _cosine_sweep(seed=0, extra=()):
+    """Runs of 5 sizes x 5 schedule lengths x 2 learning rates (and of the ``(size, steps)``
+    in ``extra``): each ends on the law ``L(N, D) = 2 + 300/N^0.3 + 300/D^0.3`` (the rate
+    1e-3 4% above it), and a point at share ``f`` of its schedule lies ``8% (1 - f)`` above
+    the law's loss for a schedule ending there: a bump that the schedule's decay removes."""
     rng = np.random.default_rng(seed)
     rows = []
-    for n in np.geomspace(1e7, 1e9, 5):
-        for steps in (200, 400, 800, 1600, 3200):
-            for lr, penalty in ((1e-3, 1.04), (3e-3, 1.0)):
-                t = np.arange(20, steps + 1, 20)
-                tokens = t * 2.5e5
-                end = 2 + (300 / n ** 0.3 + 300 / tokens ** 0.3) * penalty
-                loss = end * (1 + 0.08 * (1 - t / steps)) * np.exp(rng.normal(0, 0.002, len(t)))
-                rows.append(pd.DataFrame({"run": f"n{n:.0e}-s{steps}-lr{lr}", "step": t,
-                                          "compute": 6 * n * tokens, "loss": loss, "params": n}))
+    cells = [(n, steps) for n in np.geomspace(1e7, 1e9, 5) for steps in (200, 400, 800, 1600, 3200)]
+    for n, steps in cells + list(extra):
+        for lr, penalty in ((1e-3, 1.04), (3e-3, 1.0)):
+            t = np.arange(20, steps + 1, 20)
+            tokens = t * 2.5e5
+            end = 2 + (300 / n ** 0.3 + 300 / tokens ** 0.3) * penalty
+            loss = end * (1 + 0.08 * (1 - t / steps)) * np.exp(rng.normal(0, 0.002, len(t)))
+            rows.append(pd.DataFrame({"run": f"n{n:.0e}-s{steps}-lr{lr}", "step": t,
+                                      "compute": 6 * n * tokens, "loss": loss, "params": n}))
     return sweep_from_frame(pd.concat(rows), resource="compute")
 
 
@@ -77,6 +78,33 @@ def test_commit_finishes_what_the_budget_could_have_found_where_sh_does_not(shar
     assert regret["loss"] > regret["commit"] + 0.05
     allocation, bracket = allocate(sweep, "commit", budget)
     assert bracket is None and allocation.spent <= budget * (1 + 1e-12)
+
+
+def test_commit_trains_a_run_it_cannot_finish_part_way_where_that_ends_lowest():
+    # a 1e10 model whose schedule costs more than the budget: 85% of its schedule (what is
+    # left after the probes) ends at ~3.01, the best run the budget can finish at ~3.24
+    big = (1e10, 3200)
+    sweep = _cosine_sweep(extra=[big])
+    run = f"n{big[0]:.0e}-s{big[1]}-lr0.003"
+    budget = 0.95 * sweep.cost(run, 0, sweep.max_resource[run])
+    hindsight = metrics.hindsight_loss(sweep.curves, budget)
+    found = {}
+    for min_partial in (0.5, 1.0):  # 1.0: partial commitments off
+        loop = CommitLoop(sweep, CommitPolicy(min_partial=min_partial), budget)
+        allocation = drive(loop.steps(), reveal(sweep))
+        found[min_partial] = metrics.best_final_loss(allocation.observed)
+        if min_partial == 0.5:
+            # the shape the probes measured is the bump the curves were made with
+            fractions, ratio = loop.shape
+            np.testing.assert_allclose(np.interp(0.5, fractions, ratio), 1.04, atol=0.01)
+            commit = next(d for d in loop.decisions if d["action"] == "commit")
+            assert commit["runs"] == [run] and "part-way" in commit["why"]
+            assert 0.8 < allocation.reached[run] / sweep.max_resource[run] < 0.95
+            assert allocation.spent == pytest.approx(budget)
+    regret = {k: (v - hindsight) / hindsight for k, v in found.items()}
+    # the guard and the probes leave ~80% of its schedule against the 95% hindsight reaches
+    assert 0 <= regret[0.5] <= 0.03
+    assert regret[1.0] > regret[0.5] + 0.05
 
 
 def test_hindsight_is_the_lowest_point_any_run_reaches_within_the_budget():
@@ -187,3 +215,28 @@ def test_allocate_run_on_a_local_ray_cluster_writes_what_a_local_run_writes(tmp_
     pd.testing.assert_frame_equal(_points(tmp_path / "ray.db"), _points(tmp_path / "local.db"))
     assert result.trained == len(result.allocation.advances)
     assert len(candidate_sweep(trainer).runs) == 12
+
+
+def test_short_probes_do_not_talk_commit_into_an_over_trained_small_model(published_data):
+    # (Mis)Fitting runs, each its own candidate, a 60% draw (the bench's draw 0) at 5% of its
+    # compute: probes of 100-2000 steps fit a steep data term; read 10x past them it ranks
+    # a 50M model at 16000 steps first (11% from the best the budget could find)
+    raw = pd.read_csv(published_data / "misfitting_all_checkpoints.csv")
+    raw["run"] = (raw["model"] + "/lr=" + raw["peak_lr"].astype(str) + "/steps="
+                  + raw["total_steps"].astype(str) + "/" + raw["sweep"])
+    raw = raw.groupby(["run", "current_steps"], as_index=False).last()
+    sweep = sweep_from_frame(pd.DataFrame({"run": raw["run"], "step": raw["current_steps"],
+                                           "compute": raw["C"], "loss": raw["loss"],
+                                           "params": raw["N"]}), resource="compute")
+    pool = [sweep.runs[i] for i in np.sort(np.random.default_rng(0).choice(
+        len(sweep.runs), int(0.6 * len(sweep.runs)), replace=False))]
+    sweep = sweep.subset(pool)
+    budget = 0.05 * sweep.total_compute()
+    hindsight = metrics.hindsight_loss(sweep.curves, budget)
+    regret = {}
+    for bound in (4.0, 1e6):  # the default; no bound
+        loop = CommitLoop(sweep, CommitPolicy(data_extrapolation=bound), budget)
+        found = metrics.best_final_loss(drive(loop.steps(), reveal(sweep)).observed)
+        regret[bound] = (found - hindsight) / hindsight
+    assert len(sweep.runs) == 144
+    assert regret[4.0] <= 0.03 < 0.08 <= regret[1e6]
