@@ -145,7 +145,7 @@ def forecast(
         result = forecast_frame(frame, to=target, x=axis, y=y, method=method,
                                 total_steps=total_steps)
         table, final = result.table, result.final
-        notes += notes_in_flags(result.warnings)
+        notes += notes_in_flags(d.line() for d in result.diagnostics)
         shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
             columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
                      "q0.025": "95% low", "q0.975": "95% high"})

@@ -228,7 +228,7 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
                                                  if not isinstance(v, list)}))
     if json_out is not None:
         serialise.write_report(json_out, "law.inference_k_simulation",
-                               {**simulation.to_dict(), "warnings": []}, input_sha256=None,
+                               simulation, input_sha256=None,
                                seed=seed, settings=settings)
     if plot is not None:
         from scalekit.report.law_plots import plot_inference_k

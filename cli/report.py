@@ -64,8 +64,8 @@ def forecast_page(result, body: dict, settings: dict, observed=None) -> str:
     return html_page(f"Forecast of {result.y} at {result.x} = {format_number(result.to)} "
                      f"({result.method})", answer=answer,
                      figures=[("Forecasts: median and 50/80/95% bands", figure)],
-                     tables=[("Final forecasts", final)], notes=body.get("notes", []) +
-                     list(result.warnings), settings=settings)
+                     tables=[("Final forecasts", final)], notes=body.get("notes", []),
+                     diagnostics=[d.to_dict() for d in result.diagnostics], settings=settings)
 
 
 def replay_page(result, body: dict, settings: dict) -> str:
