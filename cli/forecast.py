@@ -106,8 +106,9 @@ def forecast(
         raise InputError("--holdout-column and --by go with --evaluate")
     if by is not None and holdout_column is None:
         raise InputError("--by goes with --holdout-column")
-    if html is not None and evaluate:
-        raise InputError("--html writes the page of a forecast; with --evaluate there is none")
+    if html is not None and holdout_column is not None:
+        raise InputError("--html writes the page of a forecast or of --evaluate; with "
+                         "--holdout-column there is none")
     axis = x or ("compute" if to_compute is not None else "step")
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y,
                                   keep=[holdout_column or "", by or ""],
@@ -137,6 +138,10 @@ def forecast(
         scores = evaluate_frame(frame, methods=methods, x=axis, y=y)
         table = scores.table
         body = {**scores.to_dict(), "warnings": notes}
+        if html is not None:
+            from .report import scores_page, write_page
+
+            write_page(html, scores_page(scores, body, settings))
         shown = table[["method", "subset", "curves", "final_log_err", "tail_mape_pct",
                        "cover50", "cover80", "cover95", "ms_per_curve"]]
         shown_table = _table("forecast evaluation (cut at 10/20/30/50%)", shown)
