@@ -132,9 +132,10 @@ def fit(
         plan = None if target_compute is None else plan_for_compute(result, target_compute)
         diagnostics = reader_diagnostics(frame) + all_diagnostics(result, plan)
         bodies.append(fit_body(result, notes, plan, diagnostics, group, value))
-        if not quiet:
+        if not quiet:      # the reader's diagnostics (the metric choice) among the fit's
             title = None if value is None else f"{group} = {value}"
-            print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title,
+            shown = replace(result, diagnostics=reader_diagnostics(frame) + result.diagnostics)
+            print_renderable(fit_renderables(shown, notes=notes, plan=plan, title=title,
                                              verbose=verbose, more=MORE))
         if plot is not None:
             _plot(result, prepared, _plot_path(plot, value), target_compute, plan,
