@@ -36,8 +36,30 @@ COMMAND_MODULES = (
     "scalekit_cli.report",
 )
 
+class _Root(typer.core.TyperGroup):
+    """The root group: every command's ``--help`` is shown without a ``<bool>`` hint (it
+    takes no value), as the other flags are."""
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None and option.metavar is None:
+            _plain_help(self, ctx)
+        return option
+
+
+def _plain_help(command, ctx) -> None:
+    """Give ``--help`` of ``command`` and of every command under it an empty metavar."""
+    option = typer.core.TyperGroup.get_help_option(command, ctx) \
+        if isinstance(command, typer.core.TyperGroup) else command.get_help_option(ctx)
+    if option is not None:
+        option.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub, ctx)
+
+
 app = typer.Typer(
     name="scalekit",
+    cls=_Root,
     help="Fit scaling laws to learning curves, with honest uncertainty, and plan compute.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

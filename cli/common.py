@@ -306,6 +306,20 @@ def reader_diagnostics(frame) -> list:
     return list(frame.attrs.get("diagnostics", []))
 
 
+def reader_notes(frame) -> list[str]:
+    """The reader's notes of ``frame``, less the metric choice where its ``metric_choice``
+    diagnostic says it (the choice is said once, by the diagnostic)."""
+    from scalekit.curves.readers.metric_choice import MetricChoice
+
+    notes = list(frame.attrs.get("notes", []))
+    choice = frame.attrs.get("metric_choice")
+    if choice and any(d.code == "metric_choice" for d in reader_diagnostics(frame)):
+        said = MetricChoice(choice["metric"], choice["taken"], tuple(choice["others"]),
+                            choice["how"]).note()
+        notes = [note for note in notes if note != said]
+    return notes
+
+
 def points_kept(store: Path, source_prefix: str | None = None) -> str:
     """``N points of K runs`` held by ``store`` (runs whose source starts with the prefix)."""
     from scalekit.curves import CurveStore

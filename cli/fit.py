@@ -10,7 +10,7 @@ import typer
 
 from .common import (checked_number, choice_option, ci_level_option, file_argument,
                      in_flags, library_choices, open_frame, parse_mapping, print_renderable,
-                     notes_in_flags, reader_diagnostics, store_option)
+                     notes_in_flags, reader_diagnostics, reader_notes, store_option)
 from .options import (MORE, bootstrap_option, html_option, json_option, map_option,
                       plot_option, quiet_option, seed_option, verbose_option)
 
@@ -128,13 +128,14 @@ def fit(
     bodies = []
     for value, rows in groups:
         result, prepared = fit_rows(rows, shared, x=x, seed=seed, n_jobs=n_jobs)
-        notes = notes_in_flags(prepared.notes, frame.attrs.get("notes", []))
+        notes = notes_in_flags(prepared.notes, reader_notes(frame))
         plan = None if target_compute is None else plan_for_compute(result, target_compute)
         diagnostics = reader_diagnostics(frame) + all_diagnostics(result, plan)
         bodies.append(fit_body(result, notes, plan, diagnostics, group, value))
-        if not quiet:
+        if not quiet:      # the reader's diagnostics (the metric choice) among the fit's
             title = None if value is None else f"{group} = {value}"
-            print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title,
+            shown = replace(result, diagnostics=reader_diagnostics(frame) + result.diagnostics)
+            print_renderable(fit_renderables(shown, notes=notes, plan=plan, title=title,
                                              verbose=verbose, more=MORE))
         if plot is not None:
             _plot(result, prepared, _plot_path(plot, value), target_compute, plan,

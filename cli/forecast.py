@@ -106,8 +106,9 @@ def forecast(
         raise InputError("--holdout-column and --by go with --evaluate")
     if by is not None and holdout_column is None:
         raise InputError("--by goes with --holdout-column")
-    if html is not None and evaluate:
-        raise InputError("--html writes the page of a forecast; with --evaluate there is none")
+    if html is not None and holdout_column is not None:
+        raise InputError("--html writes the page of a forecast or of --evaluate; with "
+                         "--holdout-column there is none")
     axis = x or ("compute" if to_compute is not None else "step")
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y,
                                   keep=[holdout_column or "", by or ""],
@@ -137,6 +138,10 @@ def forecast(
         scores = evaluate_frame(frame, methods=methods, x=axis, y=y)
         table = scores.table
         body = {**scores.to_dict(), "warnings": notes}
+        if html is not None:
+            from .report import scores_page, write_page
+
+            write_page(html, scores_page(scores, body, settings))
         shown = table[["method", "subset", "curves", "final_log_err", "tail_mape_pct",
                        "cover50", "cover80", "cover95", "ms_per_curve"]]
         shown_table = _table("forecast evaluation (cut at 10/20/30/50%)", shown)
@@ -145,7 +150,7 @@ def forecast(
         result = forecast_frame(frame, to=target, x=axis, y=y, method=method,
                                 total_steps=total_steps)
         table, final = result.table, result.final
-        notes += notes_in_flags(result.warnings)
+        notes += notes_in_flags(d.line() for d in result.diagnostics)
         shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
             columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
                      "q0.025": "95% low", "q0.975": "95% high"})

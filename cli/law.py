@@ -19,6 +19,7 @@ import typer
 from .common import (bootstrap_option, json_option, open_frame, parse_mapping, plot_option,
                      print_renderable, quiet_option, seed_option, store_option)
 from .fit import objective_option
+from .options import html_option
 
 law_app = typer.Typer(help="Fit the depth, class-count or inference-k law and plan with it.",
                       no_args_is_help=True)
@@ -30,6 +31,7 @@ _LOSS = objective_option()
 _SEED = seed_option()
 _JSON = json_option()
 _PLOT = plot_option()
+_HTML = html_option()
 _QUIET = quiet_option()
 
 
@@ -67,6 +69,7 @@ def depth(
     param_count: str = typer.Option("12*m**2*l", "--param-count", callback=_param_count,
                                     help="Parameters as a formula in m (width) and l (depth)."),
     json_out: Optional[Path] = _JSON,
+    html: Optional[Path] = _HTML,
     plot: Optional[Path] = _PLOT,
     quiet: bool = _QUIET,
 ) -> None:
@@ -98,12 +101,13 @@ def depth(
     settings = {"y": y, "keep_lowest": keep_lowest, "exclude_end_layers": exclude_end_layers,
                 "loss": loss, "bootstrap": bootstrap, "plan": plan, "param_count": param_count,
                 "flops_convention": "none: the depth law is in width, depth and tokens"}
-    _finish("law.depth", result, prepared.notes, planned, "Plan: loss-optimal shape", digest, seed,
-            settings, json_out, quiet)
-    if plot is not None:
+    figure = None
+    if plot is not None or html is not None:
         from scalekit.report.law_plots import plot_depth_fit
 
-        plot_depth_fit(result, prepared.X, prepared.y, plot, plan=planned)
+        figure = plot_depth_fit(result, prepared.X, prepared.y, plot, plan=planned)
+    _finish("law.depth", result, prepared.notes, planned, "Plan: loss-optimal shape", digest, seed,
+            settings, json_out, quiet, html=html, figure=figure)
 
 
 @law_app.command("classes")
@@ -118,6 +122,7 @@ def classes(
     plan: Optional[str] = typer.Option(None, "--plan", help="classes=K: the least-error tree of "
                                        "steps for K answers."),
     json_out: Optional[Path] = _JSON,
+    html: Optional[Path] = _HTML,
     plot: Optional[Path] = _PLOT,
     quiet: bool = _QUIET,
 ) -> None:
@@ -136,12 +141,14 @@ def classes(
             result.diagnostics.extend(found)
     settings = {"y": y, "loss": loss, "bootstrap": bootstrap, "plan": plan,
                 "flops_convention": "none: the class-count law is in classes"}
-    _finish("law.classes", result, prepared.notes, planned, "Plan: least-error tree of steps",
-            digest, seed, settings, json_out, quiet)
-    if plot is not None:
+    figure = None
+    if plot is not None or html is not None:
         from scalekit.report.fit_plots import plot_curve
 
-        plot_curve(result, prepared.X["classes"], prepared.y, plot, x_label="classes K", y_label=y)
+        figure = plot_curve(result, prepared.X["classes"], prepared.y, plot, x_label="classes K",
+                            y_label=y).figure
+    _finish("law.classes", result, prepared.notes, planned, "Plan: least-error tree of steps",
+            digest, seed, settings, json_out, quiet, html=html, figure=figure)
 
 
 @law_app.command("inference-k")
@@ -168,6 +175,7 @@ def inference_k(
     n_test: int = typer.Option(50, "--n-test", help="Simulation: test inputs."),
     repeats: int = typer.Option(200, "--repeats", help="Simulation: Monte Carlo repeats."),
     json_out: Optional[Path] = _JSON,
+    html: Optional[Path] = _HTML,
     plot: Optional[Path] = _PLOT,
     quiet: bool = _QUIET,
 ) -> None:
@@ -175,6 +183,8 @@ def inference_k(
     if simulate:
         if file is not None or store is not None:
             raise _input_error("--simulate reads no FILE or --store")
+        if html is not None:
+            raise _input_error("--html writes the page of a fit; --simulate has none (use --plot)")
         _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test, repeats,
                   seed, json_out, plot, quiet)
         return
@@ -192,12 +202,14 @@ def inference_k(
                                    k_max=spec.get("k_max", 100_000)).to_dict()
     settings = {"y": y, "loss": loss, "bootstrap": bootstrap, "plan": plan,
                 "flops_convention": "none: cost is per sample, in units of error"}
-    _finish("law.inference_k", result, prepared.notes, planned, "Plan: samples per query",
-            digest, seed, settings, json_out, quiet)
-    if plot is not None:
+    figure = None
+    if plot is not None or html is not None:
         from scalekit.report.law_plots import plot_inference_k
 
-        plot_inference_k(prepared.X["k"], prepared.y, plot, result=result, plan=planned)
+        figure = plot_inference_k(prepared.X["k"], prepared.y, plot, result=result,
+                                  plan=planned).figure
+    _finish("law.inference_k", result, prepared.notes, planned, "Plan: samples per query",
+            digest, seed, settings, json_out, quiet, html=html, figure=figure)
 
 
 def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test, repeats, seed,
@@ -228,7 +240,7 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
                                                  if not isinstance(v, list)}))
     if json_out is not None:
         serialise.write_report(json_out, "law.inference_k_simulation",
-                               {**simulation.to_dict(), "warnings": []}, input_sha256=None,
+                               simulation, input_sha256=None,
                                seed=seed, settings=settings)
     if plot is not None:
         from scalekit.report.law_plots import plot_inference_k
@@ -302,20 +314,25 @@ def _text(value) -> str:
     return format_number(value)
 
 
-def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, json_out, quiet):
+def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, json_out, quiet, *,
+            html=None, figure=None):
     from scalekit import serialise
     from scalekit.report.fit_report import fit_renderables
+
+    from .fit import fit_body
 
     if not quiet:
         print_renderable(fit_renderables(result, notes=notes))
         if planned is not None:
             print_renderable(_pairs(plan_title, planned))
+    body = fit_body(result, notes, planned, result.diagnostics)
     if json_out is not None:
-        from .fit import fit_body
+        serialise.write_report(json_out, kind, body, input_sha256=digest, seed=seed,
+                               settings=settings)
+    if html is not None:
+        from .report import law_page, write_page
 
-        serialise.write_report(json_out, kind, fit_body(result, notes, planned,
-                                                        result.diagnostics),
-                               input_sha256=digest, seed=seed, settings=settings)
+        write_page(html, law_page(result, body, settings, figure))
 
 
 def register(app: typer.Typer) -> None:

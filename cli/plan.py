@@ -18,7 +18,7 @@ from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 from .options import MORE, html_option, verbose_option
 from .common import (bootstrap_option, checked_number, ci_level_option, file_argument, format_option,
                      json_option, map_option, open_frame, parse_mapping, print_tables,
-                     notes_in_flags, quiet_option, reader_diagnostics, seed_option,
+                     notes_in_flags, quiet_option, reader_diagnostics, reader_notes, seed_option,
                      store_option)
 from .fit import (all_points_option, delta_option, drop_top_option, fit_rows, fit_settings,
                   law_option, n_jobs_option, objective_option, resample_option,
@@ -100,7 +100,7 @@ def plan(
     else:
         frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y)
         result, prepared = fit_rows(frame, shared, seed=seed, n_jobs=n_jobs)
-        notes = notes_in_flags(prepared.notes, frame.attrs.get("notes", []))
+        notes = notes_in_flags(prepared.notes, reader_notes(frame))
         read = reader_diagnostics(frame)
     settings = {**shared, "from": None if from_fit is None else str(from_fit),
                 "compute": compute, "target_loss": target_loss, "compare": pair,

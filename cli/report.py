@@ -64,8 +64,51 @@ def forecast_page(result, body: dict, settings: dict, observed=None) -> str:
     return html_page(f"Forecast of {result.y} at {result.x} = {format_number(result.to)} "
                      f"({result.method})", answer=answer,
                      figures=[("Forecasts: median and 50/80/95% bands", figure)],
-                     tables=[("Final forecasts", final)], notes=body.get("notes", []) +
-                     list(result.warnings), settings=settings)
+                     tables=[("Final forecasts", final)], notes=body.get("notes", []),
+                     diagnostics=[d.to_dict() for d in result.diagnostics], settings=settings)
+
+
+def law_page(result, body: dict, settings: dict, figure=None) -> str:
+    """The page of a ``law depth|classes|inference-k`` fit: the law written out and its plan,
+    the figure (``figure``: with the data, when at hand; else a law of one input drawn
+    alone), parameters and derived quantities, diagnostics."""
+    from scalekit.report.fit_plots import plot_law
+    from scalekit.report.html import html_page
+
+    from .law import _text
+
+    plan = body.get("plan") or {}
+    answer = [result.equation()] + [f"{key}: {_text(value)}" for key, value in plan.items()
+                                    if value is not None and not isinstance(value, dict)]
+    if figure is None and len(result.law.inputs) == 1:
+        figure = plot_law(result).figure
+    figures = [] if figure is None else [("The fitted law and its data", figure)]
+    return html_page(f"scalekit law: {result.law.name}", answer=answer, figures=figures,
+                     tables=[("Parameters and derived quantities", result.to_frame())],
+                     diagnostics=body.get("diagnostics", []), notes=body.get("notes", []),
+                     settings=settings)
+
+
+def scores_page(result, body: dict, settings: dict) -> str:
+    """The page of a :class:`~scalekit.surrogates.scores.ForecastScores` (``forecast
+    --evaluate``): the method with the lowest final error over all cuts and its 80% coverage,
+    the figure by cut, the scores."""
+    from scalekit.formatting import format_number
+    from scalekit.report.forecast_plots import plot_scores
+    from scalekit.report.html import html_page
+
+    table = result.to_frame()
+    overall = table[table["subset"] == "all"]
+    best = overall.loc[overall["final_log_err"].idxmin()] if len(overall) else None
+    answer = [] if best is None else [
+        f"{best['method']}: the lowest |log error| of the final value over {int(best['curves'])}"
+        f" cut curves, {format_number(best['final_log_err'])}; its 80% band held "
+        f"{best['cover80']:.0%} of the held-out points"]
+    figure = plot_scores(table).figure
+    return html_page("Forecast evaluation", answer=answer,
+                     figures=[("Final-value error by method and cut", figure)],
+                     tables=[("Scores", table)], diagnostics=body.get("diagnostics", []),
+                     notes=body.get("notes", []) + body.get("warnings", []), settings=settings)
 
 
 def replay_page(result, body: dict, settings: dict) -> str:
@@ -92,7 +135,7 @@ def replay_page(result, body: dict, settings: dict) -> str:
 
 def report(
     result: Path = typer.Argument(..., help="A JSON report written by --json (fit, isoflop, "
-                                  "forecast, allocate replay)."),
+                                  "forecast, allocate replay, law)."),
     out: Path = output_option("-o", HTML_SUFFIXES, "Write the HTML page here."),
 ) -> None:
     """Write the self-contained HTML page of a saved result (answer, figures, tables)."""
@@ -103,11 +146,14 @@ def report(
     data = _read(result)
     kind = str(data.get("format", "")).removeprefix("scalekit.").split("/")[0]
     key = "allocate replay" if kind == "allocate" and data.get("mode") == "replay" else kind
+    if key == "forecast" and "evaluation" in data:
+        key = "forecast --evaluate"
     builders = _builders()
     if key not in builders or "groups" in data:
-        raise InputError(f"pages are made from fit, isoflop, forecast and allocate replay "
-                         f"reports (one law or table), but this is a {key or 'unknown'} "
-                         "report; write its page with --html as it runs", source=str(result))
+        raise InputError(f"pages are made from fit, isoflop, forecast (--evaluate too), allocate "
+                         f"replay and law depth|classes|inference-k reports (one law or table), "
+                         f"but this is a {key or 'unknown'} report; write its page with --html "
+                         "as it runs", source=str(result))
     cls, build = builders[key]
     try:
         rebuilt = cls.from_dict(data)
@@ -121,11 +167,14 @@ def _builders() -> dict:
     from scalekit.fit import FitResult
     from scalekit.isoflop.analysis import IsoFLOPReport
     from scalekit.surrogates.forecast import Forecast
+    from scalekit.surrogates.scores import ForecastScores
 
     from .fit import fit_page
 
     return {"fit": (FitResult, fit_page), "isoflop": (IsoFLOPReport, isoflop_page),
-            "forecast": (Forecast, forecast_page), "allocate replay": (ReplayResult, replay_page)}
+            "forecast": (Forecast, forecast_page), "allocate replay": (ReplayResult, replay_page),
+            "forecast --evaluate": (ForecastScores, scores_page),
+            **{f"law.{name}": (FitResult, law_page) for name in ("depth", "classes", "inference_k")}}
 
 
 def _read(path: Path) -> dict:

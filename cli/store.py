@@ -10,7 +10,7 @@ import typer
 
 from .common import (check_writable, choice_option, format_option, is_server_url,
                      library_choices, notes_in_flags, parse_mapping, print_tables,
-                     reader_diagnostics, store_location, store_option)
+                     reader_diagnostics, reader_notes, store_location, store_option)
 
 store_app = typer.Typer(name="store", help="Keep learning curves in a store: a SQLite file or "
                         "a PostgreSQL database (import, ls, show, export, rm, copy).",
@@ -65,9 +65,9 @@ def import_(
     if quiet:
         return
     for source, frame, summary in zip(sources, frames, summaries):
-        typer.echo(f"{source}: imported {summary.points} points of {summary.runs} runs "
-                   f"into {display(store)}")
-        for note in collapse_notes(notes_in_flags(frame.attrs.get("notes", []))):
+        typer.echo(f"{source}: imported {summary.rows or 0} rows of {summary.runs} runs into "
+                   f"{display(store)} ({summary.points} points: one per row and metric)")
+        for note in collapse_notes(notes_in_flags(reader_notes(frame))):
             typer.echo(f"  note: {note}")
         for diagnostic in reader_diagnostics(frame):
             typer.echo(f"  {diagnostic.line()}")

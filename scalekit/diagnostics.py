@@ -28,6 +28,7 @@ CODES = {
     "derived_undefined": "a derived quantity is not finite for some bootstrap resamples",
     "last_points_narrow": "the runs' last points span too little of an input; all checkpoints span more",
     "no_optimum": "an optimum, shape or critical value lies outside the data, so none is stated",
+    "run_skipped": "a run was left out of a forecast",
 }
 
 
@@ -83,7 +84,7 @@ class Diagnostic:
 #: Codes from the worst to the mildest: the order a report shows its warnings in.
 WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
                "derived_undefined", "on_bound", "exponent_implausible", "profile_misfit",
-               "extrapolation", "few_points", "budget_skipped", "outliers_dropped",
+               "extrapolation", "few_points", "budget_skipped", "run_skipped", "outliers_dropped",
                "metric_choice")
 
 

@@ -27,8 +27,11 @@ def test_notebook_runs(path, monkeypatch):
              for cell in notebook.cells if cell.cell_type == "code"
              for out in cell.get("outputs", [])]
     assert not any("\x1b[" in text for text in texts)      # no ANSI escape codes
-    if path.name.startswith("01_"):      # the fit notebook: its figure inline, a table at the end
-        assert any("image/png" in out.get("data", {}) for cell in notebook.cells
-                   if cell.cell_type == "code" for out in cell.get("outputs", []))
-        last = notebook.cells[-1].outputs[-1]["data"]
-        assert "dataframe" in last["text/html"] and "alpha" in last["text/plain"]
+    sources = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    assert "savefig" not in sources and "Image(" not in sources      # no PNG written and read back
+    assert any("image/png" in out.get("data", {}) for cell in notebook.cells   # a figure inline
+               if cell.cell_type == "code" for out in cell.get("outputs", []))
+    last = notebook.cells[-1].outputs[-1]["data"]                     # ends with a table to sort
+    assert "dataframe" in last["text/html"] and "to_frame()" in notebook.cells[-1].source
+    if path.name.startswith("01_"):      # the fit notebook's table holds the law's parameters
+        assert "alpha" in last["text/plain"]

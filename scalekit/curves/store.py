@@ -36,10 +36,13 @@ from scalekit.errors import InputError
 
 @dataclass(frozen=True)
 class ImportSummary:
-    """What one import wrote: the number of runs it touched and of points it added."""
+    """What one import wrote: the runs it touched, the points it added (one per run, step and
+    metric, as the store keeps them) and the rows they came from (one per run and step; None
+    where not counted, as in a copy)."""
 
     runs: int
     points: int
+    rows: int | None = None
 
 
 #: SQLite's words for a file it cannot read or write as a database.
@@ -244,7 +247,7 @@ class CurveStore:
         points = _numeric_points(frame, metrics, where)
         codes, order = check_frame(points, where, metrics=metrics, config=config)
         if len(points) == 0:
-            return ImportSummary(runs=0, points=0)
+            return ImportSummary(runs=0, points=0, rows=0)
         names = points["run"]
         firsts = order[np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])]
         with self.transaction():
@@ -266,7 +269,7 @@ class CurveStore:
                 self._check_against_stored(sorted_points, run_ids, np.isin(codes[order], existing),
                                            metrics, where, order)
             written = self._insert(sorted_points, run_ids, metrics)
-        return ImportSummary(runs=len(firsts), points=written)
+        return ImportSummary(runs=len(firsts), points=written, rows=len(points))
 
     @_file_named
     def append_points(self, run: str | int, points: pd.DataFrame | Mapping[str, object]) -> int:

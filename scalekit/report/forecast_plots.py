@@ -107,3 +107,29 @@ def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame,
     ax.legend(fontsize=7, loc="best")
     finish(ax.figure, path, made)
     return ax
+
+
+def plot_scores(table: pd.DataFrame, path: str | Path | None = None, *, ax=None,
+                title: str | None = None):
+    """The forecast evaluation at a glance: each method's mean absolute log error of the
+    final value (bars, log scale) at every cut of the runs, from
+    :meth:`~scalekit.surrogates.scores.ForecastScores.to_frame` (``method``, ``subset``,
+    ``final_log_err``). Returns the Axes."""
+    ax, made = axes(ax, figsize=(7, 4.0))
+    cuts = [s for s in dict.fromkeys(table["subset"]) if s != "all"] or ["all"]
+    methods = list(dict.fromkeys(table["method"]))
+    width = 0.8 / len(methods)
+    for i, method in enumerate(methods):
+        rows = table[table["method"] == method].set_index("subset")
+        values = [rows["final_log_err"].get(cut, np.nan) for cut in cuts]
+        ax.bar(np.arange(len(cuts)) + (i - (len(methods) - 1) / 2) * width, values, width,
+               label=method)
+    ax.set_xticks(np.arange(len(cuts)), cuts)
+    ax.set_yscale("log")
+    plain_log_ticks(ax, "y")
+    ax.set_xlabel("where each run was cut (share of its last x)")
+    ax.set_ylabel("|log error| of the final value")
+    ax.set_title(title or "forecast error by method (lower is better)")
+    ax.legend(fontsize=7, loc="best")
+    finish(ax.figure, path, made)
+    return ax

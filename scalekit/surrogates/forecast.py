@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number
+from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.formatting import collapse_notes, format_interval, format_number
 from scalekit.results import ResultProtocol, frame_from_records
@@ -85,8 +86,8 @@ class Forecast(ResultProtocol):
         Where every run was forecast to, in units of ``x``.
     table : DataFrame
         ``run``, ``x`` and one ``q<level>`` column per quantile level.
-    warnings : list of str
-        Runs that were not forecast, and why.
+    diagnostics : list of Diagnostic
+        The runs that were not forecast, and why (code ``run_skipped``, ``run`` names it).
     """
 
     method: str
@@ -94,7 +95,7 @@ class Forecast(ResultProtocol):
     y: str
     to: float
     table: pd.DataFrame
-    warnings: list = field(default_factory=list)
+    diagnostics: list = field(default_factory=list)
 
     @property
     def final(self) -> pd.DataFrame:
@@ -104,13 +105,13 @@ class Forecast(ResultProtocol):
     def to_dict(self) -> dict:
         return {"method": self.method, "x": self.x, "y": self.y, "to": self.to,
                 "forecasts": self.table.to_dict(orient="records"),
-                "warnings": list(self.warnings)}
+                "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Forecast":
         table = frame_from_records(data["forecasts"])
         return cls(data["method"], data["x"], data["y"], float(data["to"]), table,
-                   list(data["warnings"]))
+                   [Diagnostic.from_dict(d) for d in data["diagnostics"]])
 
     def to_frame(self) -> pd.DataFrame:
         """The forecasts: ``run``, ``x`` and one ``q<level>`` column per quantile level."""
@@ -125,7 +126,7 @@ class Forecast(ResultProtocol):
                           f"{format_interval((row._1, row._5))}")
                 for row in self.final[["run", "q0.025", "q0.1", "q0.5", "q0.9", "q0.975"]]
                 .itertuples(index=False, name="Row")]
-        return [("Final forecasts", rows), ("Notes and warnings", collapse_notes(self.warnings))]
+        return [("Final forecasts", rows), ("Notes and warnings", collapse_notes(d.line() for d in self.diagnostics))]
 
     def _repr_fields(self) -> dict:
         return {"method": self.method, "runs": int(self.table["run"].nunique()),
@@ -167,12 +168,12 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     Forecast
         ``table``: ``run``, ``x``, one column ``q<level>`` per level of
         :data:`~scalekit.surrogates.evaluate.QUANTILES` (the last row of each run
-        is at ``to``); ``warnings``: the runs not forecast and why.
+        is at ``to``); ``diagnostics``: the runs not forecast and why.
     """
     check_number("to", to, low=0.0, low_open=True)
     check_number("points", points, low=1, integer=True)
     _check_columns(frame, "run", x, y)
-    tasks, warnings, finished = [], [], 0
+    tasks, skipped, finished = [], [], 0
     if total_steps is not None:
         check_number("total_steps", total_steps, low=1, integer=True)
         ends = {run: float(total_steps) for run in frame["run"].unique()}
@@ -183,36 +184,36 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         curve = curve[curve[x] > 0]
         if (curve[y] <= 0).any():
             at = curve.loc[curve[y] <= 0, x].iloc[0]
-            warnings.append(f"run {run!r}: {y} = {curve[y].min():g} at {x} = {at:g}; a forecast "
-                            "on a log scale needs positive values; not forecast")
+            skipped.append((run, f"run {run!r}: {y} = {curve[y].min():g} at {x} = {at:g}; a "
+                            "forecast on a log scale needs positive values; not forecast"))
             continue
         if curve[x].nunique() < min_points:
-            warnings.append(f"run {run!r}: {curve[x].nunique()} points, fewer than {min_points}; "
-                            "not forecast")
+            skipped.append((run, f"run {run!r}: {curve[x].nunique()} points, fewer than "
+                            f"{min_points}; not forecast"))
             continue
         last = curve[x].max()
         end = ends.get(run)
         if end is not None and to > end:
             finished += 1
-            warnings.append(f"run {run!r}: its schedule ends at step {end:g}, so the run is "
+            skipped.append((run, f"run {run!r}: its schedule ends at step {end:g}, so the run is "
                             f"finished before {x} = {to:g}; not forecast (to ask what a longer "
-                            "run would do, give the longer schedule)")
+                            "run would do, give the longer schedule)"))
             continue
         if to <= last:
-            warnings.append(f"run {run!r}: already at x = {last:g} >= {to:g}; not forecast")
+            skipped.append((run, f"run {run!r}: already at x = {last:g} >= {to:g}; not forecast"))
             continue
         grid = np.geomspace(last, to, points + 1)[1:]
         size = float(frame.loc[frame["run"] == run, "params"].iloc[0]) \
             if "params" in frame.columns else float("nan")
         tasks.append(Task(str(run), curve[x].to_numpy(float), curve[y].to_numpy(float),
                           grid, np.full(grid.size, np.nan), size=size))
-    if not tasks and finished and finished == len(warnings):
+    if not tasks and finished and finished == len(skipped):
         raise InputError(f"every run's schedule ends before {x} {to:g} (the latest at "
                          f"{max(ends.values()):g}): the runs are finished; give a longer "
                          "schedule to ask what a longer run would do")
     if not tasks:
         raise InputError("no run has enough points below the target to forecast"
-                         + (f" ({warnings[0]})" if warnings else ""))
+                         + (f" ({skipped[0][1]})" if skipped else ""))
     tasks = [Task(t.run, *check_curve(t.x, t.y, min_points=min_points), t.x_target, t.y_target,
                   size=t.size) for t in tasks]
     quantiles = _method(method)(tasks)
@@ -222,7 +223,9 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         part.insert(0, "x", task.x_target)
         part.insert(0, "run", task.run)
         rows.append(part)
-    return Forecast(method, x, y, float(to), pd.concat(rows, ignore_index=True), warnings)
+    diagnostics = [Diagnostic("run_skipped", "warning", message, run=str(run))
+                   for run, message in skipped]
+    return Forecast(method, x, y, float(to), pd.concat(rows, ignore_index=True), diagnostics)
 
 
 def run_ends(frame: pd.DataFrame) -> dict:

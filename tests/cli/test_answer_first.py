@@ -104,3 +104,20 @@ def test_objective_is_the_option_and_loss_an_alias_that_says_so(tmp_path, capsys
         assert ("--loss is now --objective" in err) == (flag == "--loss")
     assert reports[0]["stats"]["loss"] == reports[1]["stats"]["loss"] == "squared"
     assert reports[0]["params"] == reports[1]["params"]
+
+
+@pytest.mark.parametrize("command", [["fit"], ["plan", "--compute", "1e9"]])
+def test_the_metric_choice_is_said_once(command, tmp_path, capsys):
+    """The bundled sample logs `loss` and `train_loss`: the report says which it took in one
+    line (the metric_choice diagnostic), and the JSON holds it once, as that diagnostic."""
+    import json
+
+    out = tmp_path / "r.json"
+    assert main([command[0], str(REPO / "data" / "sample_curves.csv"), *command[1:],
+                 "--bootstrap", "0", "--verbose", "--json", str(out)]) == 0
+    printed = capsys.readouterr()
+    said = [line for line in (printed.out + printed.err).splitlines() if "'train_loss'" in line]
+    assert len(said) == 1 and "'loss'" in said[0]
+    report = json.loads(out.read_text())
+    assert not any("train_loss" in note for note in report["notes"])
+    assert [d["code"] for d in report["diagnostics"]].count("metric_choice") == 1

@@ -16,6 +16,9 @@ from scalekit.allocate.synthetic import early_leader_frame
 from scalekit.fit import FitResult
 from scalekit.fit.compute_plan import ComputePlan
 from scalekit.isoflop.analysis import IsoFLOPReport
+from scalekit.laws import get_law
+from scalekit.planners.cot import TreePlan
+from scalekit.planners.inference_k import SampleSimulation, SamplesPlan
 from scalekit.serialise import dumps
 from scalekit.surrogates.forecast import Forecast
 from scalekit.surrogates.scores import ForecastScores
@@ -40,6 +43,24 @@ def _sweep(tmp_path) -> str:
     return str(path)
 
 
+def _measured(tmp_path, law, column, grid, values) -> str:
+    """A CSV of the law's values on ``grid`` (an error column to fit)."""
+    path = tmp_path / f"{law}.csv"
+    error = get_law(law).predict({column: grid}, values)
+    pd.DataFrame({column: grid, "error": error}).to_csv(path, index=False)
+    return str(path)
+
+
+def _classes(tmp_path) -> str:
+    return _measured(tmp_path, "class_count", "classes", np.array([2, 4, 8, 16, 32, 64, 128, 256]),
+                     {"c": 0.01, "gamma": 0.8})
+
+
+def _samples(tmp_path) -> str:
+    return _measured(tmp_path, "inference_k", "k", 2.0 ** np.arange(9),
+                     {"E": 0.05, "A": 0.6, "a": 1.2, "B": 0.3, "b": 0.4})
+
+
 # (command line, result class, where its dict sits in the report, to_frame's first columns)
 CASES = {
     "fit": (lambda t: ["fit", CHINCHILLA, "--drop-top", "5", "--bootstrap", "20"],
@@ -59,6 +80,17 @@ CASES = {
     "law depth": (lambda t: ["law", "depth", str(PUBLISHED / "chinchilla_depth_width.csv"),
                              "--keep-lowest", "203", "--bootstrap", "0"],
                   FitResult, None, ["parameter", "kind", "value"]),
+    "law classes": (lambda t: ["law", "classes", _classes(t), "--bootstrap", "0"],
+                    FitResult, None, ["parameter", "kind", "value"]),
+    "law classes --plan": (lambda t: ["law", "classes", _classes(t), "--bootstrap", "0",
+                                      "--plan", "classes=64"], TreePlan, "plan", []),
+    "law inference-k": (lambda t: ["law", "inference-k", _samples(t), "--bootstrap", "0"],
+                        FitResult, None, ["parameter", "kind", "value"]),
+    "law inference-k --plan": (lambda t: ["law", "inference-k", _samples(t), "--bootstrap", "0",
+                                          "--plan", "cost=0.0001"], SamplesPlan, "plan", []),
+    "law inference-k --simulate": (lambda t: ["law", "inference-k", "--simulate", "--k-max", "8",
+                                              "--n-test", "4", "--repeats", "20"],
+                                   SampleSimulation, None, []),
     "allocate plan": (lambda t: ["allocate", "plan", "--budget", "1e30", "--curves", _sweep(t),
                                  "--policy", "loss"], Plan, None, []),
 }

@@ -27,7 +27,7 @@ def test_import_ls_show_export_rm(tmp_path, capsys):
     rows = _curves_file(source)
     assert main(["store", "import", str(source), "--store", str(db)]) == 0
     out = capsys.readouterr().out
-    assert f"imported {len(rows)} points of 2 runs" in out
+    assert f"imported {len(rows)} rows of 2 runs" in out
     assert "tokens derived" in out
 
     assert main(["store", "ls", "--store", str(db)]) == 0
@@ -177,3 +177,16 @@ def test_a_point_the_store_already_holds_is_named_by_its_file_line(tmp_path, cap
     assert err == [f"error: {second}:4, column 'step': duplicate point: run 'a' already has "
                    "'loss' at step 2 in the store"]
     assert store_files_digest(db) == before
+
+
+def test_import_counts_rows_and_says_the_metric_choice_once(tmp_path, capsys):
+    """Three runs of four steps with a training and a validation loss: 12 rows, stored as 24
+    points (one per row and metric); the choice of val_loss over train_loss is one line."""
+    source, db = tmp_path / "two_losses.csv", tmp_path / "s.db"
+    pd.DataFrame([{"run": f"r{i}", "step": s, "train_loss": 3.0 / s, "val_loss": 3.5 / s}
+                  for i in range(3) for s in (1, 2, 4, 8)]).to_csv(source, index=False)
+    assert main(["store", "import", str(source), "--store", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "imported 12 rows of 3 runs" in out and "(24 points: one per row and metric)" in out
+    said = [line for line in out.splitlines() if "'train_loss'" in line]
+    assert len(said) == 1 and "'val_loss'" in said[0]

@@ -110,7 +110,7 @@ def test_store_import_of_an_mlflow_sqlite_uri(tmp_path, capsys):
     db = tmp_path / "s.db"
     assert main(["store", "import", uri, "--experiment", "sweep", "--store", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "imported 20 points of 2 runs" in out  # 2 runs x 5 steps x (loss, train/loss)
+    assert "imported 10 rows of 2 runs" in out and "(20 points:" in out  # x (loss, train/loss)
     assert "'val/loss'" in out and "metric_choice" not in out  # the sentence, not the code
     with CurveStore(db) as store:
         runs = store.runs().set_index("run")
@@ -172,7 +172,7 @@ def test_store_import_format_wandb_on_folders(wandb_dir, tmp_path, capsys):
     assert main(["store", "import", str(wandb_dir), "--format", "wandb",
                  "--store", str(db)]) == 0
     out = capsys.readouterr().out  # eval/ppl, on its own step axis, joins no loss row
-    assert "imported 20 points of 2 runs" in out and "10 points of other metrics" in out
+    assert "imported 10 rows of 2 runs" in out and "(20 points:" in out
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["store", "import", str(empty), "--format", "wandb", "--store", str(db)]) == 2
@@ -242,7 +242,7 @@ def test_optuna_study_trials_are_curves_with_their_params(tmp_path, capsys):
         assert set(rows["width"]) == {width} and set(rows["state"]) == {"complete"}
     db = tmp_path / "s.db"
     assert main(["store", "import", storage, "--study", "widths", "--store", str(db)]) == 0
-    assert "imported 20 points of 4 runs" in capsys.readouterr().out
+    assert "imported 20 rows of 4 runs" in capsys.readouterr().out  # 4 trials x 5 steps
     assert main(["store", "import", storage, "--store", str(db)]) == 2  # two studies: which?
     assert "--study" in capsys.readouterr().err
 

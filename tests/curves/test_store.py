@@ -23,7 +23,8 @@ PROPERTY = settings(max_examples=20, deadline=None,
 def test_import_then_curves_gives_the_frame_back(new_store, frame):
     with CurveStore(new_store()) as store:
         summary = store.import_frame(frame, source="hypothesis")
-        assert summary == ImportSummary(runs=frame["run"].nunique(), points=len(frame))
+        assert summary == ImportSummary(runs=frame["run"].nunique(), points=len(frame),
+                                        rows=len(frame))
         assert_same_frame(store.curves(), expected_read(frame))
 
 
@@ -186,7 +187,7 @@ def test_append_points_in_batches_equals_one_import(new_store):
 def test_importing_an_empty_frame_writes_nothing(new_store):
     with CurveStore(new_store()) as store:
         empty = pd.DataFrame({"run": pd.Series([], dtype=object), "step": [], "loss": []})
-        assert store.import_frame(empty, source="x") == ImportSummary(runs=0, points=0)
+        assert store.import_frame(empty, source="x") == ImportSummary(runs=0, points=0, rows=0)
         assert store.runs().empty
 
 

@@ -66,6 +66,16 @@ def _sweep(folder: Path) -> str:
     return str(path)
 
 
+def _measured(folder: Path, name: str, column: str, grid, values) -> str:
+    """Errors of the named law on ``grid`` (a law command's input, known truth)."""
+    from scalekit.laws import get_law
+
+    path = folder / f"{name}.csv"
+    pd.DataFrame({column: grid, "error": get_law(name).predict({column: grid}, values)}).to_csv(
+        path, index=False)
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     """Each command's page as it runs (``--html``) and from its saved JSON (``report``):
@@ -81,6 +91,16 @@ def pages(tmp_path_factory):
         "forecast": (["forecast", _curves(folder), "--to", "6000", "--method", "pow3"], 1, 1),
         "allocate replay": (["allocate", "replay", "--budget", "20%", "--curves", _sweep(folder),
                              "--policy", "loss", "--seeds", "1"], 1, 1),
+        "forecast --evaluate": (["forecast", _curves(folder), "--evaluate", "--method", "pow3"],
+                                1, 1),
+        "law depth": (["law", "depth", str(REPO / "data" / "published" / "chinchilla_depth_width.csv"),
+                       "--keep-lowest", "203", "--plan", "params=1e9,tokens=2e10"], 1, 0),
+        "law classes": (["law", "classes", _measured(folder, "class_count", "classes",
+                                                     2.0 ** np.arange(1, 9), {"c": 0.01, "gamma": 0.8}),
+                         "--plan", "classes=64"], 1, 1),
+        "law inference-k": (["law", "inference-k", _measured(
+            folder, "inference_k", "k", 2.0 ** np.arange(9),
+            {"E": 0.05, "A": 0.6, "a": 1.2, "B": 0.3, "b": 0.4}), "--plan", "cost=0.0001"], 1, 1),
     }
     out = {}
     for name, (args, figures, saved_figures) in commands.items():
@@ -95,12 +115,12 @@ def pages(tmp_path_factory):
 
 
 def test_every_page_opens_with_the_answer_and_holds_its_figures_and_tables(pages):
-    assert len(pages) == 9
+    assert len(pages) == 17
     for name, (page, figures) in pages.items():
         text = page.read_text()
         assert text.count("<svg") == figures == text.count("<figure>"), name
         answer = text.index("class='answer'")
-        assert answer < text.index("<figure>") < text.index("<table>"), name
+        assert answer < text.index("<figure>" if figures else "<table>") <= text.index("<table>"), name
         assert not re.search(r"<(script|link|img)\b", text), name  # self-contained
 
 
@@ -109,6 +129,17 @@ def test_the_fit_page_says_the_law_then_the_plan(pages):
     assert text.index("L(N, D) = 1.8") < text.index("Plan at 1.000e+22 FLOPs") < \
         text.index("<figure>")
     assert "L(N, D) = 1.8" in pages["fit (report)"][0].read_text()
+
+
+def test_the_law_and_evaluation_pages_say_the_law_its_plan_and_the_best_method(pages):
+    for name in ("law depth", "law classes", "law classes (report)", "law inference-k"):
+        text = pages[name][0].read_text()
+        answer = text[text.index("class='answer'"):text.index("</section>")]
+        assert "= " in answer and answer.count("<p>") >= 3, name     # the law, then its plan
+    classes = pages["law classes"][0].read_text()
+    assert "degrees" in classes[:classes.index("</section>")]
+    evaluation = pages["forecast --evaluate"][0].read_text()
+    assert "pow3: the lowest |log error| of the final value" in evaluation
 
 
 def test_every_page_loads_in_chromium_with_no_console_error_and_every_figure(pages):

@@ -129,7 +129,9 @@ def test_a_run_with_a_zero_metric_is_skipped_with_a_note_naming_it(tmp_path, cap
     body = json.loads(out.read_text())
     body = body.get("body", body)
     assert {row["run"] for row in _final(body)} == {"good"}
-    assert any("'perfect'" in note for note in body["warnings"])
+    skipped = [d for d in body["diagnostics"] if d["code"] == "run_skipped"]
+    assert [(d["run"], d["severity"]) for d in skipped] == [("perfect", "warning")]
+    assert "caveats" not in body and "warnings" not in body
 
 
 def test_evaluate_leaves_out_a_run_with_a_zero_metric(tmp_path):
