@@ -53,6 +53,7 @@ from torch.nn import functional as F
 
 from scalekit.train import TrainConfig, train, train_batched
 from scalekit.train.models import GPT
+from scalekit.train.tasks.base import BatchStream, draw_indices
 from scalekit.train.tasks.char_lm import build_corpus, encode
 
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "L4": 121.0,
@@ -127,7 +128,6 @@ def plain_teacher_loop(steps: int) -> None:
     from threadpoolctl import threadpool_limits
 
     from scalekit.train.tasks import get_task
-    from scalekit.train.tasks.base import BatchStream
 
     torch.set_num_threads(1)
     threadpool_limits(1)
@@ -208,7 +208,7 @@ def _sync(device: torch.device) -> None:
 
 def plain_device_loop(config: TrainConfig, mark: int) -> tuple[float, float]:
     """A nanoGPT-style loop on ``config.device``: the same model, initialisation, batches
-    (window starts from the same NumPy stream, gathered on the device), fused AdamW and bf16
+    (window starts drawn on the device from the same ``BatchStream``), fused AdamW and bf16
     autocast as :func:`scalekit.train.train`, written out by hand. Returns the seconds
     from step ``mark`` to the end and the mean training loss over those steps."""
     device = torch.device(config.device)
@@ -221,15 +221,15 @@ def plain_device_loop(config: TrainConfig, mark: int) -> tuple[float, float]:
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0,
                                   fused=device.type == "cuda" or None)
     offsets = torch.arange(context + 1, device=device)
-    rng = np.random.default_rng([config.data_seed, 1])
+    batches = BatchStream([config.data_seed, 1], device)
     bf16 = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
     total = torch.zeros((), device=device)
     for step in range(config.steps):
         if step == mark:
             _sync(device)
             start, total = time.perf_counter(), torch.zeros((), device=device)
-        starts = torch.from_numpy(rng.integers(0, len(tokens) - context, config.batch_size))
-        chunk = tokens[starts.to(device, non_blocking=True)[:, None] + offsets]
+        starts = draw_indices(batches, len(tokens) - context, config.batch_size)
+        chunk = tokens[starts[:, None] + offsets]
         with bf16:
             logits = forward(chunk[:, :-1])
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1))

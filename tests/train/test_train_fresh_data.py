@@ -1,5 +1,6 @@
-"""Tasks drawn afresh every step (``data=None``) draw each batch with torch on the run's
-device, from the stream's ``fresh`` generator: a step copies nothing from the host."""
+"""Every task draws each batch with torch on the run's device, from the stream's ``fresh``
+generator — a fresh sample (``data=None``), the rows of a finite training set, the windows of
+a corpus: a step copies nothing from the host."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from scalekit.train.tasks.base import BatchStream
 
 VECTOR_TASKS = {"teacher_student": {}, "residual_teacher": {"options": {"teacher_depth": 4}},
                 "hierarchical": {"options": {"stages": "4x4"}}}
+# a finite training set (row numbers) and a corpus (window starts)
+INDEXED_TASKS = {"teacher_student data=64": {"task": "teacher_student", "data": 64},
+                 "char_lm": {"task": "char_lm", "options": {"context": 8, "max_chars": 4000}}}
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
@@ -48,10 +52,11 @@ def _no_host_data(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("task", list(VECTOR_TASKS))
-def test_the_steps_of_a_fresh_data_run_make_no_tensor_from_host_data(task, device, monkeypatch):
+@pytest.mark.parametrize("task", list(VECTOR_TASKS) + list(INDEXED_TASKS))
+def test_the_steps_of_a_run_make_no_tensor_from_host_data(task, device, monkeypatch):
     """The guard goes up once the data and model are built (the teacher is drawn with NumPy
-    and moved once): a NumPy draw per step, as before this change, fails here."""
+    and moved once): a NumPy draw per step — of a fresh batch, or of the row numbers or
+    window starts, as before this change — fails here."""
     build = train_loop.build_run
 
     def build_then_guard(config, device=None):
@@ -60,17 +65,20 @@ def test_the_steps_of_a_fresh_data_run_make_no_tensor_from_host_data(task, devic
         return built
 
     monkeypatch.setattr(train_loop, "build_run", build_then_guard)
-    config = TrainConfig(task=task, width=8, depth=1, steps=6, evals=2, eval_size=32,
-                         batch_size=16, device=device, **VECTOR_TASKS[task])
+    config = TrainConfig(width=8, depth=1, steps=6, evals=2, eval_size=32,
+                         batch_size=16, device=device, **_settings(task))
     result = train(config)
     assert len(result.points) == 2 and result.points[-1]["step"] == 6
 
 
+def _settings(task: str) -> dict:
+    return {"task": task, **VECTOR_TASKS[task]} if task in VECTOR_TASKS else INDEXED_TASKS[task]
+
+
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("task", list(VECTOR_TASKS))
-def test_a_fresh_batch_is_on_the_device_and_a_function_of_the_fresh_generator_alone(task, device):
-    config = TrainConfig(task=task, width=8, depth=1, batch_size=16, device=device,
-                         **VECTOR_TASKS[task])
+@pytest.mark.parametrize("task", list(VECTOR_TASKS) + list(INDEXED_TASKS))
+def test_a_batch_is_on_the_device_and_a_function_of_the_fresh_generator_alone(task, device):
+    config = TrainConfig(width=8, depth=1, batch_size=16, device=device, **_settings(task))
     data, _, _ = train_loop.build_run(config, torch.device(device))
     stream = BatchStream([0, 1], device)
     start = stream.fresh.get_state()
@@ -78,7 +86,6 @@ def test_a_fresh_batch_is_on_the_device_and_a_function_of_the_fresh_generator_al
     assert {x.device.type, y.device.type} == {device} and len(x) == len(y) == 16
     assert not torch.equal(stream.fresh.get_state(), start)  # the draw used the fresh generator
 
-    stream.rows.integers(0, 10, 1000)  # the host stream moves on; the fresh one is put back
     stream.fresh.set_state(start)
     again_x, again_y = data.sample(stream, 16)
     assert torch.equal(again_x, x) and torch.equal(again_y, y)

@@ -21,27 +21,24 @@ class BatchStream:
 
     Attributes
     ----------
-    rows : numpy.random.Generator
-        Draws the row numbers of a finite training set or the window starts of a
-        corpus on the host (the same numbers on every device).
     fresh : torch.Generator
-        Lives on ``device`` and draws the samples of a task drawn afresh every step
-        there, so such a step copies nothing from the host.
+        Lives on ``device`` and draws there the samples of a task drawn afresh every
+        step, the row numbers of a finite training set and the window starts of a
+        corpus, so no step copies anything from the host. A CPU and a GPU run draw
+        different (equally distributed) batches.
     """
 
     def __init__(self, seed, device: torch.device | str = "cpu") -> None:
-        self.rows = np.random.default_rng(seed)
         child = np.random.SeedSequence(seed).spawn(1)[0]
         self.fresh = torch.Generator(device=device)
         self.fresh.manual_seed(int(child.generate_state(1, np.uint64)[0]))
 
     def state_dict(self) -> dict[str, Any]:
-        """Both generators' states, for a checkpoint."""
-        return {"rows": self.rows.bit_generator.state, "fresh": self.fresh.get_state()}
+        """The generator's state, for a checkpoint."""
+        return {"fresh": self.fresh.get_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from :meth:`state_dict` (or a bare NumPy state, of checkpoints before ``fresh``)."""
-        self.rows.bit_generator.state = state.get("rows", state)
+        """Continue from :meth:`state_dict` (the NumPy state older checkpoints hold is ignored)."""
         if "fresh" in state:
             self.fresh.set_state(state["fresh"])
 
@@ -86,8 +83,8 @@ class TaskData:
         """The same task with its validation set and training data on ``device``.
 
         Every bundled sampler has ``to``: over a finite training set or a corpus
-        (:class:`IndexSampler`) it moves the data once, and each step then copies
-        only the drawn indices (``size`` integers) to the device and gathers the
+        (:class:`IndexSampler`) it moves the data once, and each step draws the
+        indices on the device with the stream's ``fresh`` generator and gathers the
         batch there; a task drawn afresh every step (:class:`FreshSampler`) moves
         its fixed tensors (a teacher's weights) once and draws each batch on the
         device with the stream's ``fresh`` generator.
@@ -130,20 +127,25 @@ def classification_error(output: torch.Tensor, target: torch.Tensor) -> torch.Te
 class IndexSampler:
     """Draws rows of a finite training set ``(x, y)`` uniformly with replacement.
 
-    The row numbers come from the stream's NumPy generator on the host (so a CPU and a GPU
-    run see the same batches); the rows are gathered wherever ``x`` and ``y`` are.
+    The row numbers are drawn with the stream's ``fresh`` generator on its device, where
+    ``x`` and ``y`` are (see :meth:`TaskData.to`), and the rows gathered there.
     """
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor) -> None:
         self.x, self.y = x, y
 
     def __call__(self, stream: BatchStream, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        rows = torch.from_numpy(stream.rows.integers(0, len(self.x), size)).to(self.x.device,
-                                                                                non_blocking=True)
+        rows = draw_indices(stream, len(self.x), size)
         return self.x[rows], self.y[rows]
 
     def to(self, device: torch.device) -> "IndexSampler":
         return IndexSampler(self.x.to(device), self.y.to(device))
+
+
+def draw_indices(stream: BatchStream, high: int, size: int) -> torch.Tensor:
+    """``size`` integers uniform in ``[0, high)``, drawn with the stream's ``fresh`` generator
+    on its device."""
+    return torch.randint(high, (size,), generator=stream.fresh, device=stream.fresh.device)
 
 
 def index_sampler(x: torch.Tensor, y: torch.Tensor) -> Sampler:

@@ -26,7 +26,7 @@ import torch
 from scalekit.checks import check_number, fail
 from scalekit.train.config import TrainConfig
 from scalekit.train.models import GPT
-from scalekit.train.tasks.base import BatchStream, TaskData, task_options
+from scalekit.train.tasks.base import BatchStream, TaskData, draw_indices, task_options
 
 ALPHABET = "\n" + "".join(chr(c) for c in range(32, 127))
 UNKNOWN = ALPHABET.index("?")
@@ -66,11 +66,10 @@ def encode(text: str) -> np.ndarray:
     return table[np.minimum(codes, 127)]
 
 
-def _windows(tokens: torch.Tensor, starts: np.ndarray, context: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Input and next-character windows of ``context`` tokens at ``starts``, gathered where
-    ``tokens`` is (only the start offsets travel to its device)."""
-    first = torch.from_numpy(starts).to(tokens.device, non_blocking=True)
-    chunk = tokens[first[:, None] + torch.arange(context + 1, device=tokens.device)]
+def _windows(tokens: torch.Tensor, starts: torch.Tensor, context: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Input and next-character windows of ``context`` tokens at ``starts`` (on the device of
+    ``tokens``), gathered there."""
+    chunk = tokens[starts[:, None] + torch.arange(context + 1, device=tokens.device)]
     return chunk[:, :-1], chunk[:, 1:]
 
 
@@ -81,7 +80,7 @@ class WindowSampler:
         self.tokens, self.context = tokens, context
 
     def __call__(self, stream: BatchStream, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return _windows(self.tokens, stream.rows.integers(0, len(self.tokens) - self.context, size),
+        return _windows(self.tokens, draw_indices(stream, len(self.tokens) - self.context, size),
                         self.context)
 
     def to(self, device: torch.device) -> "WindowSampler":
@@ -102,7 +101,8 @@ def make_data(config: TrainConfig) -> TaskData:
         raise fail("context", context, f"shorter than the validation text ({len(val)} characters, "
                    "10% of `max_chars`) and the training text; raise `max_chars`")
     rng = np.random.default_rng(config.data_seed)
-    val_batch = _windows(val, rng.integers(0, len(val) - context, config.eval_size), context)
+    val_batch = _windows(val, torch.from_numpy(rng.integers(0, len(val) - context, config.eval_size)),
+                         context)
 
     return TaskData(sample=WindowSampler(train, context), val=val_batch, loss="cross_entropy", n_in=len(ALPHABET),
                     n_out=len(ALPHABET), tokens_per_sample=context,
