@@ -28,6 +28,7 @@ CODES = {
     "derived_undefined": "a derived quantity is not finite for some bootstrap resamples",
     "last_points_narrow": "the runs' last points span too little of an input; all checkpoints span more",
     "no_optimum": "an optimum, shape or critical value lies outside the data, so none is stated",
+    "metrics_indistinguishable": "the interval of two metrics' difference covers 0: the data cannot tell them apart",
 }
 
 
@@ -84,7 +85,7 @@ class Diagnostic:
 WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
                "derived_undefined", "on_bound", "exponent_implausible", "profile_misfit",
                "extrapolation", "few_points", "budget_skipped", "outliers_dropped",
-               "metric_choice")
+               "metric_choice", "metrics_indistinguishable")
 
 
 def worst_first(diagnostics) -> list[Diagnostic]:
