@@ -157,7 +157,7 @@ def _compare(file, store, mapping, metrics, higher_is_better, group, approach, s
     from scalekit import serialise
     from scalekit.formatting import format_number, format_with_interval
     from scalekit.isoflop.analysis import NAMES
-    from scalekit.isoflop.per_metric import compare_metrics
+    from scalekit.isoflop.per_metric import compare_metrics, pair_line
 
     metrics = list(dict.fromkeys(metrics))
     frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=metrics[0],
@@ -185,8 +185,6 @@ def _compare(file, store, mapping, metrics, higher_is_better, group, approach, s
                       *(format_with_interval(p[q], (p[f"{q}_lo"], p[f"{q}_hi"]))
                         for q in ("diff_a", "diff_b", "ratio_b")),
                       "yes" if p["distinguishable"] else "no"] for p in result.pairs]
-        from scalekit.isoflop.per_metric import pair_line
-
         print_tables([{"title": "Compute-optimal allocation per metric", "columns": columns,
                        "rows": rows},
                       {"title": "Paired comparison (approach 2, runs resampled jointly)",

@@ -67,7 +67,7 @@ class MetricComparison(ResultProtocol):
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "MetricComparison":
+    def from_dict(cls, data: dict) -> MetricComparison:
         return cls(**{**data, "diagnostics": [Diagnostic.from_dict(d)
                                               for d in data.get("diagnostics", [])]})
 
@@ -257,7 +257,7 @@ def _exponents(x, y, log_d, log_c, groups: Groups) -> tuple[np.ndarray, np.ndarr
     centre, half = group_scaling(x, groups)
     x_star = np.where(np.abs(x_star - centre) > 3 * half, np.nan, x_star)
     n = groups.sizes
-    mean = lambda v: np.add.reduceat(v, groups.starts, axis=-1) / n  # noqa: E731
+    mean = lambda v: np.add.reduceat(v, groups.starts, axis=-1) / n
     dx = x - mean(x)[groups.member]
     slope = np.add.reduceat(dx * (log_d - mean(log_d)[groups.member]), groups.starts) / \
         np.add.reduceat(dx * dx, groups.starts)
