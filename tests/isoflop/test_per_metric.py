@@ -107,3 +107,18 @@ def test_cli_compares_metrics_per_group(tmp_path, capsys):
                  "--json", str(bad)]) == 2
     err = capsys.readouterr().err
     assert not bad.exists() and all(len(line) <= 200 for line in err.splitlines())
+
+
+def test_one_metric_is_the_single_metric_analysis_of_that_column(tmp_path, capsys):
+    frame = isoflop_sweep((0.45, 0.60), seed=2)
+    named, as_loss = tmp_path / "named.csv", tmp_path / "loss.csv"
+    frame.to_csv(named, index=False)
+    frame.drop(columns=["m1"]).rename(columns={"m2": "loss"}).to_csv(as_loss, index=False)
+    reports = []
+    for path, extra in ((named, ["--metric", "m2"]), (as_loss, [])):
+        out = tmp_path / f"{path.stem}.json"
+        assert main(["isoflop", str(path), "--approach", "2", "--bootstrap", "20", "--quiet",
+                     "--json", str(out), *extra]) == 0, capsys.readouterr().err
+        reports.append(json.loads(out.read_text()))
+    exponents = [r["approaches"]["2 IsoFLOP profiles"]["b"]["value"] for r in reports]
+    assert exponents[0] == exponents[1] == pytest.approx(0.60, abs=0.03)
