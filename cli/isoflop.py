@@ -94,11 +94,42 @@ def isoflop(
     html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
+    metrics: list[str] = typer.Option([], "--metric", help="A metric column; give it twice or "
+                                      "more to fit each and compare their allocations (paired "
+                                      "bootstrap over runs)."),
+    higher_is_better: list[str] = typer.Option([], "--higher-is-better", help="A --metric where "
+                                               "higher is better (an accuracy): analysed as "
+                                               "1 - value."),
+    group: Optional[str] = typer.Option(None, "--group", help="With several --metric: a run "
+                                        "attribute (e.g. resolution) whose values are compared "
+                                        "each on its own."),
 ) -> None:
     """Compute-optimal N*(C) = k_N·C^a and D*(C) = k_D·C^b by three approaches, with intervals."""
     from scalekit.isoflop.analysis import NAMES, run_isoflop
 
-    frame, input_sha = open_frame(file, store, parse_mapping(mapping))
+    if (higher_is_better or group) and len(set(metrics)) < 2:
+        from scalekit.checks import fail
+
+        raise fail("--higher-is-better" if higher_is_better else "--group",
+                   higher_is_better[0] if higher_is_better else group,
+                   "used with two or more --metric (a comparison of metrics)")
+    if len(set(metrics)) >= 2:
+        if plot is not None or html is not None:
+            from scalekit.checks import fail
+
+            raise fail("--plot" if plot is not None else "--html", str(plot or html),
+                       "left out with several --metric (the comparison has no figure yet)")
+        _compare(file, store, mapping, metrics, higher_is_better, group, approach, seed,
+                 json_out, quiet, fmt, profile=profile, figures=figures,
+                 budgets=_floats("budgets", budgets), budget_tolerance=tolerance,
+                 window=int(window) if window.isdigit() else window,
+                 target_compute=target_compute, bootstrap=bootstrap, ci_level=ci_level,
+                 convention=convention, flops_per_param_token=flops_per_param_token)
+        return
+    frame, input_sha = open_frame(file, store, parse_mapping(mapping),
+                                  **({"metric": metrics[0]} if metrics else {}))
+    if metrics and metrics[0] in frame and "loss" not in frame:
+        frame = frame.rename(columns={metrics[0]: "loss"})
     settings = {"approach": approach, "profile": profile, "figures": figures,
                 "budgets": _floats("budgets", budgets), "budget_tolerance": tolerance,
                 "window": int(window) if window.isdigit() else window,
@@ -118,6 +149,56 @@ def isoflop(
 
         plot_isoflop({NAMES[k]: m for k, m in report.fitted.items()}, plot,
                      target_compute=target_compute)
+
+
+def _compare(file, store, mapping, metrics, higher_is_better, group, approach, seed,
+             json_out, quiet, fmt, **settings) -> None:
+    """Several --metric: each one's allocation and their paired comparison."""
+    from scalekit import serialise
+    from scalekit.formatting import format_number, format_with_interval
+    from scalekit.isoflop.analysis import NAMES
+    from scalekit.isoflop.per_metric import compare_metrics, pair_line
+
+    metrics = list(dict.fromkeys(metrics))
+    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=metrics[0],
+                                  keep=[*metrics[1:], group or ""])
+    wanted = tuple(NAMES) if approach == "all" else (approach,)
+    result = compare_metrics(frame, metrics, settings=settings, approaches=wanted,
+                             higher_is_better=higher_is_better, group=group, seed=seed,
+                             source=str(file or store))
+    if not quiet:
+        pct = f"{100 * result.ci_level:g}%"
+        target = settings["target_compute"]
+        columns = ["metric", "group", "approach", f"a [{pct}]", f"b [{pct}]"]
+        columns += [] if target is None else [f"N* [{pct}]", f"D* [{pct}]", "D*/N*"]
+        rows = []
+        for r in result.allocations:
+            row = [r["metric"], "-" if r["group"] is None else str(r["group"]), r["approach"],
+                   format_with_interval(r["a"], (r["a_lo"], r["a_hi"])),
+                   format_with_interval(r["b"], (r["b_lo"], r["b_hi"]))]
+            if target is not None:
+                row += [format_with_interval(r["params"], (r["params_lo"], r["params_hi"])),
+                        format_with_interval(r["tokens"], (r["tokens_lo"], r["tokens_hi"])),
+                        format_number(r["tokens_per_param"])]
+            rows.append(row)
+        pair_rows = [[p["metric_1"], p["metric_2"], "-" if p["group"] is None else str(p["group"]),
+                      *(format_with_interval(p[q], (p[f"{q}_lo"], p[f"{q}_hi"]))
+                        for q in ("diff_a", "diff_b", "ratio_b")),
+                      "yes" if p["distinguishable"] else "no"] for p in result.pairs]
+        print_tables([{"title": "Compute-optimal allocation per metric", "columns": columns,
+                       "rows": rows},
+                      {"title": "Paired comparison (approach 2, runs resampled jointly)",
+                       "columns": ["metric 1", "metric 2", "group", f"a2 - a1 [{pct}]",
+                                   f"b2 - b1 [{pct}]", f"b2 / b1 [{pct}]", "distinguishable"],
+                       "rows": pair_rows}], fmt, title=result._summary_title(),
+                     lines=[pair_line(p, pct) for p in result.pairs]
+                     + [f"note: {n}" for n in result.notes]
+                     + [d.line() for d in result.diagnostics])
+    if json_out is not None:
+        serialise.write_report(json_out, "isoflop_metrics", result, input_sha256=input_sha,
+                               seed=seed, settings={**settings, "metrics": metrics,
+                                                    "higher_is_better": list(higher_is_better),
+                                                    "group": group, "approach": approach})
 
 
 def _finish(report, kind, input_sha, seed, settings, json_out, quiet, fmt) -> None:

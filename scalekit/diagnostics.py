@@ -29,6 +29,7 @@ CODES = {
     "last_points_narrow": "the runs' last points span too little of an input; all checkpoints span more",
     "no_optimum": "an optimum, shape or critical value lies outside the data, so none is stated",
     "run_skipped": "a run was left out of a forecast",
+    "metrics_indistinguishable": "the interval of two metrics' difference covers 0: the data cannot tell them apart",
 }
 
 
@@ -84,8 +85,8 @@ class Diagnostic:
 #: Codes from the worst to the mildest: the order a report shows its warnings in.
 WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
                "derived_undefined", "on_bound", "exponent_implausible", "profile_misfit",
-               "extrapolation", "few_points", "budget_skipped", "run_skipped", "outliers_dropped",
-               "metric_choice")
+               "extrapolation", "metrics_indistinguishable", "few_points", "budget_skipped",
+               "run_skipped", "outliers_dropped", "metric_choice")
 
 
 def worst_first(diagnostics) -> list[Diagnostic]:
