@@ -109,7 +109,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args, renamed = renamed_options(sys.argv[1:] if argv is None else list(argv))
     with warnings.catch_warnings(record=True) as caught:
-        code = _run(args)
+        try:
+            code = _run(args)
+        except KeyboardInterrupt:  # Ctrl-C before the command's own handling begins
+            from .common import interrupted_line
+
+            typer.echo(interrupted_line(args), err=True)
+            return INTERRUPTED
     if code == 0 and not {"-q", "--quiet"} & set(args):
         for line in renamed:
             typer.echo(line, err=True)
