@@ -15,7 +15,7 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
-from .options import MORE, html_option, verbose_option
+from .options import MORE, PLOT_SUFFIXES, html_option, output_option, verbose_option
 from .common import (bootstrap_option, checked_number, ci_level_option, file_argument, format_option,
                      json_option, map_option, open_frame, parse_mapping, print_tables,
                      notes_in_flags, quiet_option, reader_diagnostics, reader_notes, seed_option,
@@ -62,9 +62,9 @@ def plan(
                                               "--schedule-search: the run's length in steps."),
     family: str = typer.Option("wsd", "--family", help="With --schedule-search: wsd (decay "
                                "start, final rate, shape) or cosine (final rate)."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="With --schedule-search: draw the "
-                                        "chosen and the cosine schedule and their predicted "
-                                        "curves (PNG/SVG)."),
+    plot: Optional[Path] = output_option("--plot", PLOT_SUFFIXES, "With --schedule-search: draw "
+                                         "the chosen and the cosine schedule and their "
+                                         "predicted curves (PNG/SVG)."),
     json_out: Optional[Path] = json_option(),
     html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
