@@ -139,6 +139,19 @@ def command_flags(args: tuple[str, ...]) -> dict[str, str]:
     return flags_of(command)
 
 
+def ctrl_c_within(exc: BaseException) -> bool:
+    """Whether ``exc`` wraps a Ctrl-C: Python re-raises a ``KeyboardInterrupt`` that lands in
+    some places (a descriptor's ``__set_name__`` while a module is imported, say) as another
+    exception whose cause or context is the interrupt."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _run(args: list[str]) -> int:
     from .allocate import legacy_args
     from .common import in_flags, interrupted_line, record_invocation, reset_interrupt_notes
@@ -165,6 +178,9 @@ def _run(args: list[str]) -> int:
         typer.echo(f"error: {in_flags(str(exc))}", err=True)
         return 2
     except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+        if ctrl_c_within(exc):
+            typer.echo(interrupted_line(args), err=True)
+            return INTERRUPTED
         if os.environ.get("SCALEKIT_DEBUG"):
             raise
         typer.echo(f"internal error: {type(exc).__name__}: {exc} "

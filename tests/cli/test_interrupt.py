@@ -112,3 +112,38 @@ def test_an_interrupted_allocation_exits_130_and_says_what_it_kept(tmp_path):
     assert line == (f"interrupted: scalekit allocate run stopped by Ctrl-C; the store {store} keeps "
                     f"{done} finished advance{'s' * (done != 1)} of task 'teacher_student'; "
                     "run the same command again to resume")
+
+
+def _class_whose_definition_is_interrupted():
+    """Define a class while Ctrl-C lands in a descriptor's ``__set_name__`` (as it did in
+    CI, inside a dataclass of a module being imported): Python 3.11 re-raises it as a
+    ``RuntimeError`` whose cause is the interrupt."""
+    class Field:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    class Owner:  # noqa: F841 - defining it is what raises
+        field = Field()
+
+
+def test_a_ctrl_c_wrapped_in_another_exception_is_still_an_interruption():
+    from scalekit_cli.app import ctrl_c_within
+
+    with pytest.raises(Exception) as wrapped:  # noqa: PT011 - whichever type Python wraps it in
+        _class_whose_definition_is_interrupted()
+    assert not isinstance(wrapped.value, KeyboardInterrupt)
+    assert ctrl_c_within(wrapped.value)
+    assert not ctrl_c_within(RuntimeError("no interrupt here"))
+
+
+def test_a_command_interrupted_inside_an_import_exits_130_not_1(monkeypatch, capsys):
+    import scalekit_cli.allocate
+    import scalekit_cli.app as cli
+
+    def interrupted(args):  # the first step of reading a command's arguments
+        _class_whose_definition_is_interrupted()
+
+    monkeypatch.setattr(scalekit_cli.allocate, "legacy_args", interrupted)
+    assert cli.main(["fit", "x.csv"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "interrupted: scalekit fit stopped by Ctrl-C; nothing was written"]
