@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import signal
 import sys
 import warnings
 
@@ -115,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
             from .common import interrupted_line
 
             typer.echo(interrupted_line(args), err=True)
-            return INTERRUPTED
+            code = INTERRUPTED
+    if code == INTERRUPTED and argv is None:  # the program itself: a Ctrl-C that arrives
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # while it exits cannot change its code
     if code == 0 and not {"-q", "--quiet"} & set(args):
         for line in renamed:
             typer.echo(line, err=True)
