@@ -18,7 +18,7 @@ import typer
 
 from .options import html_option
 from .common import (choice_argument, choice_option, format_option, json_option,
-                     library_choices, on_interrupt, open_frame, parse_mapping, plot_option,
+                     library_choices, on_interrupt, open_curves, parse_mapping, plot_option,
                      print_renderable, print_tables, quiet_option, store_option)
 
 MODES = ("replay", "plan", "run")
@@ -269,7 +269,8 @@ def _sweep(curves, store, mapping, group, resource, max_resource, duplicates):
     from scalekit.allocate.sweep import sweep_from_frame
     from scalekit.errors import InputError
 
-    frame, digest = open_frame(curves, store, parse_mapping(mapping), duplicates=duplicates)
+    read, digest = open_curves(curves, store, parse_mapping(mapping), duplicates=duplicates)
+    frame = read.frame
     if group:
         columns = [c.strip() for c in group.split(",") if c.strip()]
         missing = [c for c in columns if c not in frame.columns]

@@ -90,7 +90,7 @@ def store_option(default: Optional[Path] = DEFAULT_STORE, *, writes: bool = Fals
 
     Where the store is the command's only input (a default store, or one it writes),
     ``SCALEKIT_STORE`` stands in for an omitted ``--store``; where a curves FILE is the
-    alternative, :func:`open_frame` reads it when neither is given.
+    alternative, :func:`open_curves` reads it when neither is given.
     """
     def check(value: Any) -> Any:
         if value is not None and writes and not is_server_url(value):
@@ -266,10 +266,11 @@ def input_sha256(path: Path) -> str:
     return sha256_of(path)
 
 
-def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, str] | None,
-               *, metric: str = "loss", keep: list[str] | tuple[str, ...] = (),
-               duplicates: str = "error"):
-    """Read the tidy curve frame from ``file`` or ``store``; return it with its input hash.
+def open_curves(file: Optional[Path], store: Optional[Path], mapping: dict[str, str] | None,
+                *, metric: str = "loss", keep: list[str] | tuple[str, ...] = (),
+                duplicates: str = "error"):
+    """Read the :class:`~scalekit.curves.Curves` of ``file`` or ``store``; return them with
+    their input hash.
 
     ``keep`` names further file columns to keep as they are (an x or group column);
     ``duplicates`` is :func:`scalekit.curves.read_curves`'s rule for a repeated step.
@@ -285,39 +286,19 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
         from scalekit.curves.readers import check_local_input
 
         check_local_input(file)
-        frame = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c],
-                            duplicates=duplicates)
-        return frame, input_sha256(file)
+        curves = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c],
+                             duplicates=duplicates)
+        return curves, input_sha256(file)
     from scalekit.curves import CurveStore
 
     if not is_server_url(store) and not store.exists():
         raise InputError("no such store", source=str(store))
     with CurveStore(store, create=False) as opened:
-        frame = opened.curves(metric=metric)
-    if frame.empty:
+        curves = opened.curves(metric=metric)
+    if curves.frame.empty:
         raise InputError(f"the store holds no points of metric {metric!r}", source=str(store))
-    digest = hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
-    return frame, digest
-
-
-def reader_diagnostics(frame) -> list:
-    """The diagnostics the reader of ``frame`` raised (the ``metric_choice`` of a file with
-    several losses), to join a command's own; empty for a frame read from --store."""
-    return list(frame.attrs.get("diagnostics", []))
-
-
-def reader_notes(frame) -> list[str]:
-    """The reader's notes of ``frame``, less the metric choice where its ``metric_choice``
-    diagnostic says it (the choice is said once, by the diagnostic)."""
-    from scalekit.curves.readers.metric_choice import MetricChoice
-
-    notes = list(frame.attrs.get("notes", []))
-    choice = frame.attrs.get("metric_choice")
-    if choice and any(d.code == "metric_choice" for d in reader_diagnostics(frame)):
-        said = MetricChoice(choice["metric"], choice["taken"], tuple(choice["others"]),
-                            choice["how"]).note()
-        notes = [note for note in notes if note != said]
-    return notes
+    digest = hashlib.sha256(curves.frame.to_csv(index=False).encode()).hexdigest()
+    return curves, digest
 
 
 def points_kept(store: Path, source_prefix: str | None = None) -> str:

@@ -9,7 +9,7 @@ import typer
 
 from .options import html_option
 from .common import (choice_option, format_option, json_option,
-                     library_choices, map_option, open_frame, parse_mapping, plot_option,
+                     library_choices, map_option, open_curves, parse_mapping, plot_option,
                      notes_in_flags, print_tables, quiet_option, store_option)
 
 FORMAT = "forecast"
@@ -110,9 +110,10 @@ def forecast(
         raise InputError("--html writes the page of a forecast or of --evaluate; with "
                          "--holdout-column there is none")
     axis = x or ("compute" if to_compute is not None else "step")
-    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y,
-                                  keep=[holdout_column or "", by or ""],
-                                  duplicates=duplicates)
+    curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=y,
+                                    keep=[holdout_column or "", by or ""],
+                                    duplicates=duplicates)
+    frame = curves.frame
     if runs:
         missing = sorted(set(runs) - set(frame["run"].astype(str)))
         if missing:
@@ -120,7 +121,7 @@ def forecast(
         frame = frame[frame["run"].astype(str).isin(runs)]
     settings = {"method": method, "x": axis, "y": y, "runs": runs or None,
                 "flops_convention": "compute as given by the curves (6·N·D where derived)"}
-    notes = notes_in_flags(frame.attrs.get("notes", []))
+    notes = notes_in_flags(curves.notes)
     if evaluate and holdout_column is not None:
         methods = list(METHODS) if method == "all" else [method]
         table = holdout_frame(frame, methods=methods, train=holdout_column, x=axis, y=y, by=by,
@@ -205,9 +206,9 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
         specs[run.strip()] = spec.strip()
     frames, digests = [], []
     for path in (files or [None]):
-        frame, digest = open_frame(path, store if path is None else None, parse_mapping(mapping),
-                                   metric=y, duplicates=duplicates)
-        frames.append(frame)
+        curves, digest = open_curves(path, store if path is None else None,
+                                     parse_mapping(mapping), metric=y, duplicates=duplicates)
+        frames.append(curves.frame)
         digests.append(digest)
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if len(frames) > 1:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.compute import tokens_for_compute
+from scalekit.curves.curve_set import Curves
 from scalekit.curves.readers.lr_series import find_lr_column
 from scalekit.curves.readers.metric_choice import MetricChoice, choose_metric
 from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, FILE_ONLY_COLUMNS,
@@ -22,14 +23,14 @@ from scalekit.errors import InputError
 def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str, str] | None,
                     metric: str, duplicates: str = "error", default_run: str = "run",
                     keep: Sequence[str] = (), choice: MetricChoice | None = None,
-                    ) -> pd.DataFrame:
-    """Turn a raw table (cells as read) into a validated tidy curve frame.
+                    ) -> Curves:
+    """Turn a raw table (cells as read) into validated :class:`~scalekit.curves.Curves`.
 
     The metric column is ``choice.taken`` when a choice is given, else the
     column ``mapping`` names for the metric, else the one
     :func:`~scalekit.curves.readers.metric_choice.choose_metric` picks among the
-    columns. ``attrs["metric_choice"]`` holds that choice and
-    ``attrs["diagnostics"]`` its ``metric_choice`` diagnostic.
+    columns. The result's ``metric_choice`` holds that choice and its ``diagnostics``
+    the choice's ``metric_choice`` diagnostic.
     """
     if table.shape[1] == 0:
         raise where.error("the file is empty")
@@ -116,14 +117,14 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
         if column in frame and not frame[column].isna().any():
             frame[column] = frame[column].astype(np.int64)
     frame = frame.iloc[order].reset_index(drop=True)
-    if where.lines is not None:
-        frame.attrs["source_lines"] = SourceLines(frame["run"].to_numpy(),
-                                                  frame["step"].to_numpy(), where.lines[order])
+    lines = None if where.lines is None else SourceLines(
+        frame["run"].to_numpy(), frame["step"].to_numpy(), where.lines[order])
     ordered = _ordered(frame.columns, metrics, config_columns)
     frame = frame[ordered + [c for c in keep if c not in ordered]]
-    frame.attrs.update(notes=notes, metrics=metrics, config_columns=config_columns,
-                       metric_choice=choice.to_dict(), diagnostics=choice.diagnostics())
-    return frame
+    return Curves(frame, metric=metric, metrics=tuple(metrics),
+                  config_columns=tuple(config_columns), notes=tuple(notes),
+                  diagnostics=tuple(choice.diagnostics()), metric_choice=choice,
+                  source=where.source, source_lines=lines)
 
 
 def _lr_column(columns, used) -> str | None:
