@@ -38,7 +38,8 @@ COMMAND_MODULES = (
 
 class _Root(typer.core.TyperGroup):
     """The root group: every command's ``--help`` is shown without a ``<bool>`` hint (it
-    takes no value), as the other flags are."""
+    takes no value), as the other flags are, and no option or argument with a Python type
+    hint (``<list[str]>``)."""
 
     def get_help_option(self, ctx):
         option = super().get_help_option(ctx)
@@ -48,11 +49,17 @@ class _Root(typer.core.TyperGroup):
 
 
 def _plain_help(command, ctx) -> None:
-    """Give ``--help`` of ``command`` and of every command under it an empty metavar."""
+    """Give ``--help`` of ``command`` and of every command under it an empty metavar, and a
+    parameter that takes several values the hint ``NAME...`` (its metavar's, else its name's),
+    not the Python type ``<list[str]>``."""
     option = typer.core.TyperGroup.get_help_option(command, ctx) \
         if isinstance(command, typer.core.TyperGroup) else command.get_help_option(ctx)
     if option is not None:
         option.metavar = ""
+    for param in getattr(command, "params", ()):
+        if getattr(param, "multiple", False) or param.nargs != 1:
+            hint = f"{param.metavar or param.name.upper()}..."
+            param.display_type_rich = lambda ctx, hint=hint: hint
     for sub in getattr(command, "commands", {}).values():
         _plain_help(sub, ctx)
 
