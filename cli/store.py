@@ -75,17 +75,17 @@ def import_(
 
 @store_app.command("ls")
 def ls(store: Path = store_option(), fmt: str = format_option()) -> None:
-    """List the runs: name, source, size, tokens, points and metrics."""
+    """List the runs: name, source, size, tokens, rows, points and metrics."""
     from scalekit.curves import CurveStore
     from scalekit.report.tables import table_data
 
     with CurveStore(store, create=False) as opened:
         runs = opened.runs()
-    rows = [[row.run, row.source, _whole(row.params), _whole(row.tokens), int(row.points),
-             ", ".join(row.metrics)] for row in runs.itertuples()]
+    rows = [[row.run, row.source, _whole(row.params), _whole(row.tokens), int(row.rows),
+             int(row.points), ", ".join(row.metrics)] for row in runs.itertuples()]
     print_tables([table_data(f"{len(runs)} runs in {display(store)}",
-                             ["run", "source", "params", "tokens", "points", "metrics"], rows)],
-                 fmt)
+                             ["run", "source", "params", "tokens", "rows", "points", "metrics"],
+                             rows)], fmt)
 
 
 @store_app.command("show")

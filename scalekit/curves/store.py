@@ -189,14 +189,17 @@ class CurveStore:
     @_file_named
     def runs(self) -> pd.DataFrame:
         """One row per run: ``run`` (name), ``id``, ``source``, run-level attributes
-        (float, NaN when unset), ``config`` (dict), ``points`` (number stored, all
-        metrics) and ``metrics`` (list of names)."""
+        (float, NaN when unset), ``config`` (dict), ``rows`` (steps logged: the rows of
+        the run in a file), ``points`` (values stored: one per row and metric) and
+        ``metrics`` (list of names)."""
         columns = ["run", "id", "source", *RUN_COLUMNS, "config"]
         with self._snapshot():
             rows = self._con.execute(f"SELECT name, id, source, {', '.join(RUN_COLUMNS)}, config "
                                      "FROM runs ORDER BY id").fetchall()
             counts = self._con.execute("SELECT run_id, metric, COUNT(*) FROM points "
                                        "GROUP BY run_id, metric").fetchall()
+            steps = dict(self._con.execute("SELECT run_id, COUNT(DISTINCT step) FROM points "
+                                           "GROUP BY run_id").fetchall())
         frame = pd.DataFrame(rows, columns=columns).astype({"id": np.int64, "run": object,
                                                             "source": object, "config": object})
         frame[list(RUN_COLUMNS)] = frame[list(RUN_COLUMNS)].astype(np.float64)
@@ -206,6 +209,7 @@ class CurveStore:
         for run_id, metric, count in counts:
             total[run_id] = total.get(run_id, 0) + count
             metrics.setdefault(run_id, []).append(metric)
+        frame["rows"] = [int(steps.get(i, 0)) for i in frame["id"]]
         frame["points"] = [total.get(i, 0) for i in frame["id"]]
         frame["metrics"] = [metrics.get(i, []) for i in frame["id"]]
         return frame

@@ -190,3 +190,20 @@ def test_import_counts_rows_and_says_the_metric_choice_once(tmp_path, capsys):
     assert "imported 12 rows of 3 runs" in out and "(24 points: one per row and metric)" in out
     said = [line for line in out.splitlines() if "'train_loss'" in line]
     assert len(said) == 1 and "'val_loss'" in said[0]
+
+
+def test_ls_counts_each_runs_rows_and_points_as_the_import_does(tmp_path, capsys):
+    """Run a logs four steps, run b two; each step has loss and val_loss: 4 and 2 rows,
+    8 and 4 points; `ls --format json` says both per run."""
+    source, db = tmp_path / "c.csv", tmp_path / "s.db"
+    pd.DataFrame([{"run": run, "step": s, "loss": 3.0 / s, "val_loss": 3.5 / s}
+                  for run, steps in (("a", (1, 2, 4, 8)), ("b", (1, 2))) for s in steps]
+                 ).to_csv(source, index=False)
+    assert main(["store", "import", str(source), "--store", str(db), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["store", "ls", "--store", str(db), "--format", "tsv"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines() if line]
+    header = lines[0]
+    table = {row[header.index("run")]: row for row in lines[1:]}
+    assert [table["a"][header.index(c)] for c in ("rows", "points")] == ["4", "8"]
+    assert [table["b"][header.index(c)] for c in ("rows", "points")] == ["2", "4"]
