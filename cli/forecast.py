@@ -121,13 +121,15 @@ def forecast(
         frame = frame[frame["run"].astype(str).isin(runs)]
     settings = {"method": method, "x": axis, "y": y, "runs": runs or None,
                 "flops_convention": "compute as given by the curves (6·N·D where derived)"}
-    notes = notes_in_flags(curves.notes)
+    notes = notes_in_flags(curves.unsaid_notes())
+    read = [d.to_dict() for d in curves.diagnostics]  # the reader's (the metric choice)
     if evaluate and holdout_column is not None:
         methods = list(METHODS) if method == "all" else [method]
         table = holdout_frame(frame, methods=methods, train=holdout_column, x=axis, y=y, by=by,
                               reference=reference).table
         settings.update(holdout_column=holdout_column, by=by, reference=reference)
-        body = {"groups": _groups(table, reference), "reference": reference, "warnings": notes}
+        body = {"groups": _groups(table, reference), "reference": reference, "notes": notes,
+                "diagnostics": read}
         shown = table.rename(columns={"rmse_log": "rmse", "ratio_to_reference": "x ref",
                                       "win_rate_vs_reference": "wins", "cover50": "c50",
                                       "cover80": "c80", "cover95": "c95",
@@ -138,7 +140,7 @@ def forecast(
         methods = list(METHODS) if method == "all" else [method]
         scores = evaluate_frame(frame, methods=methods, x=axis, y=y)
         table = scores.table
-        body = {**scores.to_dict(), "warnings": notes}
+        body = {**scores.to_dict(), "notes": notes, "diagnostics": read}
         if html is not None:
             from .report import scores_page, write_page
 
@@ -156,6 +158,7 @@ def forecast(
             columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
                      "q0.025": "95% low", "q0.975": "95% high"})
         body = {**result.to_dict(), "notes": notes}
+        body["diagnostics"] = read + body["diagnostics"]
         if html is not None:
             from .report import forecast_page, write_page
 
@@ -173,8 +176,9 @@ def forecast(
         notes.append("--plot draws forecasts; with --evaluate no plot is written")
     if not quiet:
         print_tables([shown_table], fmt)
-        for note in collapse_notes(notes):
-            typer.echo(f"note: {note}", err=True)
+        for line in [*(f"note: {n}" for n in collapse_notes(notes)),
+                     *(d.line() for d in curves.diagnostics)]:
+            typer.echo(line, err=True)
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
                                seed=None, settings=settings)

@@ -108,7 +108,7 @@ def scores_page(result, body: dict, settings: dict) -> str:
     return html_page("Forecast evaluation", answer=answer,
                      figures=[("Final-value error by method and cut", figure)],
                      tables=[("Scores", table)], diagnostics=body.get("diagnostics", []),
-                     notes=body.get("notes", []) + body.get("warnings", []), settings=settings)
+                     notes=body.get("notes", []), settings=settings)
 
 
 def replay_page(result, body: dict, settings: dict) -> str:
