@@ -175,36 +175,29 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_o
 
 
 def plan_body(result, notes, *, compute, target_loss, compare, k: float) -> dict:
-    """The plan report: the law, and the answer to each question asked, with diagnostics
-    (the fit's, which start with the reader's, then the plan's)."""
+    """The plan report's body: :meth:`PlanReport.to_dict` of the law and the answer to each
+    question asked, with diagnostics (the fit's, which start with the reader's, then the
+    plan's)."""
+    from scalekit.fit import PlanReport
     from scalekit.fit.compute_optimal import plan_for_compute
     from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
 
-    body = {"convention": flops_rule(k), "notes": list(notes),
-            "law": {"name": result.law.name, **result.values},
-            **{key: result.derived[key] for key in ("a", "b", "G") if key in result.derived},
-            "derived_ci": {key: list(v) for key, v in result.derived_ci.items()}}
-    diagnostics = list(result.diagnostics)
+    report = PlanReport(result, flops_rule(k), notes=list(notes),
+                        diagnostics=list(result.diagnostics))
     if compute is not None:
-        body["by_compute"] = plan_for_compute(result, compute, flops_per_param_token=k)
-        diagnostics += body["by_compute"]["diagnostics"]
+        report.by_compute = plan_for_compute(result, compute, flops_per_param_token=k)
+        report.diagnostics += report.by_compute.diagnostics
     if target_loss is not None:
-        body["by_loss"] = plan_for_loss(result, target_loss, flops_per_param_token=k)
+        report.by_loss = plan_for_loss(result, target_loss, flops_per_param_token=k)
     if compare is not None:
         n, d = compare
-        body["compare"] = p = compare_allocation(result, n, d, flops_per_param_token=k)
-        body["compare_summary"] = (
+        report.compare = p = compare_allocation(result, n, d, flops_per_param_token=k)
+        report.compare_summary = (
             f"N={n:.3g}, D={d:.3g} spends C={p['compute']:.3g} FLOPs; the optimum reaches the "
             f"same loss with {p['optimal_compute']:.3g}: {p['extra']:.3g} FLOPs "
             f"({p['extra_percent']:.1f}% of the optimum, {p['saving_percent']:.1f}% of the "
             "planned compute) could be saved")
-    body["diagnostics"] = [d.to_dict() for d in diagnostics]
-    body["warnings"] = [d.message for d in diagnostics if d.severity != "info"]
-    serious = sorted({d.code for d in diagnostics if d.severity != "info"})
-    body["verdict"] = ("verdict: no warnings" if not serious else
-                       f"verdict: {len(body['warnings'])} warnings ({', '.join(serious)}): do "
-                       "not use the plan as it stands")
-    return body
+    return report.to_dict()
 
 
 def _read_fit(path: Path):
