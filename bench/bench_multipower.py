@@ -68,7 +68,7 @@ def agreement() -> bool:
 
 def fit_time() -> bool:
     runs = ("cosine_24000", "constant_24000", "wsd_20000_24000")
-    frame = pd.concat([read_curves(DATA / "25" / f"{run}.csv") for run in runs],
+    frame = pd.concat([read_curves(DATA / "25" / f"{run}.csv").frame for run in runs],
                       ignore_index=True)
     schedules = run_schedules(frame)
     started = time.perf_counter()
@@ -94,8 +94,8 @@ def fit_time() -> bool:
 def protocol() -> bool:
     ok = True
     for size, (mean_target, worst_target) in TARGETS.items():
-        frame = pd.concat([read_curves(path) for path in sorted((DATA / size).glob("*.csv"))],
-                          ignore_index=True)
+        files = sorted((DATA / size).glob("*.csv"))
+        frame = pd.concat([read_curves(path).frame for path in files], ignore_index=True)
         started = time.perf_counter()
         result = multipower_forecast(frame, fit_on=TRAIN, evaluate=True)
         seconds = time.perf_counter() - started

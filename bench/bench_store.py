@@ -95,7 +95,7 @@ def main() -> None:
             times, reference_times, cpu_times = [], [], []
             for name in names:
                 start, cpu = time.perf_counter(), time.process_time()
-                curve = store.curves(runs=name)
+                curve = store.curves(runs=name).frame
                 times.append(time.perf_counter() - start)
                 cpu_times.append(time.process_time() - cpu)
                 run_id = con.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()[0]

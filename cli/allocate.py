@@ -18,7 +18,7 @@ import typer
 
 from .options import html_option
 from .common import (choice_argument, choice_option, format_option, json_option,
-                     library_choices, on_interrupt, open_frame, parse_mapping, plot_option,
+                     library_choices, on_interrupt, open_curves, parse_mapping, plot_option,
                      print_renderable, print_tables, quiet_option, store_option)
 
 MODES = ("replay", "plan", "run")
@@ -154,6 +154,7 @@ def plan_command(
     resource: str = _RESOURCE, surrogate: str = _SURROGATE, seed: int = _SEED,
     group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
     json_out: Optional[Path] = _JSON, quiet: bool = _QUIET, fmt: str = _FORMAT,
+    html: Optional[Path] = html_option(),
 ) -> None:
     """Print the next actions for partial curves."""
     from scalekit.allocate.budget import parse_budget
@@ -161,10 +162,17 @@ def plan_command(
     flops = _budget(budget, "plan", parse_budget)
     sweep, digest = _sweep(curves, store, mapping, group, resource, max_resource, duplicates)
     report, shown = _plan(sweep, flops, policy, eta, min_resource, surrogate, seed)
-    _render("plan", report, shown, fmt, json_out, quiet, digest, seed, dict(
-        budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
-        max_resource=max_resource, resource=resource, surrogate=surrogate, group=group,
-        duplicates=duplicates))
+    settings = dict(budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
+                    max_resource=max_resource, resource=resource, surrogate=surrogate,
+                    group=group, duplicates=duplicates)
+    _render("plan", report, shown, fmt, json_out, quiet, digest, seed, settings)
+    if html is not None:
+        from scalekit.allocate.next_actions import Plan
+
+        from .report import result_page, write_page
+
+        plan = Plan.from_dict(report)
+        write_page(html, result_page(plan, report, settings, table=plan.to_frame()))
 
 
 @allocate_app.command("run")
@@ -186,6 +194,7 @@ def run_command(
     ray_address: Optional[str] = typer.Option(None, "--ray-address",
                                               help="Ray cluster to join (default: a local one)."),
     json_out: Optional[Path] = _JSON, quiet: bool = _QUIET,
+    html: Optional[Path] = html_option(),
 ) -> None:
     """Train the candidates of TASK through the allocation into --store (resumable)."""
     from scalekit.allocate.budget import parse_budget
@@ -194,11 +203,16 @@ def run_command(
     if store is None:
         raise InputError("allocate run writes into a store: give --store DB")
     flops = _budget(budget, "run", parse_budget)
-    report, shown = _run(task, store, flops, policy, eta, min_resource, surrogate, seed,
-                         workers, quiet, executor, ray_address)
-    _render("run", report, shown, "table", json_out, quiet, None, seed, dict(
-        budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
-        surrogate=surrogate, task=task, workers=workers, executor=executor))
+    report, shown, result = _run(task, store, flops, policy, eta, min_resource, surrogate,
+                                 seed, workers, quiet, executor, ray_address)
+    settings = dict(budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
+                    surrogate=surrogate, task=task, workers=workers, executor=executor)
+    _render("run", report, shown, "table", json_out, quiet, None, seed, settings)
+    if html is not None:
+        from .report import result_page, write_page
+
+        table = None if result.bracket is None else result.to_frame()
+        write_page(html, result_page(result, report, settings, table=table))
 
 
 def _render(mode, report, shown, fmt, json_out, quiet, digest, seed, settings) -> None:
@@ -269,7 +283,8 @@ def _sweep(curves, store, mapping, group, resource, max_resource, duplicates):
     from scalekit.allocate.sweep import sweep_from_frame
     from scalekit.errors import InputError
 
-    frame, digest = open_frame(curves, store, parse_mapping(mapping), duplicates=duplicates)
+    read, digest = open_curves(curves, store, parse_mapping(mapping), duplicates=duplicates)
+    frame = read.frame
     if group:
         columns = [c.strip() for c in group.split(",") if c.strip()]
         missing = [c for c in columns if c not in frame.columns]
@@ -406,7 +421,7 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
               "decisions": result.decisions, "warnings": []}
     lines = [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} ({d['why']})"
              for d in result.decisions]
-    return report, (lines + text.splitlines(), [])
+    return report, (lines + text.splitlines(), []), result
 
 
 def _finished(store, task) -> str:

@@ -39,7 +39,8 @@ COMMAND_MODULES = (
 
 class _Root(typer.core.TyperGroup):
     """The root group: every command's ``--help`` is shown without a ``<bool>`` hint (it
-    takes no value), as the other flags are."""
+    takes no value), as the other flags are, and no option or argument with a Python type
+    hint (``<list[str]>``)."""
 
     def get_help_option(self, ctx):
         option = super().get_help_option(ctx)
@@ -49,11 +50,17 @@ class _Root(typer.core.TyperGroup):
 
 
 def _plain_help(command, ctx) -> None:
-    """Give ``--help`` of ``command`` and of every command under it an empty metavar."""
+    """Give ``--help`` of ``command`` and of every command under it an empty metavar, and a
+    parameter that takes several values the hint ``NAME...`` (its metavar's, else its name's),
+    not the Python type ``<list[str]>``."""
     option = typer.core.TyperGroup.get_help_option(command, ctx) \
         if isinstance(command, typer.core.TyperGroup) else command.get_help_option(ctx)
     if option is not None:
         option.metavar = ""
+    for param in getattr(command, "params", ()):
+        if getattr(param, "multiple", False) or param.nargs != 1:
+            hint = f"{param.metavar or param.name.upper()}..."
+            param.display_type_rich = lambda ctx, hint=hint: hint
     for sub in getattr(command, "commands", {}).values():
         _plain_help(sub, ctx)
 
@@ -81,9 +88,12 @@ def _root(ctx: typer.Context,
                                        help="Print the version and exit.")) -> None:
     """Fit scaling laws to learning curves, with honest uncertainty, and plan compute."""
     from .common import ProgressBar
+    from .options import Invocation, running
 
+    run = ctx.ensure_object(Invocation)  # main() made it; a direct call to the app gets one
+    ctx.with_resource(running(run))
     # every command's long work shows one progress bar (scalekit.progress), closed with it
-    ctx.with_resource(ProgressBar())
+    ctx.with_resource(ProgressBar(run))
 
 
 for _name in COMMAND_MODULES:
@@ -157,16 +167,16 @@ def ctrl_c_within(exc: BaseException) -> bool:
 
 def _run(args: list[str]) -> int:
     from .allocate import legacy_args
-    from .common import in_flags, interrupted_line, record_invocation, reset_interrupt_notes
+    from .common import in_flags, interrupted_line
+    from .options import Invocation
 
-    reset_interrupt_notes()
-    record_invocation(command_flags(tuple(args)))
+    run = Invocation(flags=command_flags(tuple(args)))  # this run's shared state: ctx.obj
     try:
         args, note = legacy_args(args)
-        record_invocation(command_flags(tuple(args)))
+        run.flags = command_flags(tuple(args))
         if note and not {"-q", "--quiet"} & set(args):
             typer.echo(note, err=True)
-        code = app(args=args, prog_name="scalekit", standalone_mode=False)
+        code = app(args=args, prog_name="scalekit", standalone_mode=False, obj=run)
     except typer.Exit as exc:
         return exc.exit_code
     except KeyboardInterrupt:  # Ctrl-C outside typer's own handling (parsing the arguments)
@@ -178,11 +188,11 @@ def _run(args: list[str]) -> int:
         typer.echo(usage_line(exc), err=True)
         return 2
     except InputError as exc:
-        typer.echo(f"error: {in_flags(str(exc))}", err=True)
+        typer.echo(f"error: {in_flags(str(exc), run.flags)}", err=True)
         return 2
     except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
         if ctrl_c_within(exc):
-            typer.echo(interrupted_line(args), err=True)
+            typer.echo(interrupted_line(args, run), err=True)
             return INTERRUPTED
         if os.environ.get("SCALEKIT_DEBUG"):
             raise
@@ -190,7 +200,7 @@ def _run(args: list[str]) -> int:
                    "(set SCALEKIT_DEBUG=1 for the traceback)", err=True)
         return 1
     if code == INTERRUPTED:  # typer turns Ctrl-C in a command into this code
-        typer.echo(interrupted_line(args), err=True)
+        typer.echo(interrupted_line(args, run), err=True)
         return INTERRUPTED
     return code if isinstance(code, int) else 0
 

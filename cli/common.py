@@ -25,13 +25,12 @@ import typer
 
 # the shared options live in .options; imported here too for the commands that import them here
 from .options import (EXPORT_SUFFIXES, JSON_SUFFIXES, MAX_BOOTSTRAP, PLOT_SUFFIXES,  # noqa: F401
-                      _note_quiet, bootstrap_option, check_writable, json_option, map_option,
-                      output_option, plot_option, quiet_now, quiet_option, seed_option)
+                      Invocation, bootstrap_option, check_writable, invocation, json_option,
+                      map_option, output_option, plot_option, quiet_option, seed_option)
 
 DEFAULT_STORE = Path("scalekit.db")
 
-#: What an interrupted command keeps, as the command registered it (see :func:`on_interrupt`).
-_KEPT: list[Callable[[], str]] = []
+#: What an interrupted command keeps where it registered nothing (see :func:`on_interrupt`).
 _KEPT_BY_DEFAULT = {
     "scalekit store import": "the store is as it was (an import lands whole or not at all)",
     "scalekit store rm": "the store is as it was (a removal lands whole or not at all)",
@@ -43,24 +42,22 @@ _KEPT_BY_DEFAULT = {
 def on_interrupt(kept: Callable[[], str]) -> None:
     """Register what this command keeps if Ctrl-C stops it now (``kept()`` says it).
 
-    The last registration wins; a command that registers none keeps nothing.
+    The last registration wins; a command that registers none keeps nothing. It is kept
+    on the run's :class:`~scalekit_cli.options.Invocation`.
     """
-    _KEPT[:] = [kept]
+    invocation().kept = kept
 
 
-def reset_interrupt_notes() -> None:
-    """Forget the registrations of a previous command (one process may run several)."""
-    _KEPT.clear()
-
-
-def interrupted_line(args: list[str]) -> str:
-    """The one line an interrupted command prints: what was interrupted and what was kept."""
+def interrupted_line(args: list[str], run: Optional[Invocation] = None) -> str:
+    """The one line an interrupted command prints: what was interrupted and what was kept
+    (``run``: the interrupted run's invocation, None when it had not begun)."""
     words = [a for a in args if not a.startswith("-")][:2]
     command = " ".join(["scalekit", *words[:1]])
     if words[:1] in (["store"], ["law"], ["allocate"]) and len(words) > 1:
         command += f" {words[1]}"
     try:
-        kept = _KEPT[0]() if _KEPT else _KEPT_BY_DEFAULT.get(command, "nothing was written")
+        kept = (run.kept() if run is not None and run.kept is not None
+                else _KEPT_BY_DEFAULT.get(command, "nothing was written"))
     except Exception as exc:  # noqa: BLE001 - the line must come out whatever happened
         kept = f"what was kept could not be read ({type(exc).__name__}: {exc})"
     return f"interrupted: {command} stopped by Ctrl-C; {kept}"
@@ -90,7 +87,7 @@ def store_option(default: Optional[Path] = DEFAULT_STORE, *, writes: bool = Fals
 
     Where the store is the command's only input (a default store, or one it writes),
     ``SCALEKIT_STORE`` stands in for an omitted ``--store``; where a curves FILE is the
-    alternative, :func:`open_frame` reads it when neither is given.
+    alternative, :func:`open_curves` reads it when neither is given.
     """
     def check(value: Any) -> Any:
         if value is not None and writes and not is_server_url(value):
@@ -176,20 +173,13 @@ def ci_level_option() -> Any:
 
 
 _PARAMETER = re.compile(r"`([A-Za-z_]\w*)`")
-#: The flags of the command running, by parameter (set by :func:`scalekit_cli.app.main`).
-_FLAGS: dict[str, str] = {}
-
-
-def record_invocation(flags: dict[str, str]) -> None:
-    """Remember the flags of the command about to run (for :func:`command_flags`)."""
-    _FLAGS.clear()
-    _FLAGS.update(flags)
 
 
 def command_flags() -> dict[str, str]:
     """The long flag of each option of the running command, by the parameter the option
-    fills: ``{"target_compute": "--target-compute"}``; empty outside a command."""
-    return dict(_FLAGS)
+    fills: ``{"target_compute": "--target-compute"}`` (its
+    :class:`~scalekit_cli.options.Invocation`'s); empty outside a command."""
+    return dict(invocation().flags)
 
 
 def flags_of(command) -> dict[str, str]:
@@ -266,10 +256,11 @@ def input_sha256(path: Path) -> str:
     return sha256_of(path)
 
 
-def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, str] | None,
-               *, metric: str = "loss", keep: list[str] | tuple[str, ...] = (),
-               duplicates: str = "error"):
-    """Read the tidy curve frame from ``file`` or ``store``; return it with its input hash.
+def open_curves(file: Optional[Path], store: Optional[Path], mapping: dict[str, str] | None,
+                *, metric: str = "loss", keep: list[str] | tuple[str, ...] = (),
+                duplicates: str = "error"):
+    """Read the :class:`~scalekit.curves.Curves` of ``file`` or ``store``; return them with
+    their input hash.
 
     ``keep`` names further file columns to keep as they are (an x or group column);
     ``duplicates`` is :func:`scalekit.curves.read_curves`'s rule for a repeated step.
@@ -285,39 +276,19 @@ def open_frame(file: Optional[Path], store: Optional[Path], mapping: dict[str, s
         from scalekit.curves.readers import check_local_input
 
         check_local_input(file)
-        frame = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c],
-                            duplicates=duplicates)
-        return frame, input_sha256(file)
+        curves = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c],
+                             duplicates=duplicates)
+        return curves, input_sha256(file)
     from scalekit.curves import CurveStore
 
     if not is_server_url(store) and not store.exists():
         raise InputError("no such store", source=str(store))
     with CurveStore(store, create=False) as opened:
-        frame = opened.curves(metric=metric)
-    if frame.empty:
+        curves = opened.curves(metric=metric)
+    if curves.frame.empty:
         raise InputError(f"the store holds no points of metric {metric!r}", source=str(store))
-    digest = hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
-    return frame, digest
-
-
-def reader_diagnostics(frame) -> list:
-    """The diagnostics the reader of ``frame`` raised (the ``metric_choice`` of a file with
-    several losses), to join a command's own; empty for a frame read from --store."""
-    return list(frame.attrs.get("diagnostics", []))
-
-
-def reader_notes(frame) -> list[str]:
-    """The reader's notes of ``frame``, less the metric choice where its ``metric_choice``
-    diagnostic says it (the choice is said once, by the diagnostic)."""
-    from scalekit.curves.readers.metric_choice import MetricChoice
-
-    notes = list(frame.attrs.get("notes", []))
-    choice = frame.attrs.get("metric_choice")
-    if choice and any(d.code == "metric_choice" for d in reader_diagnostics(frame)):
-        said = MetricChoice(choice["metric"], choice["taken"], tuple(choice["others"]),
-                            choice["how"]).note()
-        notes = [note for note in notes if note != said]
-    return notes
+    digest = hashlib.sha256(curves.frame.to_csv(index=False).encode()).hexdigest()
+    return curves, digest
 
 
 def points_kept(store: Path, source_prefix: str | None = None) -> str:
@@ -349,7 +320,8 @@ class ProgressBar:
     terminal or the command was given ``--quiet`` (:func:`quiet_option`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, run: Invocation) -> None:
+        self._run = run
         self._bar = None
         self._tasks: dict[str, Any] = {}
         self._scope = None
@@ -357,14 +329,13 @@ class ProgressBar:
     def __enter__(self) -> "ProgressBar":
         from scalekit.progress import reporting
 
-        _note_quiet(False)
         if sys.stderr.isatty():
             self._scope = reporting(self._report)
             self._scope.__enter__()
         return self
 
     def _report(self, task: str, done: int, total: int | None) -> None:
-        if quiet_now():
+        if self._run.quiet:
             return
         if self._bar is None:
             from rich.console import Console

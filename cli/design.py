@@ -147,7 +147,7 @@ def _observed(observed: Path | None, store: Path | None, y: str):
         from scalekit.fit.frame import last_points
 
         with CurveStore(store) as opened:
-            frame = opened.curves(metric=y)
+            frame = opened.curves(metric=y).frame
         if frame.empty:
             return None
         frame = last_points(frame)

@@ -9,8 +9,8 @@ from typing import Optional
 import typer
 
 from .common import (checked_number, choice_option, ci_level_option, file_argument,
-                     in_flags, library_choices, open_frame, parse_mapping, print_renderable,
-                     notes_in_flags, reader_diagnostics, reader_notes, store_option)
+                     in_flags, library_choices, open_curves, parse_mapping, print_renderable,
+                     notes_in_flags, store_option)
 from .options import (MORE, bootstrap_option, html_option, json_option, map_option,
                       plot_option, quiet_option, seed_option, verbose_option)
 
@@ -121,21 +121,21 @@ def fit(
 
     shared = fit_settings(law=law, y=y, all_points=all_points, drop_top=drop_top, loss=loss,
                           delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample)
-    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y, keep=(x, group))
+    curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=y,
+                                    keep=(x, group))
     settings = {**shared, "x": x, "group": group, "target_compute": target_compute,
                 "flops_convention": "C = 6·N·D where compute is derived"}
-    groups = [(None, frame)] if group is None else _groups(frame, group)
+    groups = [(None, curves)] if group is None else _groups(curves, group)
     bodies = []
     for value, rows in groups:
         result, prepared = fit_rows(rows, shared, x=x, seed=seed, n_jobs=n_jobs)
-        notes = notes_in_flags(prepared.notes, reader_notes(frame))
+        notes = notes_in_flags(prepared.notes)  # the reader's among them, as its diagnostics
         plan = None if target_compute is None else plan_for_compute(result, target_compute)
-        diagnostics = reader_diagnostics(frame) + all_diagnostics(result, plan)
+        diagnostics = all_diagnostics(result, plan)
         bodies.append(fit_body(result, notes, plan, diagnostics, group, value))
-        if not quiet:      # the reader's diagnostics (the metric choice) among the fit's
+        if not quiet:
             title = None if value is None else f"{group} = {value}"
-            shown = replace(result, diagnostics=reader_diagnostics(frame) + result.diagnostics)
-            print_renderable(fit_renderables(shown, notes=notes, plan=plan, title=title,
+            print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title,
                                              verbose=verbose, more=MORE))
         if plot is not None:
             _plot(result, prepared, _plot_path(plot, value), target_compute, plan,
@@ -156,12 +156,14 @@ def all_diagnostics(result, plan) -> list:
     return list(result.diagnostics) + (list(plan["diagnostics"]) if plan else [])
 
 
-def _groups(frame, column):
+def _groups(curves, column):
+    """``(value, curves of the rows with that value)`` for each value of ``column``."""
     from scalekit.checks import fail
 
-    if column not in frame:
+    if column not in curves.frame:
         raise fail("group", column, "a column of the data")
-    return list(frame.groupby(column, sort=True))
+    return [(value, curves.with_frame(rows))
+            for value, rows in curves.frame.groupby(column, sort=True)]
 
 
 def fit_body(result, notes, plan, diagnostics, group=None, value=None) -> dict:

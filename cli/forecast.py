@@ -9,7 +9,7 @@ import typer
 
 from .options import html_option
 from .common import (choice_option, format_option, json_option,
-                     library_choices, map_option, open_frame, parse_mapping, plot_option,
+                     library_choices, map_option, open_curves, parse_mapping, plot_option,
                      notes_in_flags, print_tables, quiet_option, store_option)
 
 FORMAT = "forecast"
@@ -82,8 +82,6 @@ def forecast(
     from scalekit import serialise
     from scalekit.errors import InputError
     from scalekit.formatting import collapse_notes
-    from scalekit.surrogates.forecast import METHODS, evaluate_frame, forecast_frame, holdout_frame
-
     if method == "multipower":
         return _multipower(file, store, fit_on=fit_on, predict=predict_schedule,
                            schedule=schedule, total_steps=total_steps, evaluate=evaluate, y=y,
@@ -110,9 +108,10 @@ def forecast(
         raise InputError("--html writes the page of a forecast or of --evaluate; with "
                          "--holdout-column there is none")
     axis = x or ("compute" if to_compute is not None else "step")
-    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y,
-                                  keep=[holdout_column or "", by or ""],
-                                  duplicates=duplicates)
+    curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=y,
+                                    keep=[holdout_column or "", by or ""],
+                                    duplicates=duplicates)
+    frame = curves.frame
     if runs:
         missing = sorted(set(runs) - set(frame["run"].astype(str)))
         if missing:
@@ -120,63 +119,90 @@ def forecast(
         frame = frame[frame["run"].astype(str).isin(runs)]
     settings = {"method": method, "x": axis, "y": y, "runs": runs or None,
                 "flops_convention": "compute as given by the curves (6·N·D where derived)"}
-    notes = notes_in_flags(frame.attrs.get("notes", []))
+    notes = notes_in_flags(curves.unsaid_notes())
+    read = [d.to_dict() for d in curves.diagnostics]  # the reader's (the metric choice)
     if evaluate and holdout_column is not None:
-        methods = list(METHODS) if method == "all" else [method]
-        table = holdout_frame(frame, methods=methods, train=holdout_column, x=axis, y=y, by=by,
-                              reference=reference).table
-        settings.update(holdout_column=holdout_column, by=by, reference=reference)
-        body = {"groups": _groups(table, reference), "reference": reference, "warnings": notes}
-        shown = table.rename(columns={"rmse_log": "rmse", "ratio_to_reference": "x ref",
-                                      "win_rate_vs_reference": "wins", "cover50": "c50",
-                                      "cover80": "c80", "cover95": "c95",
-                                      "n_evaluations": "evals"})
-        shown_table = _table(f"forecast benchmark (fit on {holdout_column} = 1, forecast the "
-                             f"rest; RMSE of ln loss; ref = {reference})", shown)
+        body, shown_table = _benchmark(frame, method, holdout_column, axis, y, by, reference,
+                                       settings, notes, read)
     elif evaluate:
-        methods = list(METHODS) if method == "all" else [method]
-        scores = evaluate_frame(frame, methods=methods, x=axis, y=y)
-        table = scores.table
-        body = {**scores.to_dict(), "warnings": notes}
-        if html is not None:
-            from .report import scores_page, write_page
-
-            write_page(html, scores_page(scores, body, settings))
-        shown = table[["method", "subset", "curves", "final_log_err", "tail_mape_pct",
-                       "cover50", "cover80", "cover95", "ms_per_curve"]]
-        shown_table = _table("forecast evaluation (cut at 10/20/30/50%)", shown)
+        body, shown_table = _evaluation(frame, method, axis, y, settings, notes, read, html)
     else:
         target = to_compute if to_compute is not None else to
-        result = forecast_frame(frame, to=target, x=axis, y=y, method=method,
-                                total_steps=total_steps)
-        table, final = result.table, result.final
-        notes += notes_in_flags(d.line() for d in result.diagnostics)
-        shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
-            columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
-                     "q0.025": "95% low", "q0.975": "95% high"})
-        body = {**result.to_dict(), "notes": notes}
-        if html is not None:
-            from .report import forecast_page, write_page
-
-            write_page(html, forecast_page(result, body, settings,
-                                           observed=frame[["run", axis, y]].dropna()))
-        shown_table = _table(f"forecast at {axis} = {target:g} ({method})", shown)
-        if plot is not None:
-            from scalekit.report.forecast_plots import drawn_runs, plot_forecasts
-
-            observed = frame[["run", axis, y]].dropna()
-            shown, left_out = drawn_runs(table, runs)
-            notes += notes_in_flags(left_out)
-            plot_forecasts(observed, table, plot, x=axis, y=y, runs=shown)
+        body, shown_table = _forecast(frame, method, target, axis, y, total_steps, runs,
+                                      settings, notes, read, html, plot)
     if plot is not None and evaluate:
         notes.append("--plot draws forecasts; with --evaluate no plot is written")
     if not quiet:
         print_tables([shown_table], fmt)
-        for note in collapse_notes(notes):
-            typer.echo(f"note: {note}", err=True)
+        for line in [*(f"note: {n}" for n in collapse_notes(notes)),
+                     *(d.line() for d in curves.diagnostics)]:
+            typer.echo(line, err=True)
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
                                seed=None, settings=settings)
+
+
+def _benchmark(frame, method, holdout_column, axis, y, by, reference, settings, notes, read):
+    """``--evaluate --holdout-column``: the benchmark's body and table."""
+    from scalekit.surrogates.forecast import METHODS, holdout_frame
+
+    methods = list(METHODS) if method == "all" else [method]
+    table = holdout_frame(frame, methods=methods, train=holdout_column, x=axis, y=y, by=by,
+                          reference=reference).table
+    settings.update(holdout_column=holdout_column, by=by, reference=reference)
+    body = {"groups": _groups(table, reference), "reference": reference, "notes": notes,
+            "diagnostics": read}
+    shown = table.rename(columns={"rmse_log": "rmse", "ratio_to_reference": "x ref",
+                                  "win_rate_vs_reference": "wins", "cover50": "c50",
+                                  "cover80": "c80", "cover95": "c95",
+                                  "n_evaluations": "evals"})
+    return body, _table(f"forecast benchmark (fit on {holdout_column} = 1, forecast the "
+                        f"rest; RMSE of ln loss; ref = {reference})", shown)
+
+
+def _evaluation(frame, method, axis, y, settings, notes, read, html):
+    """``--evaluate``: the scores' body and table (and page)."""
+    from scalekit.surrogates.forecast import METHODS, evaluate_frame
+
+    methods = list(METHODS) if method == "all" else [method]
+    scores = evaluate_frame(frame, methods=methods, x=axis, y=y)
+    body = {**scores.to_dict(), "notes": notes, "diagnostics": read}
+    if html is not None:
+        from .report import scores_page, write_page
+
+        write_page(html, scores_page(scores, body, settings))
+    shown = scores.table[["method", "subset", "curves", "final_log_err", "tail_mape_pct",
+                          "cover50", "cover80", "cover95", "ms_per_curve"]]
+    return body, _table("forecast evaluation (cut at 10/20/30/50%)", shown)
+
+
+def _forecast(frame, method, target, axis, y, total_steps, runs, settings, notes, read, html,
+              plot):
+    """``--to`` / ``--to-compute``: the forecast's body and table (and page, plot); the
+    notes of runs skipped or not drawn join ``notes``."""
+    from scalekit.surrogates.forecast import forecast_frame
+
+    result = forecast_frame(frame, to=target, x=axis, y=y, method=method,
+                            total_steps=total_steps)
+    table, final = result.table, result.final
+    notes += notes_in_flags(d.line() for d in result.diagnostics)
+    shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
+        columns={"x": axis, "q0.5": "median", "q0.1": "80% low", "q0.9": "80% high",
+                 "q0.025": "95% low", "q0.975": "95% high"})
+    body = {**result.to_dict(), "notes": notes}
+    body["diagnostics"] = read + body["diagnostics"]
+    observed = frame[["run", axis, y]].dropna()
+    if html is not None:
+        from .report import forecast_page, write_page
+
+        write_page(html, forecast_page(result, body, settings, observed=observed))
+    if plot is not None:
+        from scalekit.report.forecast_plots import drawn_runs, plot_forecasts
+
+        drawn, left_out = drawn_runs(table, runs)
+        notes += notes_in_flags(left_out)
+        plot_forecasts(observed, table, plot, x=axis, y=y, runs=drawn)
+    return body, _table(f"forecast at {axis} = {target:g} ({method})", shown)
 
 
 def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluate, y, mapping,
@@ -205,9 +231,9 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
         specs[run.strip()] = spec.strip()
     frames, digests = [], []
     for path in (files or [None]):
-        frame, digest = open_frame(path, store if path is None else None, parse_mapping(mapping),
-                                   metric=y, duplicates=duplicates)
-        frames.append(frame)
+        curves, digest = open_curves(path, store if path is None else None,
+                                     parse_mapping(mapping), metric=y, duplicates=duplicates)
+        frames.append(curves.frame)
         digests.append(digest)
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if len(frames) > 1:

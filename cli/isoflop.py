@@ -12,7 +12,7 @@ from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from .options import html_option
 from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
                      file_argument, format_option, json_option, library_choices, map_option,
-                     open_frame,
+                     open_curves,
                      parse_mapping, plot_option, print_tables, quiet_option, seed_option,
                      store_option)
 
@@ -126,17 +126,17 @@ def isoflop(
                  target_compute=target_compute, bootstrap=bootstrap, ci_level=ci_level,
                  convention=convention, flops_per_param_token=flops_per_param_token)
         return
-    frame, input_sha = open_frame(file, store, parse_mapping(mapping),
-                                  **({"metric": metrics[0]} if metrics else {}))
-    if metrics and metrics[0] in frame and "loss" not in frame:
-        frame = frame.rename(columns={metrics[0]: "loss"})
+    curves, input_sha = open_curves(file, store, parse_mapping(mapping),
+                                    **({"metric": metrics[0]} if metrics else {}))
+    if metrics and metrics[0] in curves.frame and "loss" not in curves.frame:
+        curves = curves.with_frame(curves.frame.rename(columns={metrics[0]: "loss"}))
     settings = {"approach": approach, "profile": profile, "figures": figures,
                 "budgets": _floats("budgets", budgets), "budget_tolerance": tolerance,
                 "window": int(window) if window.isdigit() else window,
                 "target_compute": target_compute, "bootstrap": bootstrap, "ci_level": ci_level,
                 "convention": convention, "flops_per_param_token": flops_per_param_token}
     wanted = tuple(NAMES) if approach == "all" else (approach,)
-    report = run_isoflop(frame, wanted, settings, seed=seed, source=str(file or store))
+    report = run_isoflop(curves, wanted, settings, seed=seed, source=str(file or store))
     _finish(report, "isoflop", input_sha, seed, settings, json_out, quiet, fmt)
     if html is not None:
         from .report import isoflop_page, write_page
@@ -160,10 +160,10 @@ def _compare(file, store, mapping, metrics, higher_is_better, group, approach, s
     from scalekit.isoflop.per_metric import compare_metrics, pair_line
 
     metrics = list(dict.fromkeys(metrics))
-    frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=metrics[0],
-                                  keep=[*metrics[1:], group or ""])
+    curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=metrics[0],
+                                    keep=[*metrics[1:], group or ""])
     wanted = tuple(NAMES) if approach == "all" else (approach,)
-    result = compare_metrics(frame, metrics, settings=settings, approaches=wanted,
+    result = compare_metrics(curves.frame, metrics, settings=settings, approaches=wanted,
                              higher_is_better=higher_is_better, group=group, seed=seed,
                              source=str(file or store))
     if not quiet:

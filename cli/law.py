@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from .common import (bootstrap_option, json_option, open_frame, parse_mapping, plot_option,
+from .common import (bootstrap_option, json_option, open_curves, parse_mapping, plot_option,
                      print_renderable, quiet_option, seed_option, store_option)
 from .fit import objective_option
 from .options import html_option
@@ -77,8 +77,8 @@ def depth(
     from scalekit.planners.depth import param_count_from_expression
     from scalekit.planners.measured_laws import fit_depth_law, plan_depth_in_data
 
-    frame, digest = open_frame(file, store, parse_mapping(mapping), metric=y)
-    result, prepared = fit_depth_law(frame, y=y, keep_lowest=keep_lowest,
+    curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
+    result, prepared = fit_depth_law(curves, y=y, keep_lowest=keep_lowest,
                                      exclude_end_layers=exclude_end_layers, source=_source(file),
                                      loss=loss, bootstrap=bootstrap, seed=seed)
     planned = None
@@ -129,8 +129,8 @@ def classes(
     """Fit ε(K) = min(c K^γ, 1 − 1/K) and plan a chain-of-thought tree of steps."""
     from scalekit.planners.measured_laws import fit_class_count_law, plan_tree_in_data
 
-    frame, digest = open_frame(file, store, parse_mapping(mapping), metric=y)
-    result, prepared = fit_class_count_law(frame, y=y, source=_source(file), loss=loss,
+    curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
+    result, prepared = fit_class_count_law(curves, y=y, source=_source(file), loss=loss,
                                            bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:
@@ -191,8 +191,8 @@ def inference_k(
     from scalekit.planners.inference_k import plan_samples
     from scalekit.planners.measured_laws import fit_inference_k_law
 
-    frame, digest = open_frame(file, store, parse_mapping(mapping), metric=y)
-    result, prepared = fit_inference_k_law(frame, y=y, source=_source(file), loss=loss,
+    curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
+    result, prepared = fit_inference_k_law(curves, y=y, source=_source(file), loss=loss,
                                            bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:

@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from .options import html_option
 from .common import (bootstrap_option, ci_level_option, json_option, plot_option,
                      print_renderable, quiet_option, seed_option)
 
@@ -56,6 +57,7 @@ def task(
     seed: int = seed_option(),
     json_out: Optional[Path] = json_option(),
     plot: Optional[Path] = plot_option(),
+    html: Optional[Path] = html_option(),
     quiet: bool = quiet_option(),
 ) -> None:
     """Predict task accuracies of a target run from a ladder of small runs (two steps)."""
@@ -72,6 +74,8 @@ def task(
                              "ladder such as piqa_val_5shot (see scalekit law task --help).")
     if predict is None and not evaluate:
         raise InputError("give `--predict N=…,D=…` or `--evaluate`")
+    if html is not None and predict is None:
+        raise InputError("--html writes the page of a prediction: give `--predict N=…,D=…`")
     target = None if predict is None else _parse_target(predict)
     ladder = read_ladder(files, runs)
     actual_run = None if actual is None else read_ladder([actual], runs)[0]
@@ -98,6 +102,14 @@ def task(
         from scalekit.report.task_plots import plot_task_law
 
         plot_task_law(result, plot)
+    if html is not None:
+        from scalekit.report.task_plots import plot_task_law
+
+        from .report import result_page, write_page
+
+        write_page(html, result_page(result, body, settings, table=result.to_frame(), figures=[
+            ("Task loss and accuracy against the ladder, with the prediction",
+             plot_task_law(result))]))
 
 
 def _evaluation_table(results):

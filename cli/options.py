@@ -20,7 +20,10 @@ Only typer and the standard library are imported at module level.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -125,16 +128,50 @@ def plot_option() -> Any:
     return output_option("--plot", PLOT_SUFFIXES, "Write a PNG/SVG/PDF figure here.")
 
 
-_QUIET = {"now": False}
+@dataclass
+class Invocation:
+    """What the parts of one command run share: click's context object (``ctx.obj``), made by
+    :func:`scalekit_cli.app.main` (or by the root callback when the app is called directly)
+    and, for code that has no ``ctx`` (messages, Ctrl-C registrations), the value of a
+    context variable for the length of the run (:func:`running`), as
+    :mod:`scalekit.progress` scopes its callback; never a module-level variable.
+
+    Attributes
+    ----------
+    flags : dict of str to str
+        The long flag of each option of the running command, by the parameter it fills.
+    quiet : bool
+        Whether the command was given ``--quiet`` (read by the progress bar).
+    kept : callable or None
+        Says what the command keeps if Ctrl-C stops it now (see ``common.on_interrupt``).
+    """
+
+    flags: dict[str, str] = field(default_factory=dict)
+    quiet: bool = False
+    kept: Callable[[], str] | None = None
 
 
-def quiet_now() -> bool:
-    """Whether the running command was given ``--quiet`` (read by the progress bar)."""
-    return _QUIET["now"]
+_RUN: ContextVar[Invocation | None] = ContextVar("scalekit_cli_run", default=None)
 
 
-def _note_quiet(value: bool) -> bool:
-    _QUIET["now"] = bool(value)
+def invocation() -> Invocation:
+    """The running command's :class:`Invocation` (an empty one outside a command)."""
+    run = _RUN.get()
+    return Invocation() if run is None else run
+
+
+@contextmanager
+def running(run: Invocation) -> Iterator[Invocation]:
+    """Make ``run`` the running command's :class:`Invocation` within the block."""
+    token = _RUN.set(run)
+    try:
+        yield run
+    finally:
+        _RUN.reset(token)
+
+
+def _note_quiet(ctx: typer.Context, value: bool) -> bool:
+    ctx.ensure_object(Invocation).quiet = bool(value)
     return value
 
 

@@ -17,8 +17,8 @@ from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
 from .options import MORE, PLOT_SUFFIXES, html_option, output_option, verbose_option
 from .common import (bootstrap_option, checked_number, ci_level_option, file_argument, format_option,
-                     json_option, map_option, open_frame, parse_mapping, print_tables,
-                     notes_in_flags, quiet_option, reader_diagnostics, reader_notes, seed_option,
+                     json_option, map_option, open_curves, parse_mapping, print_tables,
+                     notes_in_flags, quiet_option, seed_option,
                      store_option)
 from .fit import (all_points_option, delta_option, drop_top_option, fit_rows, fit_settings,
                   law_option, n_jobs_option, objective_option, resample_option,
@@ -96,23 +96,21 @@ def plan(
             raise InputError("give either a curves FILE / --store DB or --from FIT.json, "
                              "not both")
         result, notes, input_sha = _read_fit(from_fit)
-        read = []
     else:
-        frame, input_sha = open_frame(file, store, parse_mapping(mapping), metric=y)
-        result, prepared = fit_rows(frame, shared, seed=seed, n_jobs=n_jobs)
-        notes = notes_in_flags(prepared.notes, reader_notes(frame))
-        read = reader_diagnostics(frame)
+        curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=y)
+        result, prepared = fit_rows(curves, shared, seed=seed, n_jobs=n_jobs)
+        notes = notes_in_flags(prepared.notes)  # the reader's notes and diagnostics travel in
     settings = {**shared, "from": None if from_fit is None else str(from_fit),
                 "compute": compute, "target_loss": target_loss, "compare": pair,
                 "flops_per_param_token": flops_per_param_token}
     if result.law.name == constrained.LAW:
         settings["unique_tokens"] = unique_tokens
-        body = constrained.body(result, notes, read, compute=compute, unique_tokens=unique_tokens,
+        body = constrained.body(result, notes, (), compute=compute, unique_tokens=unique_tokens,
                                 compare=pair, k=flops_per_param_token)
         if not quiet:
             constrained.show(body)
     else:
-        body = plan_body(result, notes, read, compute=compute, target_loss=target_loss,
+        body = plan_body(result, notes, compute=compute, target_loss=target_loss,
                          compare=pair, k=flops_per_param_token)
         if not quiet:
             _print(body, result.ci_level, fmt, verbose)
@@ -176,37 +174,30 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_o
                                                  "total_steps": total_steps, "family": family})
 
 
-def plan_body(result, notes, read=(), *, compute, target_loss, compare, k: float) -> dict:
-    """The plan report: the law, and the answer to each question asked, with diagnostics
-    (``read``: the reader's, then the fit's, then the plan's)."""
+def plan_body(result, notes, *, compute, target_loss, compare, k: float) -> dict:
+    """The plan report's body: :meth:`PlanReport.to_dict` of the law and the answer to each
+    question asked, with diagnostics (the fit's, which start with the reader's, then the
+    plan's)."""
+    from scalekit.fit import PlanReport
     from scalekit.fit.compute_optimal import plan_for_compute
     from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
 
-    body = {"convention": flops_rule(k), "notes": list(notes),
-            "law": {"name": result.law.name, **result.values},
-            **{key: result.derived[key] for key in ("a", "b", "G") if key in result.derived},
-            "derived_ci": {key: list(v) for key, v in result.derived_ci.items()}}
-    diagnostics = list(read) + list(result.diagnostics)
+    report = PlanReport(result, flops_rule(k), notes=list(notes),
+                        diagnostics=list(result.diagnostics))
     if compute is not None:
-        body["by_compute"] = plan_for_compute(result, compute, flops_per_param_token=k)
-        diagnostics += body["by_compute"]["diagnostics"]
+        report.by_compute = plan_for_compute(result, compute, flops_per_param_token=k)
+        report.diagnostics += report.by_compute.diagnostics
     if target_loss is not None:
-        body["by_loss"] = plan_for_loss(result, target_loss, flops_per_param_token=k)
+        report.by_loss = plan_for_loss(result, target_loss, flops_per_param_token=k)
     if compare is not None:
         n, d = compare
-        body["compare"] = p = compare_allocation(result, n, d, flops_per_param_token=k)
-        body["compare_summary"] = (
+        report.compare = p = compare_allocation(result, n, d, flops_per_param_token=k)
+        report.compare_summary = (
             f"N={n:.3g}, D={d:.3g} spends C={p['compute']:.3g} FLOPs; the optimum reaches the "
             f"same loss with {p['optimal_compute']:.3g}: {p['extra']:.3g} FLOPs "
             f"({p['extra_percent']:.1f}% of the optimum, {p['saving_percent']:.1f}% of the "
             "planned compute) could be saved")
-    body["diagnostics"] = [d.to_dict() for d in diagnostics]
-    body["warnings"] = [d.message for d in diagnostics if d.severity != "info"]
-    serious = sorted({d.code for d in diagnostics if d.severity != "info"})
-    body["verdict"] = ("verdict: no warnings" if not serious else
-                       f"verdict: {len(body['warnings'])} warnings ({', '.join(serious)}): do "
-                       "not use the plan as it stands")
-    return body
+    return report.to_dict()
 
 
 def _read_fit(path: Path):

@@ -108,7 +108,7 @@ def scores_page(result, body: dict, settings: dict) -> str:
     return html_page("Forecast evaluation", answer=answer,
                      figures=[("Final-value error by method and cut", figure)],
                      tables=[("Scores", table)], diagnostics=body.get("diagnostics", []),
-                     notes=body.get("notes", []) + body.get("warnings", []), settings=settings)
+                     notes=body.get("notes", []), settings=settings)
 
 
 def replay_page(result, body: dict, settings: dict) -> str:
@@ -131,6 +131,34 @@ def replay_page(result, body: dict, settings: dict) -> str:
                      figures=[("Best loss against compute used, by policy", figure)],
                      tables=[("Averages over seeds", averages)],
                      notes=body.get("warnings", []), settings=settings)
+
+
+def result_page(result, body: dict, settings: dict, figures=(), table=None) -> str:
+    """The page of a result with no figure of its own to lead with (an allocation plan or
+    run, a task-law prediction): its summary's first section as the answer, the other
+    sections and ``table`` (its main table, if any) as tables, ``figures``, its diagnostics
+    and the body's notes."""
+    import pandas as pd
+
+    from scalekit.formatting import format_number
+    from scalekit.report.html import html_page
+
+    def text(value) -> str:
+        return value if isinstance(value, str) else format_number(value)
+
+    sections = [(heading, rows) for heading, rows in result._summary_sections() if rows]
+    answer = [f"{row[0]}: {text(row[1])}" if isinstance(row, tuple) else str(row)
+              for row in (sections[0][1] if sections else [])]
+    tables = [] if table is None else [("Main table", table)]
+    for heading, rows in sections[1:]:
+        tables.append((heading, pd.DataFrame(
+            [(row[0], text(row[1])) if isinstance(row, tuple) else (str(row), "")
+             for row in rows], columns=["", "value"])))
+    diagnostics = body.get("diagnostics") or [d.to_dict()
+                                              for d in getattr(result, "diagnostics", [])]
+    return html_page(result._summary_title(), answer=answer, figures=list(figures),
+                     tables=tables, diagnostics=diagnostics, notes=body.get("notes", []),
+                     settings=settings)
 
 
 def report(

@@ -10,7 +10,7 @@ import typer
 
 from .common import (check_writable, choice_option, format_option, is_server_url,
                      library_choices, notes_in_flags, parse_mapping, print_tables,
-                     reader_diagnostics, reader_notes, store_location, store_option)
+                     store_location, store_option)
 
 store_app = typer.Typer(name="store", help="Keep learning curves in a store: a SQLite file or "
                         "a PostgreSQL database (import, ls, show, export, rm, copy).",
@@ -67,25 +67,25 @@ def import_(
     for source, frame, summary in zip(sources, frames, summaries):
         typer.echo(f"{source}: imported {summary.rows or 0} rows of {summary.runs} runs into "
                    f"{display(store)} ({summary.points} points: one per row and metric)")
-        for note in collapse_notes(notes_in_flags(reader_notes(frame))):
+        for note in collapse_notes(notes_in_flags(frame.unsaid_notes())):
             typer.echo(f"  note: {note}")
-        for diagnostic in reader_diagnostics(frame):
+        for diagnostic in frame.diagnostics:
             typer.echo(f"  {diagnostic.line()}")
 
 
 @store_app.command("ls")
 def ls(store: Path = store_option(), fmt: str = format_option()) -> None:
-    """List the runs: name, source, size, tokens, points and metrics."""
+    """List the runs: name, source, size, tokens, rows, points and metrics."""
     from scalekit.curves import CurveStore
     from scalekit.report.tables import table_data
 
     with CurveStore(store, create=False) as opened:
         runs = opened.runs()
-    rows = [[row.run, row.source, _whole(row.params), _whole(row.tokens), int(row.points),
-             ", ".join(row.metrics)] for row in runs.itertuples()]
+    rows = [[row.run, row.source, _whole(row.params), _whole(row.tokens), int(row.rows),
+             int(row.points), ", ".join(row.metrics)] for row in runs.itertuples()]
     print_tables([table_data(f"{len(runs)} runs in {display(store)}",
-                             ["run", "source", "params", "tokens", "points", "metrics"], rows)],
-                 fmt)
+                             ["run", "source", "params", "tokens", "rows", "points", "metrics"],
+                             rows)], fmt)
 
 
 @store_app.command("show")
@@ -106,7 +106,7 @@ def show(
     check_number("limit", limit, low=0, integer=True)
     with CurveStore(store, create=False) as opened:
         runs = opened.runs()
-        frame = opened.curves(runs=[run], metric=metric)
+        frame = opened.curves(runs=[run], metric=metric).frame
     info = runs.loc[runs["run"] == run].iloc[0]
     if metric not in info["metrics"]:
         from scalekit.checks import fail

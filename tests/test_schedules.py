@@ -85,12 +85,12 @@ def test_learning_rate_names(name):
 
 
 def test_readers_keep_the_lr_series_and_name_a_runless_file_by_its_stem(tmp_path):
-    frame = read_curves(DATA / "wsdcon_9.csv")
+    frame = read_curves(DATA / "wsdcon_9.csv").frame
     assert set(frame["run"]) == {"wsdcon_9"}
     assert frame["lr"].iloc[0] == 3e-4 and frame["lr"].iloc[-1] == 9e-5
     path = tmp_path / "tb.csv"
     path.write_text("step,loss,lr-AdamW,config.lr\n1,2.0,0.1,0.3\n2,1.5,0.05,0.3\n")
-    frame = read_curves(path)
+    frame = read_curves(path).frame
     assert list(frame["lr"]) == [0.1, 0.05]   # the series, not the configured peak
     assert list(frame.columns).count("lr") == 1
 
@@ -101,7 +101,7 @@ def test_tracking_records_keep_their_lr_series(name):
 
     record = RunRecord("run-a", series={"train/loss": ([10, 20, 30], [3.0, 2.5, 2.2], None),
                                         name: ([10, 20, 30], [1e-3, 5e-4, 1e-4], None)},
-                       attrs={"lr": 1e-3})
-    frame = frame_from_records([record], source="tb", metric="loss")
+                       attributes={"lr": 1e-3})
+    frame = frame_from_records([record], source="tb", metric="loss").frame
     assert list(frame["lr"]) == [1e-3, 5e-4, 1e-4]
     assert list(frame.columns).count("lr") == 1 and (name == "lr" or name not in frame.columns)

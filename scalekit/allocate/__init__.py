@@ -3,6 +3,9 @@ learning-curve surrogates, replayed on complete curves, planned, or run with tra
 """
 
 from scalekit.allocate.budget import PF_DAY, parse_budget
+from scalekit.allocate.metrics import best_final_loss
+from scalekit.allocate.synthetic import early_leader_frame, early_leader_sweep
+from scalekit.allocate.toy import SyntheticTrainer
 from scalekit.allocate.engine import Advance, Allocation, HalvingLoop, successive_halving
 from scalekit.allocate.forecasters import (JointForecaster, PerCurveForecaster, SweepForecaster,
                                            make_forecaster)
@@ -22,4 +25,5 @@ __all__ = [
     "PromotionContext", "get_policy", "ReplayResult", "allocate", "fit_bracket", "replay",
     "AllocationRunResult", "run_allocation", "Hyperband", "Rung", "SuccessiveHalving",
     "format_rung_table", "rung_count", "Curve", "Sweep", "sweep_from_frame",
+    "best_final_loss", "early_leader_frame", "early_leader_sweep", "SyntheticTrainer",
 ]

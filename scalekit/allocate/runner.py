@@ -201,7 +201,7 @@ def _allocate(store_path, task, trainer, policy, sweep, bracket, *, budget, eta,
         counts = {"trained": 0, "reused": 0}
 
         def stored(advance: Advance) -> pd.DataFrame:
-            frame = store.curves(runs=[advance.run], metric=metric)
+            frame = store.curves(runs=[advance.run], metric=metric).frame
             if frame.empty:
                 return frame
             axis = frame[sweep.resource_name].to_numpy(float)

@@ -19,7 +19,7 @@ import math
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,7 @@ import pandas as pd
 
 from scalekit.checks import check_choice
 from scalekit.compute import tokens_for_compute
+from scalekit.curves.curve_set import Curves
 from scalekit.curves.database import display, open_database
 from scalekit.curves.schema import (CONFIG_PREFIX, INTEGER_RUN_COLUMNS, LOG_COLUMNS, POINT_COLUMNS,
                                     RUN_COLUMNS, RUN_ONLY_COLUMNS, is_metric_name)
@@ -188,14 +189,17 @@ class CurveStore:
     @_file_named
     def runs(self) -> pd.DataFrame:
         """One row per run: ``run`` (name), ``id``, ``source``, run-level attributes
-        (float, NaN when unset), ``config`` (dict), ``points`` (number stored, all
-        metrics) and ``metrics`` (list of names)."""
+        (float, NaN when unset), ``config`` (dict), ``rows`` (steps logged: the rows of
+        the run in a file), ``points`` (values stored: one per row and metric) and
+        ``metrics`` (list of names)."""
         columns = ["run", "id", "source", *RUN_COLUMNS, "config"]
         with self._snapshot():
             rows = self._con.execute(f"SELECT name, id, source, {', '.join(RUN_COLUMNS)}, config "
                                      "FROM runs ORDER BY id").fetchall()
             counts = self._con.execute("SELECT run_id, metric, COUNT(*) FROM points "
                                        "GROUP BY run_id, metric").fetchall()
+            steps = dict(self._con.execute("SELECT run_id, COUNT(DISTINCT step) FROM points "
+                                           "GROUP BY run_id").fetchall())
         frame = pd.DataFrame(rows, columns=columns).astype({"id": np.int64, "run": object,
                                                             "source": object, "config": object})
         frame[list(RUN_COLUMNS)] = frame[list(RUN_COLUMNS)].astype(np.float64)
@@ -205,6 +209,7 @@ class CurveStore:
         for run_id, metric, count in counts:
             total[run_id] = total.get(run_id, 0) + count
             metrics.setdefault(run_id, []).append(metric)
+        frame["rows"] = [int(steps.get(i, 0)) for i in frame["id"]]
         frame["points"] = [total.get(i, 0) for i in frame["id"]]
         frame["metrics"] = [metrics.get(i, []) for i in frame["id"]]
         return frame
@@ -231,18 +236,22 @@ class CurveStore:
 
     # -- points -------------------------------------------------------------------------------
     @_file_named
-    def import_frame(self, frame: pd.DataFrame, *, source: str,
+    def import_frame(self, frame: Curves | pd.DataFrame, *, source: str,
                      metrics: Sequence[str] | None = None) -> ImportSummary:
-        """Store a tidy curve frame in one transaction: every row, or nothing.
+        """Store curves (or a tidy curve frame) in one transaction: every row, or nothing.
 
-        Metric columns are ``metrics``, else ``frame.attrs["metrics"]``, else
+        Metric columns are ``metrics``, else the curves' ``metrics``, else
         the columns named like a metric (loss, accuracy, …) plus any other
         column that varies within a run; the remaining columns are run
         configuration. A NaN metric cell means "not logged at this step".
         Runs that exist already must have the same attributes; their new points
         must not repeat a stored (step, metric).
         """
-        where = Locator(str(source), None, source_lines=frame.attrs.get("source_lines"))
+        curves = Curves.of(frame)
+        frame = curves.frame
+        where = Locator(str(source), None, source_lines=curves.source_lines)
+        if metrics is None and curves.metrics:
+            metrics = [m for m in curves.metrics if m in frame]
         metrics, config = _classify(frame, metrics)
         points = _numeric_points(frame, metrics, where)
         codes, order = check_frame(points, where, metrics=metrics, config=config)
@@ -399,19 +408,20 @@ class CurveStore:
     # -- reading ------------------------------------------------------------------------------
     @_file_named
     def curves(self, *, runs: str | Iterable[str] | None = None,
-               metric: str = "loss") -> pd.DataFrame:
-        """The tidy curve frame of ``metric`` for ``runs`` (names; all by default).
+               metric: str = "loss") -> Curves:
+        """The :class:`~scalekit.curves.Curves` of ``metric`` for ``runs`` (names; all by
+        default), with the store as their source.
 
-        Columns: ``run``, ``step``, ``compute``, ``tokens`` (the point's, else the
+        Frame columns: ``run``, ``step``, ``compute``, ``tokens`` (the point's, else the
         run's, else compute / (6 params) as in :func:`read_curves`), the metric,
         ``wall_time``, run-level attributes and configuration keys; optional
         columns that are empty for every row are left out.
         Rows are ordered by run (in the order added) and step.
         """
         with self._snapshot():
-            return self._curves(runs, metric)
+            return replace(self._curves(runs, metric), source=str(self.path), format="store")
 
-    def _curves(self, runs: str | Iterable[str] | None, metric: str) -> pd.DataFrame:
+    def _curves(self, runs: str | Iterable[str] | None, metric: str) -> Curves:
         if runs is None:
             run_rows = self._con.execute(f"SELECT id, name, {', '.join(RUN_COLUMNS)}, config "
                                          "FROM runs ORDER BY id").fetchall()
@@ -448,8 +458,7 @@ class CurveStore:
         ordered = [c for c in ("run", "step", "compute", "tokens") if c in frame] + metrics
         frame = frame[ordered + [c for c in frame.columns if c not in ordered]]
         frame = frame.reset_index(drop=True)
-        frame.attrs["metrics"] = metrics
-        write_curves(frame, path, format=format)
+        write_curves(Curves(frame, metrics=tuple(metrics)), path, format=format)
         return len(frame)
 
     def _export_frame(self) -> tuple[pd.DataFrame, list[str]]:
@@ -458,9 +467,9 @@ class CurveStore:
         metrics = sorted(r[0] for r in self._con.execute("SELECT DISTINCT metric FROM points"))
         frame = None
         for metric in metrics:
-            part = self.curves(metric=metric)
-            config = part.attrs["config_columns"]
-            part = part.rename(columns={c: CONFIG_PREFIX + c for c in config})
+            curves = self.curves(metric=metric)
+            config = curves.config_columns
+            part = curves.frame.rename(columns={c: CONFIG_PREFIX + c for c in config})
             if frame is None:
                 frame = part
                 continue
@@ -493,8 +502,8 @@ def _insert_sql(metric: str, extras: Sequence[str], rows: int) -> str:
 
 
 def _assemble(rows: list[tuple], which: np.ndarray, run_rows: list[tuple],
-              metric: str) -> pd.DataFrame:
-    """Build the tidy frame from point rows (step, compute, tokens, value, wall_time), the
+              metric: str) -> Curves:
+    """Build the curves from point rows (step, compute, tokens, value, wall_time), the
     position in ``run_rows`` of each point's run, and run rows (id, name, attributes, config)."""
     data = np.array(rows, dtype=np.float64).reshape(-1, 5)
     per_run = np.array([[np.nan if v is None else v for v in row[2:2 + len(RUN_COLUMNS)]]
@@ -519,10 +528,9 @@ def _assemble(rows: list[tuple], which: np.ndarray, run_rows: list[tuple],
     for key in keys:
         values = pd.Series([config.get(key) for config in configs], dtype=object)
         columns[key] = values.iloc[which].reset_index(drop=True).infer_objects()
-    frame = pd.DataFrame(columns)
-    notes = ["tokens derived as compute / (6 * params) where not stored"] if derived.any() else []
-    frame.attrs.update(metrics=[metric], config_columns=keys, notes=notes)
-    return frame
+    notes = ("tokens derived as compute / (6 * params) where not stored",) if derived.any() else ()
+    return Curves(pd.DataFrame(columns), metric=metric, metrics=(metric,),
+                  config_columns=tuple(keys), notes=notes)
 
 
 def _classify(frame: pd.DataFrame, metrics: Sequence[str] | None) -> tuple[list[str], list[str]]:
@@ -533,8 +541,6 @@ def _classify(frame: pd.DataFrame, metrics: Sequence[str] | None) -> tuple[list[
                              column=column)
     reserved = {"run", "step", *POINT_COLUMNS, *RUN_ONLY_COLUMNS}
     rest = [c for c in frame.columns if c not in reserved]
-    if metrics is None and "metrics" in frame.attrs:
-        metrics = [m for m in frame.attrs["metrics"] if m in frame]
     if metrics is None:
         grouped = frame.groupby("run", sort=False)
         metrics = [c for c in rest if is_metric_name(c)

@@ -27,11 +27,10 @@ TOO_LARGE = "is too large to be held exactly; whole numbers up to 2**53 are supp
 class SourceLines:
     """The file line of each (run, step) of a tidy frame read from a text file.
 
-    Readers keep it in ``frame.attrs["source_lines"]`` so that a check made later,
-    on the frame as it is then (the store's test against the points it holds),
-    can still name the line. It is looked up by (run, step), so reordering or
-    filtering the frame does not misplace it, and pandas shares it between the
-    frames it derives instead of copying it.
+    Readers keep it in :attr:`Curves.source_lines <scalekit.curves.Curves>` so that a
+    check made later, on the frame as it is then (the store's test against the points
+    it holds), can still name the line. It is looked up by (run, step), so reordering
+    or filtering the frame does not misplace it.
     """
 
     def __init__(self, runs: np.ndarray, steps: np.ndarray, lines: np.ndarray) -> None:
@@ -41,14 +40,6 @@ class SourceLines:
         """The file line of the point of ``run`` at ``step`` (None when there is none)."""
         hit = np.flatnonzero((self.steps == step) & (self.runs == run))
         return int(self.lines[hit[0]]) if hit.size else None
-
-    def __deepcopy__(self, memo) -> "SourceLines":
-        return self
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
-    __hash__ = object.__hash__
 
 
 class Locator:

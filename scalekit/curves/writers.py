@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice
+from scalekit.curves.curve_set import Curves
 from scalekit.curves.readers.csv_file import escape_cell
 from scalekit.curves.schema import CONFIG_PREFIX, METRIC_PREFIX, is_metric_name
 from scalekit.errors import InputError
@@ -46,16 +47,15 @@ def output_format(path: str | Path, format: str | None = None) -> str:
     return format
 
 
-def write_curves(frame: pd.DataFrame, path: str | Path, *, format: str | None = None,
+def write_curves(frame: Curves | pd.DataFrame, path: str | Path, *, format: str | None = None,
                  metric: str = "loss") -> Path:
-    """Write ``frame`` to ``path`` and return the path.
+    """Write curves (or a tidy curve frame) to ``path`` and return the path.
 
     Parameters
     ----------
-    frame : DataFrame
-        A tidy curve frame. Columns listed in ``frame.attrs["config_columns"]``
-        are written as ``config.<name>``, and metrics listed in
-        ``frame.attrs["metrics"]`` whose names do not read as metrics (such as
+    frame : Curves or DataFrame
+        The curves. Their ``config_columns`` are written as ``config.<name>``,
+        and their ``metrics`` whose names do not read as metrics (such as
         ``samples``) as ``metric.<name>``, so that reading restores them.
     path : str or Path
         Target file (a folder for ``tensorboard``: one sub-folder per run).
@@ -66,8 +66,10 @@ def write_curves(frame: pd.DataFrame, path: str | Path, *, format: str | None = 
     """
     path = Path(path)
     format = output_format(path, format)
-    config = [c for c in frame.attrs.get("config_columns", ()) if c in frame]
-    hidden = [m for m in frame.attrs.get("metrics", ()) if m in frame and not is_metric_name(m)
+    curves = Curves.of(frame)
+    frame = curves.frame
+    config = [c for c in curves.config_columns if c in frame]
+    hidden = [m for m in curves.metrics if m in frame and not is_metric_name(m)
               and format in TABLE_FORMATS]
     frame = frame.rename(columns={**{c: CONFIG_PREFIX + c for c in config},
                                   **{m: METRIC_PREFIX + m for m in hidden}})

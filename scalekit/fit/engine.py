@@ -134,10 +134,46 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     best = min(polished, key=lambda p: p.objective)
     at_best = batch.objective <= best.objective * (1.0 + AT_BEST_RTOL) + AT_BEST_ATOL
     n = len(y)
-    P = len(law.params)
 
     cov = covariance(law, X, log_y, best.z, loss=loss, delta=delta)
     theta = law.to_natural(best.z)
+    stats, diagnostics = _fit_stats(law, X, log_y, run, best, at_best, loss=loss, delta=delta,
+                                    bootstrap=bootstrap)
+    dof = stats["dof"]
+    draws = None
+    if bootstrap:
+        draws, intervals = _bootstrap_intervals(
+            law, X, log_y, batch, best.z, grid, stats, diagnostics, loss=loss, delta=delta,
+            bootstrap=bootstrap, rng=rng, n_jobs=n_jobs, ci_level=ci_level, runs=runs,
+            resample=resample)
+    else:
+        intervals = wald_intervals(law, best.z, cov, ci_level, dof)
+        stats["ci_method"] = f"Student t ({dof} dof, fitting space)"
+
+    stderr = natural_stderr(law, best.z, cov)
+    diagnostics += fit_diagnostics(law, X, best.z, stderr, intervals, draws, ci_level, n)
+    fixed_values = dict(law.extra.get("fixed", {}))
+    values = {name: float(v) for name, v in zip(law.param_names, theta)}
+    derived, derived_ci, dropped = _derived(law, values, best.z, cov, draws, ci_level, dof)
+    for name, count in dropped.items():
+        diagnostics.append(Diagnostic(
+            "derived_undefined", "warning", f"`{name}` is not finite in {count} of {len(draws)} "
+            "bootstrap resamples (a parameter on its bound, e.g. B = 0); they were left out of "
+            f"its interval; read it with care or fix the parameter", param=name, value=count))
+    return FitResult(
+        law=law, values={**fixed_values, **values},
+        stderr={**{name: 0.0 for name in fixed_values},
+                **{name: float(v) for name, v in zip(law.param_names, stderr)}},
+        ci={**{name: (v, v) for name, v in fixed_values.items()},
+            **{name: (float(lo), float(hi)) for name, (lo, hi) in zip(law.param_names, intervals)}},
+        ci_level=ci_level, stats=stats, derived=derived, derived_ci=derived_ci,
+        diagnostics=diagnostics, bootstrap_values=draws, covariance=cov)
+
+
+def _fit_stats(law, X, log_y, run, best, at_best, *, loss, delta, bootstrap):
+    """The fit's statistics (``FitResult.stats``) and its convergence diagnostic, if any."""
+    batch = run.batch
+    n, P = len(log_y), len(law.params)
     r = log_residuals(law, X, log_y, best.z)
     diagnostics = []
     batch_converged = bool(batch.converged[at_best].any())
@@ -165,47 +201,29 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
         stats["nd_range"] = [float(nd.min()), float(nd.max())]
     if law.extra.get("fixed"):
         stats["fixed"] = sorted(law.extra["fixed"])
+    return stats, diagnostics
 
-    draws = None
-    if bootstrap:
-        workers, note = worker_count(default_jobs(n_jobs), bootstrap)
-        if note and n_jobs is not None:
-            stats["workers_note"] = note
-        draws, failed = _bootstrap(law, X, log_y, batch, best.z, grid, loss=loss, delta=delta,
-                                   n_resamples=bootstrap, rng=rng, n_jobs=workers,
-                                   runs=runs if resample == "runs" else None)
-        if failed:
-            diagnostics.append(Diagnostic(
-                "not_converged", "warning", f"{failed} of {bootstrap} bootstrap resamples gave "
-                "no finite fit and were left out, so the intervals may be too narrow; check the "
-                "not_identified notes", value=failed))
-        intervals = percentile_intervals(draws, ci_level, dof)
-        stats["ci_method"] = "bootstrap percentile (expanded)"
-        stats["resample"] = resample
-        if resample == "runs":
-            stats["n_runs"] = int(len(np.unique(runs)))
-    else:
-        intervals = wald_intervals(law, best.z, cov, ci_level, dof)
-        stats["ci_method"] = f"Student t ({dof} dof, fitting space)"
 
-    stderr = natural_stderr(law, best.z, cov)
-    diagnostics += fit_diagnostics(law, X, best.z, stderr, intervals, draws, ci_level, n)
-    fixed_values = dict(law.extra.get("fixed", {}))
-    values = {name: float(v) for name, v in zip(law.param_names, theta)}
-    derived, derived_ci, dropped = _derived(law, values, best.z, cov, draws, ci_level, dof)
-    for name, count in dropped.items():
+def _bootstrap_intervals(law, X, log_y, batch, z, grid, stats, diagnostics, *, loss, delta,
+                         bootstrap, rng, n_jobs, ci_level, runs, resample):
+    """The bootstrap draws and percentile intervals; what it did joins ``stats`` and a
+    resample with no finite fit ``diagnostics``."""
+    workers, note = worker_count(default_jobs(n_jobs), bootstrap)
+    if note and n_jobs is not None:
+        stats["workers_note"] = note
+    draws, failed = _bootstrap(law, X, log_y, batch, z, grid, loss=loss, delta=delta,
+                               n_resamples=bootstrap, rng=rng, n_jobs=workers,
+                               runs=runs if resample == "runs" else None)
+    if failed:
         diagnostics.append(Diagnostic(
-            "derived_undefined", "warning", f"`{name}` is not finite in {count} of {len(draws)} "
-            "bootstrap resamples (a parameter on its bound, e.g. B = 0); they were left out of "
-            f"its interval; read it with care or fix the parameter", param=name, value=count))
-    return FitResult(
-        law=law, values={**fixed_values, **values},
-        stderr={**{name: 0.0 for name in fixed_values},
-                **{name: float(v) for name, v in zip(law.param_names, stderr)}},
-        ci={**{name: (v, v) for name, v in fixed_values.items()},
-            **{name: (float(lo), float(hi)) for name, (lo, hi) in zip(law.param_names, intervals)}},
-        ci_level=ci_level, stats=stats, derived=derived, derived_ci=derived_ci,
-        diagnostics=diagnostics, bootstrap_values=draws, covariance=cov)
+            "not_converged", "warning", f"{failed} of {bootstrap} bootstrap resamples gave "
+            "no finite fit and were left out, so the intervals may be too narrow; check the "
+            "not_identified notes", value=failed))
+    stats["ci_method"] = "bootstrap percentile (expanded)"
+    stats["resample"] = resample
+    if resample == "runs":
+        stats["n_runs"] = int(len(np.unique(runs)))
+    return draws, percentile_intervals(draws, ci_level, stats["dof"])
 
 
 def _derived(law, values, z, cov, draws, level, dof):

@@ -3,8 +3,8 @@
 This is what ``scalekit fit`` does between reading a file and printing a report,
 kept here so that a notebook gets the same result in one call::
 
-    frame = read_curves("curves.csv")
-    result = fit_frame(frame, drop_top=5)
+    curves = read_curves("curves.csv")
+    result, prepared = fit_frame(curves, drop_top=5)
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from scalekit.laws import Law, get_law
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from scalekit.curves import Curves
 
 #: Words that name a registered law rather than an expression.
 _LAW_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -93,14 +95,16 @@ def last_points(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
-                y: str = "loss", all_points: bool = False, drop_top: int = 0) -> FitInput:
+def prepare_fit(frame: Curves | pd.DataFrame, *, law: Law | str | None = None,
+                x: str | None = None, y: str = "loss", all_points: bool = False,
+                drop_top: int = 0) -> FitInput:
     """Choose the law and the points of ``frame`` to fit.
 
     Parameters
     ----------
-    frame : DataFrame
-        Tidy curve frame (see :mod:`scalekit.curves`).
+    frame : Curves or DataFrame
+        The curves (see :mod:`scalekit.curves`): their reader's notes (less the metric
+        choice its diagnostic says) end the notes, its diagnostics start the diagnostics.
     law : Law or str, optional
         A law, a registered name or an expression; chosen from the columns if omitted.
     x : str, optional
@@ -114,14 +118,18 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
         Drop the ``drop_top`` highest values of ``y`` first (Besiroglu et al. 2024
         drop the five highest Chinchilla losses).
     """
+    from scalekit.curves.curve_set import Curves  # pandas: imported when used
+
     drop_top = check_number("drop_top", drop_top, low=0, integer=True)
+    curves = Curves.of(frame)
+    frame = curves.frame
     if y not in frame:
         raise fail("y", y, "a column of the data (" + ", ".join(map(str, frame.columns)) + ")")
     if x is not None and x not in frame:
         raise fail("x", x, "a column of the data (" + ", ".join(map(str, frame.columns)) + ")")
     law = resolve_law(law) if isinstance(law, str) else law or choose_law(frame, x=x)
     notes = [f"law: {law.name}"]
-    diagnostics = []
+    diagnostics = list(curves.diagnostics)
     rows = frame if all_points else last_points(frame)
     if rows is not frame:
         notes.append(f"last point of each of {len(rows)} runs (`all_points` uses all points)")
@@ -144,8 +152,8 @@ def prepare_fit(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | N
                              f"column {column!r}" + ("; name it as `x`" if name == "x" else ""))
         X[name] = rows[column].to_numpy(dtype=float)
     runs = rows["run"].to_numpy() if "run" in rows else None
-    return FitInput(law=law, X=X, y=rows[y].to_numpy(dtype=float), frame=rows, notes=notes,
-                    diagnostics=diagnostics, runs=runs)
+    return FitInput(law=law, X=X, y=rows[y].to_numpy(dtype=float), frame=rows,
+                    notes=notes + curves.unsaid_notes(), diagnostics=diagnostics, runs=runs)
 
 
 #: Least span (max/min) of an input for the last points to pin the law along it (a decade);
@@ -178,7 +186,7 @@ def _last_points_too_narrow(law: Law, frame: pd.DataFrame, rows: pd.DataFrame) -
     return found
 
 
-def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
+def fit_frame(frame: Curves | pd.DataFrame, *, law: Law | str | None = None, x: str | None = None,
               y: str = "loss", all_points: bool = False, drop_top: int = 0, **fit_options):
     """Choose law and points with :func:`prepare_fit`, then :func:`~scalekit.fit.fit_law`.
 
@@ -186,7 +194,7 @@ def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | Non
     ``bootstrap``, ``ci_level``, ``seed``, ``n_jobs``, ``fixed``, ``bounds``,
     ``resample``); the runs of the points go with them, so the bootstrap resamples
     whole runs when runs have several points. The result's diagnostics start with
-    the choice of points (``outliers_dropped``).
+    the reader's (``metric_choice``) and the choice of points (``outliers_dropped``).
 
     Returns
     -------
@@ -194,6 +202,7 @@ def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | Non
     prepared : FitInput
         The law, points and notes the fit used.
     """
+    from scalekit.curves.curve_set import Curves
     from scalekit.fit import fit_law
 
     try:
@@ -201,10 +210,11 @@ def fit_frame(frame: pd.DataFrame, *, law: Law | str | None = None, x: str | Non
                                drop_top=drop_top)
         result = fit_law(prepared.law, prepared.X, prepared.y, runs=prepared.runs,
                          **fit_options)
-    except InputError as exc:  # name the file the frame was read from
-        if exc.source is not None or frame.attrs.get("source") is None:
+    except InputError as exc:  # name the file the curves were read from
+        source = Curves.of(frame).source
+        if exc.source is not None or source is None:
             raise
-        raise InputError(exc.reason, source=frame.attrs["source"], line=exc.line,
+        raise InputError(exc.reason, source=source, line=exc.line,
                          column=exc.column) from None
     result.diagnostics[:0] = prepared.diagnostics
     return result, prepared

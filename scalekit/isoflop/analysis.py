@@ -108,6 +108,10 @@ def _estimators(settings: dict, seed: int) -> dict:
 def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None) -> IsoFLOPReport:
     """Fit the ``wanted`` approaches ("1", "2", "3"); with several, skip those the data do not
     support (the reason is reported) as long as one succeeds."""
+    from scalekit.curves.curve_set import Curves
+
+    curves = Curves.of(frame)
+    frame = curves.frame
     makers = _estimators(settings, seed)
     for key in wanted:  # a bad setting is an error, not a reason to skip an approach
         makers[key]().check_settings()
@@ -140,11 +144,12 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
     warnings += [f"approach {name} skipped: {why}" for name, why in skipped.items()]
     found = {NAMES[k]: m.diagnostics_ + (m.extrapolation(target) if target else [])
              for k, m in fitted.items()}
-    diagnostics = [replace(d, message=f"approach {name}: {d.message}")
-                   for name, ds in found.items() for d in ds]
+    diagnostics = list(curves.diagnostics)  # the reader's (the metric choice), then each fit's
+    diagnostics += [replace(d, message=f"approach {name}: {d.message}")
+                    for name, ds in found.items() for d in ds]
     verdict_line = verdict(found)
     convention = convention_text(settings["convention"], settings["flops_per_param_token"])
-    notes = list(frame.attrs.get("notes", []))
+    notes = curves.unsaid_notes()
     for model in fitted.values():
         notes += [n for n in model.notes_ if n not in notes]
     body = {"convention": convention, "notes": notes,

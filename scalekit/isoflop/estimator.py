@@ -48,8 +48,8 @@ class AllocationEstimator(ResultProtocol):
         """The tidy points of ``data`` under the FLOP convention; their notes go to ``notes_``."""
         points = isoflop_points(data, convention=self.convention,
                                 flops_per_param_token=self.flops_per_param_token, source=source)
-        self.notes_ = list(points.attrs["notes"])
-        return points
+        self.notes_ = list(points.notes)
+        return points.frame
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "params_law_"):

@@ -222,7 +222,7 @@ def paired_exponents(frame: pd.DataFrame, metrics: Sequence[str], *, settings: d
     k = settings["flops_per_param_token"]
     points = [isoflop_points(frame.rename(columns={m: "loss"}).drop(
         columns=[c for c in metrics if c != m], errors="ignore"),
-        convention=settings["convention"], flops_per_param_token=k, source=source)
+        convention=settings["convention"], flops_per_param_token=k, source=source).frame
         for m in metrics]
     base = points[0]
     assignment = assign_budgets(base["compute"].to_numpy(), figures=settings["figures"],

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number
+from scalekit.curves.curve_set import Curves
 from scalekit.compute import (FLOPS_PER_PARAM_TOKEN, flops_rule, params_for_compute,
                               tokens_for_compute, training_flops)
 from scalekit.errors import InputError
@@ -37,10 +38,9 @@ def convention_text(convention: str, flops_per_param_token: float) -> str:
 
 def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
                    flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN,
-                   source: str | None = None) -> pd.DataFrame:
-    """Return a frame with ``compute``, ``params``, ``tokens``, ``loss`` (and ``run`` if given).
-
-    What was derived is listed in ``attrs["notes"]``.
+                   source: str | None = None) -> Curves:
+    """Curves whose frame has ``compute``, ``params``, ``tokens``, ``loss`` (and ``run`` if
+    given); their ``notes`` say what was derived.
 
     Parameters
     ----------
@@ -94,9 +94,7 @@ def isoflop_points(data, *, loss: str = "loss", convention: str = "6ND",
         if given is not None and not np.allclose(given, out["compute"], rtol=1e-6, atol=0):
             notes.append(f"compute recomputed as C = {k:g}·N·D (the compute column is ignored; "
                          "use the counted convention to keep it)")
-    out = out.reset_index(drop=True)
-    out.attrs["notes"] = notes
-    return out
+    return Curves(out.reset_index(drop=True), notes=tuple(notes), source=source)
 
 
 def final_points(frame: pd.DataFrame) -> pd.DataFrame:

@@ -2,5 +2,19 @@
 
 - :mod:`scalekit.planners.depth`: loss-optimal width and depth for a parameter budget.
 - :mod:`scalekit.planners.cot`: the least-error tree of chain-of-thought steps.
-- :mod:`scalekit.planners.inference_k`: how many inference-time samples, at which temperature.
+- :mod:`scalekit.planners.inference_k`: how many inference-time samples, at which temperature,
+  with the judge model of many samples (:mod:`~scalekit.planners.judge_model`,
+  :mod:`~scalekit.planners.judge_selection`).
 """
+
+from scalekit.planners.cot import plan_tree, step_error_from_law, tree_error
+from scalekit.planners.depth import param_count_from_expression, plan_depth, width_for_depth
+from scalekit.planners.inference_k import best_temperature, plan_samples, samples_or_data
+from scalekit.planners.judge_model import (JudgeModel, best_of_k_asymptote, error_many_samples,
+                                           error_one_sample)
+from scalekit.planners.judge_selection import monte_carlo_errors, quadrature_errors
+
+__all__ = ["plan_tree", "step_error_from_law", "tree_error", "param_count_from_expression",
+           "plan_depth", "width_for_depth", "best_temperature", "plan_samples",
+           "samples_or_data", "JudgeModel", "best_of_k_asymptote", "error_many_samples",
+           "error_one_sample", "monte_carlo_errors", "quadrature_errors"]

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_number
+from scalekit.curves.curve_set import Curves
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.fit.frame import fit_frame, last_points
@@ -33,8 +34,9 @@ from scalekit.laws import get_law
 from scalekit.laws.depth import count_depth
 
 
-def fit_depth_law(frame: pd.DataFrame, *, y: str = "loss", keep_lowest: int | None = None,
-                  exclude_end_layers: bool = False, source: str | None = None, **fit_options):
+def fit_depth_law(frame: Curves | pd.DataFrame, *, y: str = "loss",
+                  keep_lowest: int | None = None, exclude_end_layers: bool = False,
+                  source: str | None = None, **fit_options):
     """Fit the depth law ``depth_width_data`` to each run's last point.
 
     Parameters
@@ -53,29 +55,33 @@ def fit_depth_law(frame: pd.DataFrame, *, y: str = "loss", keep_lowest: int | No
     result : FitResult
     prepared : FitInput
     """
-    rows = last_points(frame)
+    curves = Curves.of(frame)
+    rows = last_points(curves.frame)
     if exclude_end_layers:
         _require_columns(rows, ["depth"], source)
         _check_range(rows, "depth", rows["depth"] < 3, "at least 3 with `exclude_end_layers`",
-                     source)
+                     source, curves.source_lines)
         rows = rows.assign(depth=count_depth(rows["depth"], exclude_end_layers=True))
     drop_top = 0
     if keep_lowest is not None:
         check_number("keep_lowest", keep_lowest, low=1, high=len(rows), integer=True)
         drop_top = len(rows) - keep_lowest
-    return _fit(rows, "depth_width_data", y, source, drop_top=drop_top, **fit_options)
+    return _fit(curves.with_frame(rows), "depth_width_data", y, source, drop_top=drop_top,
+                **fit_options)
 
 
-def fit_class_count_law(frame: pd.DataFrame, *, y: str = "error", source: str | None = None,
-                        **fit_options):
+def fit_class_count_law(frame: Curves | pd.DataFrame, *, y: str = "error",
+                        source: str | None = None, **fit_options):
     """Fit the class-count law ``class_count`` to each run's last point (classes >= 2,
     error strictly between 0 and 1); returns ``(result, prepared)`` as
     :func:`fit_depth_law`."""
-    rows = last_points(frame)
+    curves = Curves.of(frame)
+    rows = last_points(curves.frame)
     _require_columns(rows, ["classes", y], source)
-    _check_range(rows, "classes", rows["classes"] < 2, "at least 2", source)
-    _check_range(rows, y, (rows[y] <= 0) | (rows[y] >= 1), "strictly between 0 and 1", source)
-    result, prepared = _fit(rows, "class_count", y, source, **fit_options)
+    _check_range(rows, "classes", rows["classes"] < 2, "at least 2", source, curves.source_lines)
+    _check_range(rows, y, (rows[y] <= 0) | (rows[y] >= 1), "strictly between 0 and 1", source,
+                 curves.source_lines)
+    result, prepared = _fit(curves.with_frame(rows), "class_count", y, source, **fit_options)
     classes = prepared.X["classes"]
     if result.derived.get("saturation_classes") is not None and not _inside(
             result, "saturation_classes", classes):
@@ -144,15 +150,16 @@ def _no_optimum(what, column, data, name, remedy) -> Diagnostic:
                       f"is stated: {remedy}", param=name.strip("`"))
 
 
-def fit_inference_k_law(frame: pd.DataFrame, *, y: str = "error", source: str | None = None,
-                        **fit_options):
+def fit_inference_k_law(frame: Curves | pd.DataFrame, *, y: str = "error",
+                        source: str | None = None, **fit_options):
     """Fit the law ``inference_k`` to each run's last point (k >= 1, error > 0); returns
     ``(result, prepared)`` as :func:`fit_depth_law`."""
-    rows = last_points(frame)
+    curves = Curves.of(frame)
+    rows = last_points(curves.frame)
     _require_columns(rows, ["k", y], source)
-    _check_range(rows, "k", rows["k"] < 1, "at least 1", source)
-    _check_range(rows, y, rows[y] <= 0, "positive", source)
-    result, prepared = _fit(rows, "inference_k", y, source, **fit_options)
+    _check_range(rows, "k", rows["k"] < 1, "at least 1", source, curves.source_lines)
+    _check_range(rows, y, rows[y] <= 0, "positive", source, curves.source_lines)
+    result, prepared = _fit(curves.with_frame(rows), "inference_k", y, source, **fit_options)
     k = prepared.X["k"]
     if result.derived.get("shape") == "U-shaped" and not _inside(result, "k_opt", k):
         result.derived.update(k_opt=None, error_at_opt=None,
@@ -165,10 +172,10 @@ def fit_inference_k_law(frame: pd.DataFrame, *, y: str = "error", source: str | 
     return result, prepared
 
 
-def _fit(rows, law, y, source, *, drop_top=0, **fit_options):
+def _fit(curves, law, y, source, *, drop_top=0, **fit_options):
     check_number("bootstrap", fit_options.get("bootstrap", 0), low=0, integer=True)
-    _require_columns(rows, list(get_law(law).inputs) + [y], source)
-    return fit_frame(rows, law=law, y=y, drop_top=drop_top, **fit_options)
+    _require_columns(curves.frame, list(get_law(law).inputs) + [y], source)
+    return fit_frame(curves, law=law, y=y, drop_top=drop_top, **fit_options)
 
 
 def _require_columns(rows, columns, source) -> None:
@@ -179,14 +186,14 @@ def _require_columns(rows, columns, source) -> None:
                          "role=column", source=source)
 
 
-def _check_range(rows, column, bad, rule, source) -> None:
-    """Refuse the first row where ``bad`` holds, naming its run (or row) and value."""
+def _check_range(rows, column, bad, rule, source, lines) -> None:
+    """Refuse the first row where ``bad`` holds, naming its run (or row), value and, where
+    ``lines`` (the reader's :class:`~scalekit.curves.validate.SourceLines`) know it, file line."""
     if not bad.any():
         return
     where = int(np.flatnonzero(np.asarray(bad))[0])
     row = rows.iloc[where]
     which = f"run {row['run']!r}" if "run" in rows else f"row {where + 1}"
-    lines = rows.attrs.get("source_lines")  # the reader's file line of each (run, step)
     line = (lines.line(row["run"], row["step"])
             if lines is not None and {"run", "step"} <= set(rows.columns) else None)
     raise InputError(f"{which} has {column} = {row[column]:g}, but every value must be {rule}",

@@ -90,7 +90,7 @@ class StoreLog:
         with CurveStore(self.path) as store:
             if name not in self._last:
                 store.add_run(name, source="scalekit train", attrs=attrs)
-                held = store.curves(runs=[name])
+                held = store.curves(runs=[name]).frame
                 self._last[name] = int(held["step"].max()) if len(held) else -1
             new = [p for p in points if p["step"] > self._last[name]]
             if new:

@@ -174,7 +174,7 @@ class KilledTrainer(CountingTrainer):
 
 def _points(path):
     with CurveStore(path) as store:
-        frame = store.curves()
+        frame = store.curves().frame
     return frame[["run", "step", "compute", "loss"]].sort_values(["run", "step"]).reset_index(
         drop=True)
 

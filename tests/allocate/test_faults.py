@@ -45,7 +45,7 @@ SCRIPT = textwrap.dedent(f"""
 
 def _points(path) -> pd.DataFrame:
     with CurveStore(path) as store:
-        frame = store.curves()
+        frame = store.curves().frame
     return frame[["run", "step", "compute", "loss"]].sort_values(["run", "step"]).reset_index(
         drop=True)
 

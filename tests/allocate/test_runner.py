@@ -43,7 +43,7 @@ class DyingTrainer(SyntheticTrainer):
 
 def _points(path) -> pd.DataFrame:
     with CurveStore(path) as store:
-        frame = store.curves()
+        frame = store.curves().frame
     columns = ["run", "step", "tokens", "compute", "loss"]
     return frame[columns].sort_values(["run", "step"]).reset_index(drop=True)
 

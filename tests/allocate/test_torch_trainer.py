@@ -27,7 +27,7 @@ def test_teacher_student_runs_are_allocated_and_match_uninterrupted_training(tmp
     assert again.trained == 0 and again.reused == result.trained
     assert result.allocation.spent <= budget
     with CurveStore(store) as opened:
-        stored = opened.curves()
+        stored = opened.curves().frame
     steps_paid = {r: s for r, s in result.allocation.reached.items()}
     for config in configs:
         mine = stored[stored.run == config.name].sort_values("step")

@@ -1,5 +1,5 @@
 """Help text shows no type hint on a flag that takes no value (``--quiet <bool>`` read as if
-``--quiet`` wanted a value)."""
+``--quiet`` wanted a value), nor a Python type on one that takes several (``<list[str]>``)."""
 
 from __future__ import annotations
 
@@ -25,3 +25,4 @@ def test_no_flag_shows_a_bool_hint_in_any_help(capsys):
         out = capsys.readouterr().out
         assert "--help" in out and "--help -h <bool>" not in " ".join(out.split()), words
         assert [line for line in out.splitlines() if "<bool>" in line] == [], words
+        assert [line for line in out.splitlines() if "<list[" in line] == [], words

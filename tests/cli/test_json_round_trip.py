@@ -14,7 +14,7 @@ from scalekit.allocate.next_actions import Plan
 from scalekit.allocate.replay import ReplayResult
 from scalekit.allocate.synthetic import early_leader_frame
 from scalekit.fit import FitResult
-from scalekit.fit.compute_plan import ComputePlan
+from scalekit.fit.plan_report import PlanReport
 from scalekit.isoflop.analysis import IsoFLOPReport
 from scalekit.laws import get_law
 from scalekit.planners.cot import TreePlan
@@ -66,8 +66,8 @@ CASES = {
     "fit": (lambda t: ["fit", CHINCHILLA, "--drop-top", "5", "--bootstrap", "20"],
             FitResult, None, ["parameter", "kind", "value"]),
     "plan": (lambda t: ["plan", CHINCHILLA, "--drop-top", "5", "--bootstrap", "0",
-                        "--compute", "1e21,1e22"], ComputePlan, "by_compute",
-             ["compute", "params", "tokens"]),
+                        "--compute", "1e21,1e22"], PlanReport, None,
+             ["question", "compute", "params", "tokens"]),
     "isoflop": (lambda t: ["isoflop", CHINCHILLA, "--approach", "2", "--bootstrap", "20"],
                 IsoFLOPReport, None, ["approach", "quantity", "value"]),
     "forecast": (lambda t: ["forecast", _curves(t), "--to", "6000", "--method", "pow3"],

@@ -62,7 +62,7 @@ def test_export_reimport_through_the_cli_is_exact(tmp_path):
         assert main(["store", "export", str(out), "--store", str(first)]) == 0
         assert main(["store", "import", str(out), "--store", str(copy), "-q"]) == 0
         with CurveStore(first) as a, CurveStore(copy) as b:
-            assert_same_frame(b.curves(), a.curves())
+            assert_same_frame(b.curves().frame, a.curves().frame)
 
 
 def test_mapping_and_format_options(tmp_path, capsys):
@@ -72,7 +72,7 @@ def test_mapping_and_format_options(tmp_path, capsys):
     assert main(["store", "import", str(source), "--store", str(db), "--map", "run=who",
                  "--map", "step=t", "--map", "loss=err", "-q"]) == 0
     with CurveStore(db) as store:
-        curves = store.curves()
+        curves = store.curves().frame
     assert curves["loss"].tolist() == [2.0, 1.5, 1.8] and curves["step"].tolist() == [1, 2, 1]
 
     wide = tmp_path / "wandb.csv"
@@ -81,7 +81,7 @@ def test_mapping_and_format_options(tmp_path, capsys):
     assert main(["store", "import", str(wide), "--store", str(db), "--format", "wandb",
                  "-q"]) == 0
     with CurveStore(db) as store:
-        assert store.curves(runs="c")["loss"].tolist() == [3.0, 2.0]
+        assert store.curves(runs="c").frame["loss"].tolist() == [3.0, 2.0]
 
     before = store_files_digest(db)
     assert main(["store", "import", str(source), "--store", str(db), "--map", "run"]) == 2
@@ -156,7 +156,7 @@ def test_import_of_published_checkpoints_with_composite_run(tmp_path, capsys, pu
                  "--map", "step=current_steps", "--duplicates", "first"]) == 0
     assert f"dropped {len(rows) - len(firsts)} rows" in capsys.readouterr().out
     with CurveStore(db) as store:
-        curves = store.curves()
+        curves = store.curves().frame
     assert curves["run"].nunique() == len({k[:-1] for k in firsts})
     stored = {(*run.split("/"), step): loss
               for run, step, loss in zip(curves["run"], curves["step"], curves["loss"])}
@@ -190,3 +190,20 @@ def test_import_counts_rows_and_says_the_metric_choice_once(tmp_path, capsys):
     assert "imported 12 rows of 3 runs" in out and "(24 points: one per row and metric)" in out
     said = [line for line in out.splitlines() if "'train_loss'" in line]
     assert len(said) == 1 and "'val_loss'" in said[0]
+
+
+def test_ls_counts_each_runs_rows_and_points_as_the_import_does(tmp_path, capsys):
+    """Run a logs four steps, run b two; each step has loss and val_loss: 4 and 2 rows,
+    8 and 4 points; `ls --format json` says both per run."""
+    source, db = tmp_path / "c.csv", tmp_path / "s.db"
+    pd.DataFrame([{"run": run, "step": s, "loss": 3.0 / s, "val_loss": 3.5 / s}
+                  for run, steps in (("a", (1, 2, 4, 8)), ("b", (1, 2))) for s in steps]
+                 ).to_csv(source, index=False)
+    assert main(["store", "import", str(source), "--store", str(db), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["store", "ls", "--store", str(db), "--format", "tsv"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines() if line]
+    header = lines[0]
+    table = {row[header.index("run")]: row for row in lines[1:]}
+    assert [table["a"][header.index(c)] for c in ("rows", "points")] == ["4", "8"]
+    assert [table["b"][header.index(c)] for c in ("rows", "points")] == ["2", "4"]

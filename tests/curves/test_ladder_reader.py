@@ -65,7 +65,7 @@ def test_store_import_reads_a_ladder(ladder_folder, tmp_path):
     metric = "eval/downstream/piqa_val_rc_5shot_len_norm"
     with CurveStore(store, create=False) as opened:
         runs = opened.runs().set_index("run")
-        curves = opened.curves(runs=["190M-1xC"], metric=metric)
+        curves = opened.curves(runs=["190M-1xC"], metric=metric).frame
     assert runs.loc["peteish7_eval_anneal", "params"] == 6887575552
     assert runs.loc["190M-1xC", "config"]["size"] == "190M"
     table = pd.read_csv(ladder_folder / "190M-1xC.csv")

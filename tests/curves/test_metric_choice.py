@@ -51,31 +51,37 @@ def _csv(tmp_path, **columns):
 
 
 def test_csv_with_train_and_val_loss_takes_val_and_says_so(tmp_path):
-    frame = read_curves(_csv(tmp_path, train_loss=TRAIN, val_loss=VAL))
+    frame_read = read_curves(_csv(tmp_path, train_loss=TRAIN, val_loss=VAL))
+    frame = frame_read.frame
     assert frame["loss"].tolist() == VAL
     assert frame["train_loss"].tolist() == TRAIN  # kept as a further metric
-    assert frame.attrs["metric_choice"]["taken"] == "val_loss"
-    [diagnostic] = frame.attrs["diagnostics"]
+    assert frame_read.metric_choice.taken == "val_loss"
+    [diagnostic] = frame_read.diagnostics
     assert diagnostic.code == "metric_choice" and diagnostic.severity == "info"
     assert "'val_loss'" in diagnostic.message and "'train_loss'" in diagnostic.message
-    assert any("'val_loss'" in note for note in frame.attrs["notes"])
-    train = read_curves(_csv(tmp_path, train_loss=TRAIN, val_loss=VAL), metric="train_loss")
-    assert train["train_loss"].tolist() == TRAIN and train.attrs["diagnostics"] == []
+    assert any("'val_loss'" in note for note in frame_read.notes)
+    train_read = read_curves(_csv(tmp_path, train_loss=TRAIN, val_loss=VAL), metric="train_loss")
+    train = train_read.frame
+    assert train["train_loss"].tolist() == TRAIN and train_read.diagnostics == ()
 
 
 def test_a_column_named_loss_beside_val_loss_is_taken_with_a_warning(tmp_path):
     # Keras and Hugging Face log the training loss as `loss`; the file cannot say so
-    frame = read_curves(_csv(tmp_path, loss=TRAIN, val_loss=VAL))
+    frame_read = read_curves(_csv(tmp_path, loss=TRAIN, val_loss=VAL))
+    frame = frame_read.frame
     assert frame["loss"].tolist() == TRAIN and frame["val_loss"].tolist() == VAL
-    [diagnostic] = frame.attrs["diagnostics"]
+    [diagnostic] = frame_read.diagnostics
     assert diagnostic.severity == "warning" and "'val_loss'" in diagnostic.message
-    mapped = read_curves(_csv(tmp_path, loss=TRAIN, val_loss=VAL), mapping={"loss": "val_loss"})
-    assert mapped["loss"].tolist() == VAL and mapped.attrs["diagnostics"] == []
+    mapped_read = read_curves(_csv(tmp_path, loss=TRAIN, val_loss=VAL),
+                              mapping={"loss": "val_loss"})
+    mapped = mapped_read.frame
+    assert mapped["loss"].tolist() == VAL and mapped_read.diagnostics == ()
 
 
 def test_one_plain_loss_column_raises_nothing(tmp_path):
-    frame = read_curves(_csv(tmp_path, loss=TRAIN))
-    assert frame.attrs["diagnostics"] == [] and frame.attrs["metric_choice"]["how"] == "named"
+    frame_read = read_curves(_csv(tmp_path, loss=TRAIN))
+    frame = frame_read.frame
+    assert frame_read.diagnostics == () and frame_read.metric_choice.how == "named"
 
 
 def test_jsonl_with_eval_loss_and_loss_of_hugging_face_logs(tmp_path):
@@ -83,18 +89,20 @@ def test_jsonl_with_eval_loss_and_loss_of_hugging_face_logs(tmp_path):
     rows = [{"run": "a", "step": s, "train/loss": t, "eval/loss": v}
             for s, t, v in zip((10, 20, 30), TRAIN, VAL)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    frame = read_curves(path)
-    assert frame["loss"].tolist() == VAL and frame.attrs["metric_choice"]["taken"] == "eval/loss"
+    frame_read = read_curves(path)
+    frame = frame_read.frame
+    assert frame["loss"].tolist() == VAL and frame_read.metric_choice.taken == "eval/loss"
 
 
 def test_wandb_wide_export_with_both_takes_val_whatever_the_column_order(tmp_path):
     path = tmp_path / "wandb_export.csv"
     path.write_text("Step,r - train/loss,r - val/loss,r - train/loss__MIN\n"
                     "1,3.0,3.3,2.9\n2,2.5,2.9,2.4\n3,2.2,2.7,2.1\n")
-    frame = read_curves(path)
+    frame_read = read_curves(path)
+    frame = frame_read.frame
     assert frame["loss"].tolist() == VAL
-    assert frame.attrs["diagnostics"][0].code == "metric_choice"
-    picked = read_curves(path, mapping={"loss": "train/loss"})
+    assert frame_read.diagnostics[0].code == "metric_choice"
+    picked = read_curves(path, mapping={"loss": "train/loss"}).frame
     assert picked["loss"].tolist() == TRAIN
     with pytest.raises(InputError, match="no metric named 'lr'"):
         read_curves(path, mapping={"loss": "lr"})
@@ -102,17 +110,20 @@ def test_wandb_wide_export_with_both_takes_val_whatever_the_column_order(tmp_pat
 
 def test_a_val_loss_column_equal_to_loss_is_no_rival(tmp_path):
     # scalekit train stores loss = val_loss beside train_loss; its exports read back quietly
-    frame = read_curves(_csv(tmp_path, loss=VAL, val_loss=VAL, train_loss=TRAIN))
-    assert frame["loss"].tolist() == VAL and frame.attrs["diagnostics"][0].severity == "info"
-    assert frame.attrs["metric_choice"]["others"] == ["train_loss"]
+    frame_read = read_curves(_csv(tmp_path, loss=VAL, val_loss=VAL, train_loss=TRAIN))
+    frame = frame_read.frame
+    assert frame["loss"].tolist() == VAL and frame_read.diagnostics[0].severity == "info"
+    assert frame_read.metric_choice.others == ("train_loss",)
 
 
 def test_a_lone_training_metric_is_said_and_a_lone_validation_one_is_not(tmp_path):
-    train = read_curves(_csv(tmp_path, train_loss=TRAIN))
+    train_read = read_curves(_csv(tmp_path, train_loss=TRAIN))
+    train = train_read.frame
     assert train["loss"].tolist() == TRAIN
-    [diagnostic] = train.attrs["diagnostics"]
+    [diagnostic] = train_read.diagnostics
     assert "training metric" in diagnostic.message
-    val = read_curves(_csv(tmp_path, validation_loss=VAL))  # Llama 3's file: nothing to choose
-    assert val["loss"].tolist() == VAL and val.attrs["diagnostics"] == []
-    assert not any("validation_loss" in note for note in val.attrs["notes"])
+    val_read = read_curves(_csv(tmp_path, validation_loss=VAL))  # Llama 3's file: nothing to choose
+    val = val_read.frame
+    assert val["loss"].tolist() == VAL and val_read.diagnostics == ()
+    assert not any("validation_loss" in note for note in val_read.notes)
 

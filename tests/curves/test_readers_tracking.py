@@ -81,22 +81,23 @@ def mlruns(tmp_path_factory):
 
 
 def test_mlflow_runs_metric_history_and_params(mlruns):
-    frame = read_curves(mlruns, experiment="sweep")
-    assert frame.attrs["format"] == "mlflow"
+    frame_read = read_curves(mlruns, experiment="sweep")
+    frame = frame_read.frame
+    assert frame_read.format == "mlflow"
     _assert_the_logged_sweep(frame, seed=7, lr=3e-4)
     for name in SIZES:
         rows = frame[frame["run"] == name]
         assert set(rows["optimizer"]) == {"adamw"}
         assert np.allclose(rows["wall_time"], [1000.0 + s / 1000 for s in STEPS])
-    assert frame.attrs["metric_choice"]["taken"] == "val/loss"
-    assert [d.code for d in frame.attrs["diagnostics"]] == ["metric_choice"]
+    assert frame_read.metric_choice.taken == "val/loss"
+    assert [d.code for d in frame_read.diagnostics] == ["metric_choice"]
 
 
 def test_mlflow_experiment_filter_and_metric_option(mlruns):
-    both = read_curves(mlruns)
-    assert len(both) == 2 * len(read_curves(mlruns, experiment="other"))
+    both = read_curves(mlruns).frame
+    assert len(both) == 2 * len(read_curves(mlruns, experiment="other").frame)
     assert both["run"].nunique() == 4  # one name in two experiments: told apart by run id
-    train = read_curves(mlruns, experiment="other", metric="train/loss")
+    train = read_curves(mlruns, experiment="other", metric="train/loss").frame
     small = train[train["run"] == "small"]
     assert np.allclose(small["train/loss"], [_train(SIZES["small"], s) for s in STEPS])
     with pytest.raises(Exception, match="no experiment 'nope'"):
@@ -114,7 +115,7 @@ def test_store_import_of_an_mlflow_sqlite_uri(tmp_path, capsys):
     assert "'val/loss'" in out and "metric_choice" not in out  # the sentence, not the code
     with CurveStore(db) as store:
         runs = store.runs().set_index("run")
-        curves = store.curves()
+        curves = store.curves().frame
     assert runs.loc["large", "params"] == 6.0e6 and runs.loc["large", "depth"] == 4
     assert np.allclose(curves[curves["run"] == "large"]["loss"],
                        [_val(6.0e6, s) for s in STEPS])
@@ -154,14 +155,15 @@ def wandb_dir(tmp_path_factory):
 
 def test_wandb_offline_runs_history_config_and_custom_x_axis(wandb_dir):
     assert len(list(wandb_dir.glob("offline-run-*"))) == 2
-    frame = read_curves(wandb_dir)
-    assert frame.attrs["format"] == "wandb"
+    frame_read = read_curves(wandb_dir)
+    frame = frame_read.frame
+    assert frame_read.format == "wandb"
     _assert_the_logged_sweep(frame, seed=3, lr=1e-3)
-    assert frame.attrs["metric_choice"]["taken"] == "val/loss"
-    assert any("logged against 'tokens'" in note for note in frame.attrs["notes"])
-    one = read_curves(next(wandb_dir.glob("offline-run-*")), metric="train/loss")
+    assert frame_read.metric_choice.taken == "val/loss"
+    assert any("logged against 'tokens'" in note for note in frame_read.notes)
+    one = read_curves(next(wandb_dir.glob("offline-run-*")), metric="train/loss").frame
     assert one["run"].nunique() == 1 and "train/loss" in one
-    ppl = read_curves(wandb_dir, metric="eval/ppl")  # counted on its own step axis
+    ppl = read_curves(wandb_dir, metric="eval/ppl").frame  # counted on its own step axis
     small = ppl[ppl["run"] == "small"]
     assert small["step"].tolist() == [8 * s for s in STEPS]
     assert np.allclose(small["eval/ppl"], [2.0 ** _val(SIZES["small"], s) for s in STEPS])
@@ -197,7 +199,8 @@ def test_tensorboard_hparams_are_run_attributes_and_val_loss_is_taken(tmp_path):
             writer.file_writer.add_summary(summary)
         for step in STEPS:
             writer.add_scalar("val/loss", _val(3.0e6, step), step)
-    frame = read_curves(tmp_path)
+    frame_read = read_curves(tmp_path)
+    frame = frame_read.frame
     native = frame[frame["run"] == "native"]
     assert set(native["params"]) == {3.0e6} and set(native["seed"]) == {11}
     assert np.allclose(native["loss"], [_val(3.0e6, s) for s in STEPS], rtol=1e-6)
@@ -209,8 +212,8 @@ def test_tensorboard_hparams_are_run_attributes_and_val_loss_is_taken(tmp_path):
         assert np.allclose(rows["loss"], [_val(size, s) for s in STEPS], rtol=1e-6)  # float32
         assert set(rows["params"]) == {size} and set(rows["depth"]) == {4}
         assert set(rows["optimizer"]) == {"adamw"}
-    assert frame.attrs["metric_choice"]["taken"] == "val/loss"
-    assert frame.attrs["diagnostics"][0].code == "metric_choice"
+    assert frame_read.metric_choice.taken == "val/loss"
+    assert frame_read.diagnostics[0].code == "metric_choice"
 
 
 # -- Optuna -----------------------------------------------------------------------------------
@@ -234,8 +237,9 @@ def test_optuna_study_trials_are_curves_with_their_params(tmp_path, capsys):
         return curve[-1]
 
     study.optimize(objective, n_trials=4)
-    frame = read_curves(storage, study="widths")
-    assert frame.attrs["format"] == "optuna" and frame["run"].nunique() == 4
+    frame_read = read_curves(storage, study="widths")
+    frame = frame_read.frame
+    assert frame_read.format == "optuna" and frame["run"].nunique() == 4
     for number, (width, curve) in logged.items():
         rows = frame[frame["run"] == f"widths/trial-{number}"]
         assert rows["step"].tolist() == STEPS and rows["loss"].tolist() == curve
@@ -254,13 +258,14 @@ def test_tensorboard_sweep_of_final_values_logged_only_with_add_hparams(tmp_path
         with SummaryWriter(str(tmp_path / name)) as writer:
             writer.add_hparams({"n_params": size}, {"hparam/val_loss": _val(size, 40),
                                                      "hparam/train_loss": _train(size, 40)})
-    frame = read_curves(tmp_path)
+    frame_read = read_curves(tmp_path)
+    frame = frame_read.frame
     assert sorted(frame["run"]) == ["large", "small"]
     for name, size in SIZES.items():
         row = frame[frame["run"] == name].iloc[0]
         assert row["params"] == size
         assert row["loss"] == pytest.approx(_val(size, 40), rel=1e-6)
-    assert frame.attrs["metric_choice"]["taken"] == "hparam/val_loss"
+    assert frame_read.metric_choice.taken == "hparam/val_loss"
 
 
 

@@ -25,7 +25,7 @@ def test_import_then_curves_gives_the_frame_back(new_store, frame):
         summary = store.import_frame(frame, source="hypothesis")
         assert summary == ImportSummary(runs=frame["run"].nunique(), points=len(frame),
                                         rows=len(frame))
-        assert_same_frame(store.curves(), expected_read(frame))
+        assert_same_frame(store.curves().frame, expected_read(frame))
 
 
 @settings(max_examples=8, deadline=None,
@@ -36,16 +36,16 @@ def test_export_and_reimport_round_trips_exactly(tmp_path_factory, new_store, fr
     with CurveStore(new_store()) as store:
         store.import_frame(frame.assign(val_loss=frame["loss"] * 0.5), source="hypothesis")
         store.add_run(frame["run"].iloc[0], attrs={"lr": 3e-4, "optimizer": "adam"})
-        original = {m: store.curves(metric=m) for m in ("loss", "val_loss")}
+        original = {m: store.curves(metric=m).frame for m in ("loss", "val_loss")}
         store.export(folder / "out.csv")
         store.export(folder / "out.parquet")
     for name in ("out.csv", "out.parquet"):
         with CurveStore(new_store()) as copy:
             copy.import_frame(read_curves(folder / name), source=name)
             for metric, curves in original.items():
-                assert_same_frame(copy.curves(metric=metric), curves)
+                assert_same_frame(copy.curves(metric=metric).frame, curves)
             if "lr" in curves:
-                assert copy.curves()["lr"].iloc[0] == 3e-4
+                assert copy.curves().frame["lr"].iloc[0] == 3e-4
 
 
 def test_export_refuses_a_format_that_would_drop_metrics(tmp_path, new_store):
@@ -72,10 +72,10 @@ def test_export_keeps_metrics_whose_names_do_not_read_as_metrics(tmp_path, new_s
         with CurveStore(new_store()) as copy:
             copy.import_frame(read_curves(tmp_path / name), source=name)
             for metric in ("loss", "samples", "compute_6nd"):
-                got = copy.curves(metric=metric)
+                got = copy.curves(metric=metric).frame
                 assert got["step"].tolist() == [1, 2, 3]
                 assert got[metric].tolist() == points[metric].tolist()
-    alone = read_curves(tmp_path / "out.csv", metric="samples")  # the marked column is found
+    alone = read_curves(tmp_path / "out.csv", metric="samples").frame  # the marked column is found
     assert alone["samples"].tolist() == [64.0, 128.0, 192.0]
 
 
@@ -148,7 +148,7 @@ def test_bulk_import_across_statement_and_chunk_boundaries_is_exact(new_store):
                        for i, n in enumerate(sizes)], ignore_index=True)
     with CurveStore(new_store()) as store:
         assert store.import_frame(frame, source="x").points == sum(sizes)
-        back = store.curves()
+        back = store.curves().frame
     assert back["run"].tolist() == frame["run"].tolist()
     for column in ("step", "loss", "compute"):
         assert np.array_equal(back[column].to_numpy(), frame[column].to_numpy())
@@ -181,7 +181,7 @@ def test_append_points_in_batches_equals_one_import(new_store):
             total += many.append_points("r", {"step": steps[rows], "loss": loss[rows],
                                               "compute": steps[rows] * 1e12})
         assert total == 300
-        assert_same_frame(many.curves(runs="r"), one.curves(runs=["r"]))
+        assert_same_frame(many.curves(runs="r").frame, one.curves(runs=["r"]).frame)
 
 
 def test_importing_an_empty_frame_writes_nothing(new_store):
@@ -198,7 +198,7 @@ def test_remove_is_all_or_nothing(new_store):
         with pytest.raises(InputError, match="ghost"):
             store.remove(["a", "ghost"])
         assert store.remove(["a", "c"]) == 2
-        assert list(store.curves()["run"]) == ["b"]
+        assert list(store.curves().frame["run"]) == ["b"]
         assert list(store.runs()["run"]) == ["b"]
 
 
@@ -208,7 +208,7 @@ def test_secondary_metric_with_gaps_is_kept_per_step(new_store):
     with CurveStore(new_store()) as store:
         summary = store.import_frame(frame, source="x")
         assert summary.points == 6
-        val = store.curves(metric="val_loss")
+        val = store.curves(metric="val_loss").frame
         assert list(val["step"]) == [2, 4] and list(val["val_loss"]) == [3.2, 2.4]
 
 
@@ -239,10 +239,10 @@ def test_four_writer_processes_lose_no_point(new_store):
     with CurveStore(path) as store:
         runs = store.runs().set_index("run")
         for worker in range(workers):
-            curve = store.curves(runs=f"own-{worker}")
+            curve = store.curves(runs=f"own-{worker}").frame
             assert np.array_equal(curve["step"], np.arange(batches * size))
             assert np.array_equal(curve["loss"], 1.0 + np.arange(batches * size))
-        shared = store.curves(runs="shared")
+        shared = store.curves(runs="shared").frame
         expected = sorted(int(s) * 4 + w for w in range(workers) for b in range(batches)
                           for s in (np.arange(size) + size * b)[:2])
         assert shared["step"].tolist() == expected
@@ -265,7 +265,7 @@ def test_transaction_groups_writes_and_nested_blocks_are_savepoints(new_store):
                     store.append_points("inner", {"step": 1, "loss": -1.0})
             store.append_points("outer", {"step": 1, "loss": 2.0})
         assert list(store.runs()["run"]) == ["outer"]
-        assert store.curves()["loss"].tolist() == [2.0]
+        assert store.curves().frame["loss"].tolist() == [2.0]
 
 
 def test_metric_names_with_quotes_are_stored_verbatim(new_store):
@@ -273,6 +273,6 @@ def test_metric_names_with_quotes_are_stored_verbatim(new_store):
     frame = pd.DataFrame({"run": "r", "step": np.arange(250), name: np.linspace(3, 2, 250)})
     with CurveStore(new_store()) as store:
         assert store.import_frame(frame, source="x", metrics=[name]).points == 250
-        back = store.curves(metric=name)
+        back = store.curves(metric=name).frame
         assert np.array_equal(back[name].to_numpy(), frame[name].to_numpy())
         assert store.runs()["metrics"].iloc[0] == [name]

@@ -133,7 +133,7 @@ def test_eight_writer_processes_of_50000_points_lose_nothing(new_store):
         assert counts.sum() == workers * runs * (steps + steps // 4)
         for worker in (0, workers - 1):
             expected = _curves(runs, steps, seed=worker, prefix=f"w{worker}-")
-            got = store.curves(runs=[f"w{worker}-{i}" for i in range(runs)])
+            got = store.curves(runs=[f"w{worker}-{i}" for i in range(runs)]).frame
             assert np.array_equal(got["loss"].to_numpy(), expected["loss"].to_numpy())
     print(f"8 writers x 50,000 points: {seconds:.1f} s")
 

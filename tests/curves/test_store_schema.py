@@ -37,7 +37,8 @@ def test_a_store_written_before_versioning_is_migrated_with_nothing_lost(tmp_pat
     assert "locks" not in _tables(path)
     with CurveStore(path) as store:
         assert store.schema_version == SCHEMA_VERSION >= 1
-        loss, accuracy = store.curves(runs=["a"]), store.curves(runs=["a"], metric="accuracy")
+        loss = store.curves(runs=["a"]).frame
+        accuracy = store.curves(runs=["a"], metric="accuracy").frame
     assert "locks" in _tables(path)
     # the values the fixture was written with (tests/fixtures/README.md)
     assert loss["step"].tolist() == [1, 2, 4] and loss["loss"].tolist() == [3.0, 2.5, 2.2]

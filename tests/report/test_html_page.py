@@ -17,6 +17,7 @@ from scalekit_cli.app import main
 
 REPO = Path(__file__).resolve().parents[2]
 CHINCHILLA = REPO / "data" / "published" / "chinchilla_epoch_svg.csv"
+LADDER = REPO / "data" / "published" / "olmo_ladder"
 
 
 def _chromium() -> str:
@@ -101,6 +102,13 @@ def pages(tmp_path_factory):
         "law inference-k": (["law", "inference-k", _measured(
             folder, "inference_k", "k", 2.0 ** np.arange(9),
             {"E": 0.05, "A": 0.6, "a": 1.2, "B": 0.3, "b": 0.4}), "--plan", "cost=0.0001"], 1, 1),
+        "allocate plan": (["allocate", "plan", "--budget", "1e20", "--curves", _sweep(folder)],
+                          0, None),
+        "allocate run": (["allocate", "run", "synthetic", "--budget", "3e18", "--store",
+                          str(folder / "run.db")], 0, None),
+        "law task": (["law", "task", *map(str, sorted(LADDER.glob("*xC.csv"))), "--runs",
+                      str(LADDER / "final.json"), "--predict", "N=6.89e9,D=3.95e12", "--task",
+                      "piqa_val_5shot", "--bootstrap", "20"], 1, None),
     }
     out = {}
     for name, (args, figures, saved_figures) in commands.items():
@@ -115,13 +123,23 @@ def pages(tmp_path_factory):
 
 
 def test_every_page_opens_with_the_answer_and_holds_its_figures_and_tables(pages):
-    assert len(pages) == 17
+    assert len(pages) == 20
     for name, (page, figures) in pages.items():
         text = page.read_text()
         assert text.count("<svg") == figures == text.count("<figure>"), name
         answer = text.index("class='answer'")
         assert answer < text.index("<figure>" if figures else "<table>") <= text.index("<table>"), name
         assert not re.search(r"<(script|link|img)\b", text), name  # self-contained
+
+
+def test_the_allocation_and_task_pages_open_with_their_answer(pages):
+    def answer(name):
+        text = pages[name][0].read_text()
+        return text[text.index("class='answer'"):text.index("</section>")]
+
+    assert "phase 0: probe" in answer("allocate plan")  # what to run next comes first
+    assert "budget (FLOPs): 3.000e+18" in answer("allocate run")
+    assert "piqa_val_5shot" in pages["law task"][0].read_text()
 
 
 def test_the_fit_page_says_the_law_then_the_plan(pages):

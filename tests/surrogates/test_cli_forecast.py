@@ -145,3 +145,22 @@ def test_evaluate_leaves_out_a_run_with_a_zero_metric(tmp_path):
     body = body.get("body", body)
     overall = next(r for r in body["evaluation"] if r["subset"] == "all")
     assert overall["curves"] == 2 * 3   # two runs; cuts at 20/30/50% (10% leaves 4 points)
+
+
+def test_evaluate_json_keeps_the_readers_notes_and_diagnostics_apart(curves, tmp_path):
+    """A file with a training and a validation loss and a column the reader ignores: the
+    evaluation JSON has the ignored column among `notes`, the metric choice under
+    `diagnostics` (once), and no `warnings` key."""
+    frame = pd.read_csv(curves).rename(columns={"loss": "val_loss"})
+    frame["train_loss"] = frame["val_loss"] * 0.9
+    frame["colour"] = "blue"
+    path = tmp_path / "two.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "e.json"
+    assert main(["forecast", str(path), "--evaluate", "--method", "satpow", "--json", str(out),
+                 "-q"]) == 0
+    body = json.loads(out.read_text())
+    assert "warnings" not in body
+    assert [d["code"] for d in body["diagnostics"]] == ["metric_choice"]
+    assert any("colour" in note for note in body["notes"])
+    assert not any("train_loss" in note for note in body["notes"])  # said once, by the diagnostic

@@ -119,7 +119,7 @@ def test_results_follow_the_protocol(runs):
     from scalekit.surrogates.schedule_forecast import ScheduleForecast, multipower_forecast
     from scalekit.surrogates.schedule_search import ScheduleSearch, search_schedule
 
-    frame = pd.concat([read_curves(path) for path in runs], ignore_index=True)
+    frame = pd.concat([read_curves(path).frame for path in runs], ignore_index=True)
     result = multipower_forecast(frame, fit_on=["cos", "const", "two"], evaluate=True)
     back = ScheduleForecast.from_dict(json.loads(dumps(result.to_dict())))
     assert back.to_dict() == json.loads(dumps(result.to_dict()))

@@ -15,7 +15,7 @@ def test_train_writes_the_store_and_an_export_that_reads_back(tmp_path, capsys):
                  "--eval-size", "128", "--device", "cpu", "--store", str(store), "--export", str(out)])
     assert code == 0
     assert "2 runs" in capsys.readouterr().out
-    frame = read_curves(out)
+    frame = read_curves(out).frame
     assert set(frame["width"]) == {4, 8} and frame.groupby("run")["step"].max().eq(40).all()
     for column in ("params", "tokens", "compute", "loss"):
         assert frame[column].gt(0).all()

@@ -57,11 +57,11 @@ def test_a_killed_sweep_resumes_without_duplicate_or_missing_points(tmp_path, mo
     with pytest.raises(Killed):  # the second run dies after its second point, the others at once
         run_sweep(configs, store=store, checkpoint_dir=checkpoints)
     with CurveStore(store) as opened:
-        assert len(opened.curves()) == 4 + 2 + 1 + 1
+        assert len(opened.curves().frame) == 4 + 2 + 1 + 1
     monkeypatch.undo()
     resumed = run_sweep(configs, store=store, checkpoint_dir=checkpoints)
     with CurveStore(store) as opened, CurveStore(tmp_path / "whole.db") as reference:
-        stored, expected = opened.curves(), reference.curves()
+        stored, expected = opened.curves().frame, reference.curves().frame
     assert len(stored) == len(expected) == 4 * 4
     assert not stored.duplicated(["run", "step"]).any()
     columns = ["run", "step", "loss", "compute", "tokens"]
@@ -76,7 +76,7 @@ def test_a_finished_sweep_run_again_trains_nothing_and_adds_nothing(tmp_path):
     again = run_sweep(configs, store=store, checkpoint_dir=checkpoints)
     assert again["wall_time"].tolist() == first["wall_time"].tolist()  # read back, not retrained
     with CurveStore(store) as opened:
-        assert len(opened.curves()) == 4
+        assert len(opened.curves().frame) == 4
 
 
 @pytest.mark.parametrize("kind", ["local", pytest.param("ray", marks=pytest.mark.slow)])
@@ -110,5 +110,5 @@ def test_batched_sweep_stores_the_curves_of_the_sequential_sweep(tmp_path):
     assert batched["run"].tolist() == sequential["run"].tolist()
     assert batched["loss"].to_numpy() == pytest.approx(sequential["loss"].to_numpy(), rel=1e-4)
     with CurveStore(tmp_path / "bat.db") as opened:
-        stored = opened.curves()
+        stored = opened.curves().frame
     assert len(stored) == len(sequential) and not stored.duplicated(["run", "step"]).any()

@@ -21,11 +21,12 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
-import pandas as pd
 
 from scalekit.checks import check_choice
+from scalekit.curves.curve_set import Curves
 from scalekit.curves.readers.csv_file import read_csv_table
 from scalekit.curves.readers.jsonl_file import read_jsonl_table
 from scalekit.curves.readers.metric_choice import MetricChoice
@@ -47,8 +48,8 @@ _URI_SCHEMES = ("sqlite:", "file:", "http:", "https:", "postgresql:", "postgresq
 def read_curves(path: str | Path, *, format: str | None = None,
                 mapping: Mapping[str, str] | None = None, metric: str = "loss",
                 duplicates: str = "error", keep: Sequence[str] = (),
-                experiment: str | None = None, study: str | None = None) -> pd.DataFrame:
-    """Read learning curves from ``path`` into a tidy, validated curve frame.
+                experiment: str | None = None, study: str | None = None) -> Curves:
+    """Read learning curves from ``path`` into validated :class:`~scalekit.curves.Curves`.
 
     Parameters
     ----------
@@ -86,16 +87,15 @@ def read_curves(path: str | Path, *, format: str | None = None,
 
     Returns
     -------
-    DataFrame
-        Columns ``run``, ``step``, the metric, and what the source has of
-        ``compute``, ``tokens``, ``wall_time``, ``params``, ``depth``,
+    Curves
+        Its ``frame`` has columns ``run``, ``step``, the metric, and what the source
+        has of ``compute``, ``tokens``, ``wall_time``, ``params``, ``depth``,
         ``width``, ``classes``, ``k``, ``seed``, further metric columns and
-        ``config.*`` columns (run configuration, without the prefix).
-        ``attrs["notes"]`` lists what was derived, chosen or ignored,
-        ``attrs["metrics"]`` the metric columns, ``attrs["config_columns"]``
-        the configuration columns, ``attrs["metric_choice"]`` which source name
-        the metric is (:meth:`MetricChoice.to_dict`) and ``attrs["diagnostics"]``
-        its ``metric_choice`` diagnostic, if any.
+        ``config.*`` columns (run configuration, without the prefix). Its
+        ``notes`` list what was derived, chosen or ignored, ``metrics`` the metric
+        columns, ``config_columns`` the configuration columns, ``metric_choice``
+        which source name the metric is and ``diagnostics`` that choice's
+        ``metric_choice`` diagnostic, if any.
     """
     source = str(path)
     uri = _is_uri(path)
@@ -110,19 +110,17 @@ def read_curves(path: str | Path, *, format: str | None = None,
         raise InputError(f"The value of `study` is {study!r}, but only an Optuna storage has "
                          f"studies (this is read as {fmt}).", source=source)
     if fmt in ("tensorboard", "mlflow", "optuna") or (fmt == "wandb" and _is_run_log(path)):
-        frame = _read_tracking(path, fmt, uri, source, mapping=mapping, metric=metric,
+        curves = _read_tracking(path, fmt, uri, source, mapping=mapping, metric=metric,
                                duplicates=duplicates, keep=keep, experiment=experiment,
-                               study=study)
+                                study=study)
     else:
-        frame = _read_table(path, fmt, format, source, mapping=mapping, metric=metric,
-                            duplicates=duplicates, keep=keep)
-    frame.attrs["source"] = source
-    frame.attrs["format"] = fmt
-    return frame
+        curves = _read_table(path, fmt, format, source, mapping=mapping, metric=metric,
+                             duplicates=duplicates, keep=keep)
+    return replace(curves, source=source, format=fmt)
 
 
 def _read_table(path: Path, fmt: str, format: str | None, source: str, *, mapping, metric,
-                duplicates, keep) -> pd.DataFrame:
+                duplicates, keep) -> Curves:
     """CSV (long, per run or a W&B wide export), JSONL or Parquet."""
     choice: MetricChoice | None = None
     notes: list[str] = []
@@ -135,15 +133,14 @@ def _read_table(path: Path, fmt: str, format: str | None, source: str, *, mappin
         if fmt == "wandb" or (format is None and looks_wide(table.columns, mapping, metric)):
             table, lines, choice, notes = wide_to_long(table, lines, mapping, metric, source)
             mapping = None
-    frame = tidy_from_table(table, Locator(source, lines), mapping=mapping, metric=metric,
-                            duplicates=duplicates, default_run=path.stem or path.name,
-                            keep=keep, choice=choice)
-    frame.attrs["notes"] = notes + frame.attrs["notes"]
-    return frame
+    curves = tidy_from_table(table, Locator(source, lines), mapping=mapping, metric=metric,
+                             duplicates=duplicates, default_run=path.stem or path.name,
+                             keep=keep, choice=choice)
+    return curves.noted(notes)
 
 
 def _read_tracking(path: str | Path, fmt: str, uri: bool, source: str, *, mapping, metric,
-                   duplicates, keep, experiment, study) -> pd.DataFrame:
+                   duplicates, keep, experiment, study) -> Curves:
     """TensorBoard logs, W&B offline runs, an MLflow store or an Optuna study."""
     mapping = dict(mapping or {})
     mapped = mapping.pop("loss", mapping.pop(metric, None))
@@ -173,10 +170,9 @@ def _read_tracking(path: str | Path, fmt: str, uri: bool, source: str, *, mappin
         if mapped is None:  # one series per trial: it is the curve, whatever its name
             choice = MetricChoice(metric, objective, how="named" if objective == metric
                                   else "only")
-    frame = frame_from_records(records, source=source, metric=metric, mapped=mapped,
-                               duplicates=duplicates, keep=keep, what=what, choice=choice)
-    frame.attrs["notes"] = notes + frame.attrs["notes"]
-    return frame
+    curves = frame_from_records(records, source=source, metric=metric, mapped=mapped,
+                                duplicates=duplicates, keep=keep, what=what, choice=choice)
+    return curves.noted(notes)
 
 
 def check_local_input(path: str | Path) -> Path:

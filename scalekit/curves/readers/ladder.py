@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scalekit.curves.curve_set import Curves
 from scalekit.errors import InputError
 
 #: Columns giving the tokens seen at a checkpoint, in order of preference.
@@ -124,10 +125,10 @@ def _tokens(table: pd.DataFrame, file: Path) -> np.ndarray:
                      f"step with {BATCH_TOKEN_COLUMN!r}", source=str(file), line=1)
 
 
-def ladder_frame(runs: list[LadderRun]) -> pd.DataFrame:
+def ladder_frame(runs: list[LadderRun]) -> Curves:
     """The runs as one tidy curve frame: ``run``, ``step``, ``tokens``, ``params``, the run
     table's other attributes (configuration) and every other numeric column of the files
-    as a metric (``attrs["metrics"]``), for the store.
+    as a metric (the curves' ``metrics``), for the store.
 
     The step is the file's ``_step`` (or ``step``), else the checkpoint's ordinal (noted).
     """
@@ -148,6 +149,5 @@ def ladder_frame(runs: list[LadderRun]) -> pd.DataFrame:
                              "params": run.params,
                              **{k: v for k, v in run.attributes.items() if v is not None}})
         parts.append(pd.concat([part, table[columns].reset_index(drop=True)], axis=1))
-    frame = pd.concat(parts, ignore_index=True)
-    frame.attrs.update(metrics=metrics, notes=notes)
-    return frame
+    return Curves(pd.concat(parts, ignore_index=True), metrics=tuple(metrics),
+                  notes=tuple(notes))

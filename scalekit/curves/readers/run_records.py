@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from scalekit.curves.curve_set import Curves
 from scalekit.curves.readers.metric_choice import MetricChoice, choose_metric
 from scalekit.curves.readers.table import tidy_from_table
 from scalekit.curves.schema import (CONFIG_PREFIX, KEY_COLUMNS, METRIC_PREFIX, attribute_role,
@@ -43,7 +44,7 @@ class RunRecord:
         The run's name.
     series : dict
         Logged series by name: ``(steps, values, wall_times or None)``, in logging order.
-    attrs : dict
+    attributes : dict
         Logged parameters (hyper-parameters, configuration) by name.
     axes : dict
         Series whose steps count on another axis than the run's step, with that axis's name;
@@ -53,15 +54,15 @@ class RunRecord:
     name: str
     series: dict[str, tuple[Sequence[int], Sequence[float], Sequence[float] | None]] = \
         field(default_factory=dict)
-    attrs: dict[str, object] = field(default_factory=dict)
+    attributes: dict[str, object] = field(default_factory=dict)
     axes: dict[str, str] = field(default_factory=dict)
 
 
 def frame_from_records(records: Sequence[RunRecord], *, source: str, metric: str = "loss",
                        mapped: str | None = None, duplicates: str = "error",
                        keep: Sequence[str] = (), what: str = "series",
-                       choice: MetricChoice | None = None) -> pd.DataFrame:
-    """The tidy curve frame of ``records`` (see the module's rules).
+                       choice: MetricChoice | None = None) -> Curves:
+    """The :class:`~scalekit.curves.Curves` of ``records`` (see the module's rules).
 
     Parameters
     ----------
@@ -94,7 +95,7 @@ def frame_from_records(records: Sequence[RunRecord], *, source: str, metric: str
             continue
         piece, left = _points(record, choice.taken)
         dropped += left
-        piece.update(_attributes(record.attrs, len(piece["step"]), "tokens" in piece))
+        piece.update(_attributes(record.attributes, len(piece["step"]), "tokens" in piece))
         pieces.append(pd.DataFrame(piece))
     if not pieces:
         raise InputError(f"no run logs {choice.taken!r}", source=source)
@@ -104,10 +105,9 @@ def frame_from_records(records: Sequence[RunRecord], *, source: str, metric: str
         notes.append(f"{dropped} points of other {what}s at steps where {choice.taken!r} was "
                      "not logged were left out")
     table = pd.concat(pieces, ignore_index=True)
-    frame = tidy_from_table(table, Locator(source, None), mapping={"run": "run", "step": "step"},
-                            metric=metric, duplicates=duplicates, keep=keep, choice=choice)
-    frame.attrs["notes"] = notes + frame.attrs["notes"]
-    return frame
+    curves = tidy_from_table(table, Locator(source, None), mapping={"run": "run", "step": "step"},
+                             metric=metric, duplicates=duplicates, keep=keep, choice=choice)
+    return curves.noted(notes)
 
 
 def _points(record: RunRecord, taken: str) -> tuple[dict[str, object], int]:

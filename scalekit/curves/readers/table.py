@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.compute import tokens_for_compute
+from scalekit.curves.curve_set import Curves
 from scalekit.curves.readers.lr_series import find_lr_column
 from scalekit.curves.readers.metric_choice import MetricChoice, choose_metric
 from scalekit.curves.schema import (ALIASES, CONFIG_PREFIX, FILE_ONLY_COLUMNS,
@@ -22,19 +23,54 @@ from scalekit.errors import InputError
 def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str, str] | None,
                     metric: str, duplicates: str = "error", default_run: str = "run",
                     keep: Sequence[str] = (), choice: MetricChoice | None = None,
-                    ) -> pd.DataFrame:
-    """Turn a raw table (cells as read) into a validated tidy curve frame.
+                    ) -> Curves:
+    """Turn a raw table (cells as read) into validated :class:`~scalekit.curves.Curves`.
 
     The metric column is ``choice.taken`` when a choice is given, else the
     column ``mapping`` names for the metric, else the one
     :func:`~scalekit.curves.readers.metric_choice.choose_metric` picks among the
-    columns. ``attrs["metric_choice"]`` holds that choice and
-    ``attrs["diagnostics"]`` its ``metric_choice`` diagnostic.
+    columns. The result's ``metric_choice`` holds that choice and its ``diagnostics``
+    the choice's ``metric_choice`` diagnostic.
     """
     if table.shape[1] == 0:
         raise where.error("the file is empty")
     if len(table) == 0:
         raise InputError("the file has a header but no data rows", source=where.source, line=2)
+    choice, mapping = _metric(table, where, mapping, metric, choice)
+    roles = resolve_roles(table.columns, mapping, metric=metric, source=where.source)
+    notes: list[str] = [choice.note()] if choice.said else []
+    out, metrics, config_columns, used = _columns(table, where, roles, metric, duplicates,
+                                                  default_run, notes)
+    keep = list(dict.fromkeys(keep))
+    for column in keep:
+        if column in out:  # already a column of the frame, such as a role's
+            continue
+        if column not in table.columns:
+            raise InputError(f"no column {column!r} to keep", source=where.source, line=1)
+        out[column] = _config_values(table[column])  # also when it plays a role
+        used.add(column)
+    ignored = [str(c) for c in table.columns if c not in used]
+    if ignored:
+        notes.append("ignored columns: " + ", ".join(ignored))
+    frame, where = _derived_and_deduplicated(pd.DataFrame(out), where, duplicates, notes)
+    _, order = check_frame(frame, where, metrics=metrics, config=config_columns)
+    for column in INTEGER_RUN_COLUMNS:
+        if column in frame and not frame[column].isna().any():
+            frame[column] = frame[column].astype(np.int64)
+    frame = frame.iloc[order].reset_index(drop=True)
+    lines = None if where.lines is None else SourceLines(
+        frame["run"].to_numpy(), frame["step"].to_numpy(), where.lines[order])
+    ordered = _ordered(frame.columns, metrics, config_columns)
+    frame = frame[ordered + [c for c in keep if c not in ordered]]
+    return Curves(frame, metric=metric, metrics=tuple(metrics),
+                  config_columns=tuple(config_columns), notes=tuple(notes),
+                  diagnostics=tuple(choice.diagnostics()), metric_choice=choice,
+                  source=where.source, source_lines=lines)
+
+
+def _metric(table, where, mapping, metric, choice) -> tuple[MetricChoice, dict]:
+    """The metric choice (given, mapped or chosen among the columns) and the role mapping
+    with the metric's column in it."""
     mapping = dict(mapping or {})
     if choice is None:
         mapped = mapping.pop("loss", mapping.pop(metric, None))
@@ -52,8 +88,12 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
                   and table[o].astype(str).equals(table[choice.taken].astype(str))}
         choice = replace(choice, others=tuple(o for o in choice.others if o not in copies))
     mapping["loss"] = choice.taken
-    roles = resolve_roles(table.columns, mapping, metric=metric, source=where.source)
-    notes: list[str] = [choice.note()] if choice.said else []
+    return choice, mapping
+
+
+def _columns(table, where, roles, metric, duplicates, default_run, notes):
+    """The checked columns of the tidy frame by name, its metric and configuration columns,
+    and the table's columns used."""
     out: dict[str, object] = {"run": _run_names(table, roles, where, default_run, notes)}
     out["step"] = _steps(table, roles, where, out["run"], duplicates)
     for role in ("compute", "tokens", "wall_time"):
@@ -89,18 +129,12 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
                 out[name] = _config_values(table[column])
                 config_columns.append(name)
             used.add(column)
-    keep = list(dict.fromkeys(keep))
-    for column in keep:
-        if column in out:  # already a column of the frame, such as a role's
-            continue
-        if column not in table.columns:
-            raise InputError(f"no column {column!r} to keep", source=where.source, line=1)
-        out[column] = _config_values(table[column])  # also when it plays a role
-        used.add(column)
-    ignored = [str(c) for c in table.columns if c not in used]
-    if ignored:
-        notes.append("ignored columns: " + ", ".join(ignored))
-    frame = pd.DataFrame(out)
+    return out, metrics, config_columns, used
+
+
+def _derived_and_deduplicated(frame, where, duplicates, notes):
+    """``frame`` with tokens derived where it can be, and a repeated (run, step) resolved
+    under the ``duplicates`` rule (with the locator of the rows kept)."""
     if "tokens" not in frame and "compute" in frame and "params" in frame:
         frame["tokens"] = tokens_for_compute(frame["compute"], frame["params"])
         notes.append("tokens derived as compute / (6 * params)")
@@ -111,19 +145,7 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
                          f"keeping the {duplicates}")
             frame = frame.iloc[rows].reset_index(drop=True)
             where = where.subset(rows)
-    _, order = check_frame(frame, where, metrics=metrics, config=config_columns)
-    for column in INTEGER_RUN_COLUMNS:
-        if column in frame and not frame[column].isna().any():
-            frame[column] = frame[column].astype(np.int64)
-    frame = frame.iloc[order].reset_index(drop=True)
-    if where.lines is not None:
-        frame.attrs["source_lines"] = SourceLines(frame["run"].to_numpy(),
-                                                  frame["step"].to_numpy(), where.lines[order])
-    ordered = _ordered(frame.columns, metrics, config_columns)
-    frame = frame[ordered + [c for c in keep if c not in ordered]]
-    frame.attrs.update(notes=notes, metrics=metrics, config_columns=config_columns,
-                       metric_choice=choice.to_dict(), diagnostics=choice.diagnostics())
-    return frame
+    return frame, where
 
 
 def _lr_column(columns, used) -> str | None:

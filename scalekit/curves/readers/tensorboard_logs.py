@@ -40,7 +40,7 @@ def read_tensorboard_records(path: Path) -> tuple[list[RunRecord], list[str]]:
         acc.Reload()
         name = path.name if folder == path else folder.relative_to(path).as_posix()
         record = RunRecord(name, _series(acc), _hparams(acc))
-        if record.attrs and folder.parent in records and all(
+        if record.attributes and folder.parent in records and all(
                 tag.startswith("hparam") for tag in record.series):
             hparams_only[folder] = record
         else:
@@ -48,7 +48,7 @@ def read_tensorboard_records(path: Path) -> tuple[list[RunRecord], list[str]]:
     notes = []
     for folder, child in hparams_only.items():
         parent = records[folder.parent]
-        parent.attrs = {**child.attrs, **parent.attrs}
+        parent.attributes = {**child.attributes, **parent.attributes}
         if not parent.series:  # a run that logged only add_hparams: its values are the curve
             parent.series = child.series
         notes.append(f"hparams of {folder.relative_to(path).as_posix()!r} (add_hparams) read as "
