@@ -84,7 +84,7 @@ class DigitMetrics:
     held_out_labels: torch.Tensor
 
     def __call__(self, model: Model) -> dict[str, float]:
-        inputs, targets = self.held_out[:, :-1], self.held_out[:, 1:]
+        inputs = self.held_out[:, :-1]
         train_features = model(self.probe_inputs, hidden=True).float().mean(dim=1)
         test_features = model(inputs, hidden=True).float().mean(dim=1)
         accuracy = probe_accuracy(train_features.cpu().numpy(), self.probe_labels.cpu().numpy(),
