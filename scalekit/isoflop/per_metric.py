@@ -249,8 +249,9 @@ def paired_exponents(frame: pd.DataFrame, metrics: Sequence[str], *, settings: d
     the within-budget line of log D on log N (exact under C = k·N·D).
     """
     k = settings["flops_per_param_token"]
-    points = [isoflop_points(frame.rename(columns={m: "loss"}).drop(
-        columns=[c for c in metrics if c != m], errors="ignore"),
+    points = [isoflop_points(frame.drop(columns=[c for c in metrics if c != m] + (
+        ["loss"] if m != "loss" and "loss" in frame else []), errors="ignore").rename(
+        columns={m: "loss"}),
         convention=settings["convention"], flops_per_param_token=k, source=source)
         for m in metrics]
     base = points[0]
