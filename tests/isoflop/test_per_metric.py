@@ -167,3 +167,11 @@ def test_cli_draws_and_pages_several_metrics(tmp_path, capsys):
     assert main(["isoflop", str(path), "--metric", "m1", "--metric", "m2",
                  "--plot", str(bad), "--json", str(tmp_path / "no.json")]) == 2
     assert not (tmp_path / "no.json").exists() and not bad.exists()
+
+
+def test_a_metric_named_loss_is_compared_like_any_other():
+    """With `loss` among the metrics, each other metric's paired fit still sees its own column
+    (the paired fit used to drop the renamed column together with `loss`)."""
+    frame = isoflop_sweep((0.45, 0.60), seed=8).rename(columns={"m1": "loss"})
+    pair = compare_metrics(frame, ["m2", "loss"], settings={**SETTINGS, "bootstrap": 20}).pairs[0]
+    assert pair["b_1"] == pytest.approx(0.60, abs=0.03) and pair["b_2"] == pytest.approx(0.45, abs=0.03)
