@@ -114,13 +114,8 @@ def isoflop(
                    higher_is_better[0] if higher_is_better else group,
                    "used with two or more --metric (a comparison of metrics)")
     if len(set(metrics)) >= 2:
-        if plot is not None or html is not None:
-            from scalekit.checks import fail
-
-            raise fail("--plot" if plot is not None else "--html", str(plot or html),
-                       "left out with several --metric (the comparison has no figure yet)")
         _compare(file, store, mapping, metrics, higher_is_better, group, approach, seed,
-                 json_out, quiet, fmt, profile=profile, figures=figures,
+                 json_out, plot, html, quiet, fmt, profile=profile, figures=figures,
                  budgets=_floats("budgets", budgets), budget_tolerance=tolerance,
                  window=int(window) if window.isdigit() else window,
                  target_compute=target_compute, bootstrap=bootstrap, ci_level=ci_level,
@@ -152,7 +147,7 @@ def isoflop(
 
 
 def _compare(file, store, mapping, metrics, higher_is_better, group, approach, seed,
-             json_out, quiet, fmt, **settings) -> None:
+             json_out, plot, html, quiet, fmt, **settings) -> None:
     """Several --metric: each one's allocation and their paired comparison."""
     from scalekit import serialise
     from scalekit.formatting import format_number, format_with_interval
@@ -199,6 +194,14 @@ def _compare(file, store, mapping, metrics, higher_is_better, group, approach, s
                                seed=seed, settings={**settings, "metrics": metrics,
                                                     "higher_is_better": list(higher_is_better),
                                                     "group": group, "approach": approach})
+    if html is not None:
+        from .report import metrics_page, write_page
+
+        write_page(html, metrics_page(result, result.to_dict(), settings))
+    if plot is not None:
+        from scalekit.report.isoflop_plots import plot_metric_allocations
+
+        plot_metric_allocations(result, plot)
 
 
 def _finish(report, kind, input_sha, seed, settings, json_out, quiet, fmt) -> None:

@@ -43,6 +43,25 @@ def isoflop_page(result, body: dict, settings: dict, figure=None) -> str:
                      settings=settings)
 
 
+def metrics_page(result, body: dict, settings: dict) -> str:
+    """The page of a :class:`~scalekit.isoflop.per_metric.MetricComparison`: one sentence per
+    pair of metrics, N*(C) and D*(C) per metric, the pairs and the allocations."""
+    from scalekit.isoflop.per_metric import pair_line
+    from scalekit.report.html import html_page
+    from scalekit.report.isoflop_plots import plot_metric_allocations
+
+    pct = f"{100 * result.ci_level:g}%"
+    figures = [("N*(C) and D*(C) per metric", plot_metric_allocations(result))] \
+        if result.bands else []
+    return html_page(result._summary_title(), answer=[pair_line(p, pct) for p in result.pairs],
+                     figures=figures,
+                     tables=[("Paired comparison (approach 2, runs resampled jointly)",
+                              result.to_frame()),
+                             ("Allocation per metric", result.allocations_frame())],
+                     diagnostics=body.get("diagnostics", []), notes=body.get("notes", []),
+                     settings=settings)
+
+
 def forecast_page(result, body: dict, settings: dict, observed=None) -> str:
     """The page of a :class:`~scalekit.surrogates.forecast.Forecast`: each run's final median
     and 80% interval, the figure (the observed points when at hand), the final forecasts."""
@@ -178,7 +197,7 @@ def report(
         key = "forecast --evaluate"
     builders = _builders()
     if key not in builders or "groups" in data:
-        raise InputError(f"pages are made from fit, isoflop, forecast (--evaluate too), allocate "
+        raise InputError(f"pages are made from fit, isoflop (several --metric too), forecast (--evaluate too), allocate "
                          f"replay and law depth|classes|inference-k reports (one law or table), "
                          f"but this is a {key or 'unknown'} report; write its page with --html "
                          "as it runs", source=str(result))
@@ -194,6 +213,7 @@ def _builders() -> dict:
     from scalekit.allocate.replay import ReplayResult
     from scalekit.fit import FitResult
     from scalekit.isoflop.analysis import IsoFLOPReport
+    from scalekit.isoflop.per_metric import MetricComparison
     from scalekit.surrogates.forecast import Forecast
     from scalekit.surrogates.scores import ForecastScores
 
@@ -202,6 +222,7 @@ def _builders() -> dict:
     return {"fit": (FitResult, fit_page), "isoflop": (IsoFLOPReport, isoflop_page),
             "forecast": (Forecast, forecast_page), "allocate replay": (ReplayResult, replay_page),
             "forecast --evaluate": (ForecastScores, scores_page),
+            "isoflop_metrics": (MetricComparison, metrics_page),
             **{f"law.{name}": (FitResult, law_page) for name in ("depth", "classes", "inference_k")}}
 
 

@@ -16,7 +16,7 @@ A metric where higher is better (an accuracy in (0, 1]) is analysed as its error
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import combinations
 
 import numpy as np
@@ -46,6 +46,11 @@ class MetricComparison(ResultProtocol):
     point estimates), ``diff_b = b_2 - b_1``, ``diff_a = a_2 - a_1`` and ``ratio_b = b_2 / b_1``
     (how many times faster D* grows per decade of compute for the second metric), each with
     ``_lo``/``_hi``; ``distinguishable`` when the interval of ``diff_b`` excludes 0.
+    ``optima``: the paired fit's budget optima, one row per group, metric and budget
+    (``compute``, ``params``, ``tokens``). ``bands``: N*(C) and D*(C) of the paired fit on a
+    grid of compute from the smallest budget to the largest (or ``target_compute``), with
+    the ``ci_level`` band of the bootstrap replicates (``params_lo``, …) — what
+    :func:`scalekit.report.isoflop_plots.plot_metric_allocations` draws.
     """
 
     metrics: list[str]
@@ -56,6 +61,8 @@ class MetricComparison(ResultProtocol):
     n_boot: int
     allocations: list[dict]
     pairs: list[dict]
+    optima: list[dict] = field(default_factory=list)
+    bands: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -63,13 +70,15 @@ class MetricComparison(ResultProtocol):
         return {"metrics": list(self.metrics), "transformed": list(self.transformed),
                 "group": self.group, "target_compute": self.target_compute,
                 "ci_level": self.ci_level, "n_boot": self.n_boot,
-                "allocations": self.allocations, "pairs": self.pairs, "notes": self.notes,
+                "allocations": self.allocations, "pairs": self.pairs, "optima": self.optima,
+                "bands": self.bands, "notes": self.notes,
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
     @classmethod
     def from_dict(cls, data: dict) -> MetricComparison:
-        return cls(**{**data, "diagnostics": [Diagnostic.from_dict(d)
-                                              for d in data.get("diagnostics", [])]})
+        known = {f.name for f in fields(cls)} - {"diagnostics"}   # a report's header aside
+        return cls(**{k: v for k, v in data.items() if k in known},
+                   diagnostics=[Diagnostic.from_dict(d) for d in data.get("diagnostics", [])])
 
     def to_frame(self) -> pd.DataFrame:
         """The pairs: one row per group and pair of metrics (see the class docstring)."""
@@ -78,6 +87,14 @@ class MetricComparison(ResultProtocol):
     def allocations_frame(self) -> pd.DataFrame:
         """The per-metric allocations: one row per group, metric and approach."""
         return frame_from_records(self.allocations)
+
+    def optima_frame(self) -> pd.DataFrame:
+        """The budgets' optima per group and metric (approach 2, every point of a budget)."""
+        return frame_from_records(self.optima)
+
+    def bands_frame(self) -> pd.DataFrame:
+        """N*(C) and D*(C) per group and metric on a grid of compute, with their bands."""
+        return frame_from_records(self.bands)
 
     def _summary_title(self) -> str:
         return "Compute-optimal allocation per metric: " + ", ".join(self.metrics)
@@ -153,7 +170,7 @@ def compare_metrics(frame: pd.DataFrame, metrics: Sequence[str], *, settings: di
                              "must lie in [0, 1)", source=source, column=name)
         frame[name] = 1 - values
     groups = [(None, frame)] if group is None else list(frame.groupby(group, sort=True))
-    allocations, pairs, diagnostics, notes = [], [], [], []
+    allocations, pairs, optima, bands, diagnostics, notes = [], [], [], [], [], []
     level = settings["ci_level"]
     for label, part in groups:
         label = None if label is None else (label.item() if hasattr(label, "item") else label)
@@ -174,6 +191,8 @@ def compare_metrics(frame: pd.DataFrame, metrics: Sequence[str], *, settings: di
                             for d in report.diagnostics]
             notes += [n for n in report.body["notes"] if n not in notes]
         paired = paired_exponents(part, metrics, settings=settings, seed=seed, source=source)
+        optima += _optima_rows(paired, metrics, label)
+        bands += _band_rows(paired, metrics, label, settings.get("target_compute"), level)
         for i, j in combinations(range(len(metrics)), 2):
             pair = _pair_row(paired, i, j, level)
             pair.update(group=label, metric_1=metrics[i], metric_2=metrics[j])
@@ -191,7 +210,7 @@ def compare_metrics(frame: pd.DataFrame, metrics: Sequence[str], *, settings: di
                      + ", ".join(higher_is_better))
     return MetricComparison(metrics, list(higher_is_better), group,
                             settings.get("target_compute"), level, int(settings["bootstrap"]),
-                            allocations, pairs, notes, diagnostics)
+                            allocations, pairs, optima, bands, notes, diagnostics)
 
 
 def _key(name: str) -> str:
@@ -200,13 +219,23 @@ def _key(name: str) -> str:
 
 @dataclass(frozen=True)
 class PairedExponents:
-    """Approach-2 exponents of several metrics on the same runs: ``a``, ``b`` of shape
-    (metrics,), and their paired bootstrap replicates ``a_boot``, ``b_boot`` (B, metrics)."""
+    """Approach-2 fits of several metrics on the same runs: exponents ``a``, ``b`` and
+    log-coefficients ``log_kn``, ``log_kd`` (N* = k_N·C^a, D* = k_D·C^b) of shape (metrics,),
+    their paired bootstrap replicates ``*_boot`` (B, metrics), and the budgets' optima:
+    ``log_c`` (K,), ``log_n_star`` and ``log_d_star`` (metrics, K; nan where a vertex lies
+    outside the sampled sizes)."""
 
     a: np.ndarray
     b: np.ndarray
     a_boot: np.ndarray
     b_boot: np.ndarray
+    log_kn: np.ndarray
+    log_kd: np.ndarray
+    log_kn_boot: np.ndarray
+    log_kd_boot: np.ndarray
+    log_c: np.ndarray
+    log_n_star: np.ndarray
+    log_d_star: np.ndarray
 
 
 def paired_exponents(frame: pd.DataFrame, metrics: Sequence[str], *, settings: dict,
@@ -220,8 +249,9 @@ def paired_exponents(frame: pd.DataFrame, metrics: Sequence[str], *, settings: d
     the within-budget line of log D on log N (exact under C = k·N·D).
     """
     k = settings["flops_per_param_token"]
-    points = [isoflop_points(frame.rename(columns={m: "loss"}).drop(
-        columns=[c for c in metrics if c != m], errors="ignore"),
+    points = [isoflop_points(frame.drop(columns=[c for c in metrics if c != m] + (
+        ["loss"] if m != "loss" and "loss" in frame else []), errors="ignore").rename(
+        columns={m: "loss"}),
         convention=settings["convention"], flops_per_param_token=k, source=source).frame
         for m in metrics]
     base = points[0]
@@ -239,20 +269,24 @@ def paired_exponents(frame: pd.DataFrame, metrics: Sequence[str], *, settings: d
     if groups.sizes.size < 3:
         raise InputError(f"{groups.sizes.size} budgets found, but a power law through the "
                          "optima needs three", source=source)
-    a, b = _exponents(x, y, log_d, log_c, groups)
+    c, n_star, d_star = _optima(x, y, log_d, log_c, groups)
+    (a, log_kn), (b, log_kd) = _slopes(c, n_star), _slopes(c, d_star)
     rng = np.random.default_rng(seed)
     n_boot = int(settings["bootstrap"])
     within = (rng.random((n_boot, x.size)) * groups.sizes[groups.member]).astype(int)
     index = groups.starts[groups.member] + within                      # (B, n): runs resampled
-    a_boot, b_boot = np.empty((n_boot, len(metrics))), np.empty((n_boot, len(metrics)))
+    boot = np.empty((4, n_boot, len(metrics)))                         # a, log k_N, b, log k_D
     for r in range(n_boot):
         i = np.sort(index[r])
-        a_boot[r], b_boot[r] = _exponents(x[i], y[:, i], log_d[i], log_c[i], groups)
-    return PairedExponents(a, b, a_boot, b_boot)
+        c_r, n_r, d_r = _optima(x[i], y[:, i], log_d[i], log_c[i], groups)
+        (boot[0, r], boot[1, r]), (boot[2, r], boot[3, r]) = _slopes(c_r, n_r), _slopes(c_r, d_r)
+    return PairedExponents(a, b, boot[0], boot[2], log_kn, log_kd, boot[1], boot[3],
+                           c, n_star, d_star)
 
 
-def _exponents(x, y, log_d, log_c, groups: Groups) -> tuple[np.ndarray, np.ndarray]:
-    """Slopes of log N* and log D* on log C through the budgets' vertices, per metric."""
+def _optima(x, y, log_d, log_c, groups: Groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per budget: mean log C (K,), and per metric log N* and log D* at the parabolas'
+    vertices (M, K; nan for a vertex more than three half-spans from a budget's sizes)."""
     x_star, _ = vertices(fit_parabolas(x, y, groups), x, groups)       # (M, K)
     centre, half = group_scaling(x, groups)
     x_star = np.where(np.abs(x_star - centre) > 3 * half, np.nan, x_star)
@@ -262,12 +296,12 @@ def _exponents(x, y, log_d, log_c, groups: Groups) -> tuple[np.ndarray, np.ndarr
     slope = np.add.reduceat(dx * (log_d - mean(log_d)[groups.member]), groups.starts) / \
         np.add.reduceat(dx * dx, groups.starts)
     d_star = mean(log_d) + slope * (x_star - mean(x))
-    c = mean(log_c)
-    return _slopes(c, x_star), _slopes(c, d_star)
+    return mean(log_c), x_star, d_star
 
 
-def _slopes(c: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """OLS slope of each row of ``v`` on ``c``, over the finite entries (nan with < 3)."""
+def _slopes(c: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """OLS slope and intercept of each row of ``v`` on ``c``, over the finite entries
+    (nan with < 3)."""
     ok = np.isfinite(v)
     w = ok.astype(float)
     count = w.sum(-1)
@@ -276,7 +310,44 @@ def _slopes(c: np.ndarray, v: np.ndarray) -> np.ndarray:
         mv = np.where(ok, v, 0).sum(-1) / count
         dc = np.where(ok, c - mc[:, None], 0)
         slope = (dc * np.where(ok, v - mv[:, None], 0)).sum(-1) / (dc * dc).sum(-1)
-    return np.where(count >= 3, slope, np.nan)
+    slope = np.where(count >= 3, slope, np.nan)
+    return slope, mv - slope * mc
+
+
+def _optima_rows(paired: PairedExponents, metrics: Sequence[str], group) -> list[dict]:
+    """The finite budget optima of each metric as records."""
+    return [{"group": group, "metric": metric, "compute": float(np.exp(c)),
+             "params": float(np.exp(n)), "tokens": float(np.exp(d))}
+            for m, metric in enumerate(metrics)
+            for c, n, d in zip(paired.log_c, paired.log_n_star[m], paired.log_d_star[m])
+            if np.isfinite(n) and np.isfinite(d)]
+
+
+def _band_rows(paired: PairedExponents, metrics: Sequence[str], group, target, level: float,
+               points: int = 25) -> list[dict]:
+    """N*(C), D*(C) of each metric on a log grid of compute with the bootstrap band."""
+    top = max(paired.log_c.max(), np.log(target)) if target else paired.log_c.max()
+    grid = np.linspace(paired.log_c.min(), top, points)
+    tails = [50 * (1 - level), 50 * (1 + level)]
+    rows = []
+    for m, metric in enumerate(metrics):
+        if not (np.isfinite(paired.a[m]) and np.isfinite(paired.b[m])):
+            continue
+        row_sets = {}
+        for name, slope, icpt, slope_b, icpt_b in (
+                ("params", paired.a[m], paired.log_kn[m], paired.a_boot[:, m], paired.log_kn_boot[:, m]),
+                ("tokens", paired.b[m], paired.log_kd[m], paired.b_boot[:, m], paired.log_kd_boot[:, m])):
+            ok = np.isfinite(slope_b) & np.isfinite(icpt_b)
+            boot = icpt_b[ok, None] + slope_b[ok, None] * grid
+            lo, hi = np.percentile(boot, tails, axis=0) if ok.any() else (grid * np.nan,) * 2
+            row_sets[name] = (icpt + slope * grid, lo, hi)
+        for g in range(points):
+            row = {"group": group, "metric": metric, "compute": float(np.exp(grid[g]))}
+            for name, (mid, lo, hi) in row_sets.items():
+                row.update({name: float(np.exp(mid[g])), f"{name}_lo": float(np.exp(lo[g])),
+                            f"{name}_hi": float(np.exp(hi[g]))})
+            rows.append(row)
+    return rows
 
 
 def _pair_row(paired: PairedExponents, i: int, j: int, level: float) -> dict:

@@ -128,3 +128,54 @@ def _optimum_panel(ax, fitted, name, target_compute) -> None:
     ax.set_ylabel("optimal N*" if name == "params" else "optimal D*")
     ax.set_title(f"{'N' if name == 'params' else 'D'}*(C); dashed: extrapolation")
     ax.legend(fontsize=7)
+
+
+def plot_metric_allocations(result, path: str | Path | None = None, *, ax=None):
+    """N*(C) and D*(C) of every metric of a metric comparison on one log–log plot (one
+    panel per group); returns the Figure.
+
+    Solid lines: N*(C) = k_N·C^a, dashed: D*(C) = k_D·C^b (the paired approach-2 fit), each
+    with its bootstrap band; markers: the budgets' optima (circles N*, squares D*).
+
+    Parameters
+    ----------
+    result : MetricComparison
+        Read through ``to_dict()`` (its ``bands``, ``optima``, ``metrics``, ``group``).
+    path : path, optional
+        Also write the figure here (PNG, SVG or PDF by suffix).
+    ax : Axes or sequence of Axes, optional
+        One Axes per group to draw into.
+    """
+    body = result.to_dict()
+    bands, optima = body["bands"], body["optima"]
+    groups = list(dict.fromkeys(row["group"] for row in bands)) or [None]
+    ax, made = axes(ax, figsize=(6.4 * len(groups), 4.8), panels=len(groups))
+    panels = np.atleast_1d(ax)
+    colours = pyplot().cm.tab10(np.arange(len(body["metrics"])) % 10)
+    for panel, group in zip(panels, groups):
+        for colour, metric in zip(colours, body["metrics"]):
+            shown = " (as 1 - value)" if metric in body.get("transformed", []) else ""
+            rows = [r for r in bands if r["group"] == group and r["metric"] == metric]
+            dots = [r for r in optima if r["group"] == group and r["metric"] == metric]
+            for name, style, marker in (("params", "-", "o"), ("tokens", "--", "s")):
+                if rows:
+                    c, y = np.array([r["compute"] for r in rows]), np.array([r[name] for r in rows])
+                    slope = np.log(y[-1] / y[0]) / np.log(c[-1] / c[0])
+                    panel.plot(c, y, ls=style, color=colour, lw=1.4,
+                               label=f"{metric}{shown}: {'N' if name == 'params' else 'D'}* "
+                                     f"∝ C^{slope:.2f}")
+                    panel.fill_between(c, [r[f"{name}_lo"] for r in rows],
+                                       [r[f"{name}_hi"] for r in rows], color=colour, alpha=0.15)
+                if dots:
+                    panel.plot([r["compute"] for r in dots], [r[name] for r in dots], marker,
+                               color=colour, ms=4, mfc="none" if name == "tokens" else colour)
+        panel.set_xscale("log")
+        panel.set_yscale("log")
+        panel.set_xlabel("compute C (FLOPs)")
+        panel.set_ylabel("compute-optimal N* (solid), D* (dashed)")
+        where = "" if group is None else f" [{body['group']} = {group}]"
+        panel.set_title(f"N*(C) and D*(C) per metric{where}, {100 * body['ci_level']:g}% bands")
+        panel.legend(fontsize=7, ncol=2)
+    figure = panels[0].figure
+    finish(figure, path, made)
+    return figure

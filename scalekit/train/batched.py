@@ -8,6 +8,8 @@ them on the same batch. AdamW is applied to the stacked tensors with a
 learning rate per model, in the same arithmetic as :class:`torch.optim.AdamW`,
 so each run follows the curve it would have trained alone (up to
 floating-point reordering, and dropout masks, which are drawn differently).
+A task's own metrics (:attr:`~scalekit.train.tasks.base.TaskData.metrics`) are
+evaluated model by model on each one's slice of the stack.
 """
 
 from __future__ import annotations
@@ -92,6 +94,14 @@ class StackedAdamW:
             p.grad = None
 
 
+def _member(base: torch.nn.Module, params: dict[str, torch.Tensor],
+            buffers: dict[str, torch.Tensor], i: int):
+    """Model ``i`` of the stack as a function ``model(x, **kwargs)`` (for a task's own
+    metrics, :attr:`~scalekit.train.tasks.base.TaskData.metrics`)."""
+    state = ({k: p[i] for k, p in params.items()}, {k: b[i] for k, b in buffers.items()})
+    return lambda x, **kwargs: functional_call(base, state, (x,), kwargs)
+
+
 @with_train_threads
 def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> list[TrainedRun]:
     """Train runs of one shape together; returns one :class:`TrainedRun` per config, in order.
@@ -161,6 +171,8 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
                 val_x, val_y = data.val
                 val = losses(params, buffers, val_x, val_y)
                 val_error = None if data.error is None else errors(params, buffers, val_x, val_y)
+                own = [{} if data.metrics is None else data.metrics(_member(base, params, buffers, i))
+                       for i in range(len(configs))]
             samples = (step + 1) * first.batch_size
             tokens = samples * data.tokens_per_sample
             wall = time.perf_counter() - started
@@ -172,6 +184,7 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
                          "train_loss": float(train_sum[i]) / since_eval, "wall_time": wall}
                 if val_error is not None:
                     point["error"] = float(val_error[i])
+                point.update(own[i])
                 points[i].append(point)
                 if log is not None:
                     log(config.name, attrs[i], [point])

@@ -3,8 +3,8 @@
 Read top to bottom: pick the device, make the data and the model, count the
 FLOPs of one step, then step AdamW and evaluate at the configured steps. Every
 evaluation becomes a point (step, samples, tokens, counted FLOPs and 6·N·D,
-train and validation loss, the error rate where the task defines one, wall
-time) handed to ``log`` and kept in the checkpoint, written after each
+train and validation loss, the error rate and the task's own metrics where the
+task defines them, wall time) handed to ``log`` and kept in the checkpoint, written after each
 evaluation, so a killed run continues exactly where it stopped.
 """
 
@@ -88,8 +88,9 @@ def run_attributes(config: TrainConfig, data: TaskData, model: torch.nn.Module,
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, data: TaskData, device: torch.device,
              chunk: int = 512, precision: str = "auto") -> dict[str, float]:
-    """Mean validation loss (``val_loss``) and, where the task defines it, ``error``
-    (``data`` on ``device``; the sums stay there until the one read at the end)."""
+    """Mean validation loss (``val_loss``), where the task defines them ``error`` and the
+    task's own metrics (:attr:`TaskData.metrics`), ``data`` on ``device`` (the sums of the
+    loss stay there until the one read at the end)."""
     model.eval()
     x, y = data.val
     totals = {"val_loss": torch.zeros((), device=device)}
@@ -102,8 +103,12 @@ def evaluate(model: torch.nn.Module, data: TaskData, device: torch.device,
             totals["val_loss"] += data.loss_of(output, yb) * len(xb)
         if data.error is not None:
             totals["error"] += data.error(output, yb) * len(xb)
+    result = {name: float(total) / len(x) for name, total in totals.items()}
+    if data.metrics is not None:
+        with autocast(device, precision):
+            result.update(data.metrics(model))
     model.train()
-    return {name: float(total) / len(x) for name, total in totals.items()}
+    return result
 
 
 def autocast_dtype(device: torch.device, precision: str = "auto") -> str | None:

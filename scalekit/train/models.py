@@ -134,12 +134,15 @@ class GPT(_Scheduled):
             if name.endswith(("proj.weight", "fc_out.weight")):
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * depth))
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, hidden: bool = False) -> torch.Tensor:
+        """Logits over the vocabulary at every position, or with ``hidden`` the final
+        (layer-normed) hidden states the read-out multiplies, shape ``(batch, time, width)``."""
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
         x = self._drop(x)
         for block in self.blocks:
             x = block(x)
-        return self.ln(x) @ self.tok.weight.T
+        x = self.ln(x)
+        return x if hidden else x @ self.tok.weight.T
 
     def embedding_parameters(self) -> int:
         return self.tok.weight.numel() + self.pos.weight.numel()

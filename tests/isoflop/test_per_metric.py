@@ -122,3 +122,56 @@ def test_one_metric_is_the_single_metric_analysis_of_that_column(tmp_path, capsy
         reports.append(json.loads(out.read_text()))
     exponents = [r["approaches"]["2 IsoFLOP profiles"]["b"]["value"] for r in reports]
     assert exponents[0] == exponents[1] == pytest.approx(0.60, abs=0.03)
+
+
+def test_bands_hold_the_true_optima_of_each_metric():
+    """The synthetic optima are N*_m(C) = 0.1·√C_mid·(C / C_mid)^(1 - b_m) and D* = C / (6 N*):
+    the fitted lines of the result pass within 3% of them at every budget, inside their band,
+    and the budgets' optima lie within 3% too."""
+    budgets = np.array([1e17, 3e17, 1e18, 3e18, 1e19])
+    exponents = (0.45, 0.60)
+    result = compare_metrics(isoflop_sweep(exponents, seed=4, budgets=budgets), ["m1", "m2"],
+                             settings={**SETTINGS, "target_compute": 1e20})
+    mid = np.exp(np.log(budgets).mean())
+    bands, optima = result.bands_frame(), result.optima_frame()
+    assert bands["compute"].min() == pytest.approx(1e17) and bands["compute"].max() == pytest.approx(1e20)
+    for metric, b in zip(("m1", "m2"), exponents):
+        rows = bands[bands["metric"] == metric]
+        true_n = lambda c: 0.1 * np.sqrt(mid) * (c / mid) ** (1 - b)
+        c = rows["compute"].to_numpy()
+        inside = c <= budgets.max() * 1.0001
+        for name, truth in (("params", true_n(c)), ("tokens", c / (6 * true_n(c)))):
+            mid_line = rows[name].to_numpy()
+            assert np.allclose(mid_line[inside], truth[inside], rtol=0.03)
+            assert (rows[f"{name}_lo"] <= rows[name]).all() and (rows[name] <= rows[f"{name}_hi"]).all()
+        dots = optima[optima["metric"] == metric]
+        assert len(dots) == len(budgets)
+        assert np.allclose(dots["params"], true_n(dots["compute"].to_numpy()), rtol=0.03)
+
+
+def test_cli_draws_and_pages_several_metrics(tmp_path, capsys):
+    path = tmp_path / "sweep.csv"
+    isoflop_sweep((0.45, 0.60), seed=7).to_csv(path, index=False)
+    png, page, out = tmp_path / "m.png", tmp_path / "m.html", tmp_path / "m.json"
+    code = main(["isoflop", str(path), "--metric", "m1", "--metric", "m2", "--approach", "2",
+                 "--bootstrap", "40", "--plot", str(png), "--html", str(page), "--json", str(out),
+                 "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = page.read_text()
+    assert "<svg" in text and "D* grows" in text
+    again = tmp_path / "again.html"
+    assert main(["report", str(out), "-o", str(again)]) == 0, capsys.readouterr().err
+    assert "<svg" in again.read_text()
+    bad = tmp_path / "m.txt"                      # an output suffix no figure has: nothing runs
+    assert main(["isoflop", str(path), "--metric", "m1", "--metric", "m2",
+                 "--plot", str(bad), "--json", str(tmp_path / "no.json")]) == 2
+    assert not (tmp_path / "no.json").exists() and not bad.exists()
+
+
+def test_a_metric_named_loss_is_compared_like_any_other():
+    """With `loss` among the metrics, each other metric's paired fit still sees its own column
+    (the paired fit used to drop the renamed column together with `loss`)."""
+    frame = isoflop_sweep((0.45, 0.60), seed=8).rename(columns={"m1": "loss"})
+    pair = compare_metrics(frame, ["m2", "loss"], settings={**SETTINGS, "bootstrap": 20}).pairs[0]
+    assert pair["b_1"] == pytest.approx(0.60, abs=0.03) and pair["b_2"] == pytest.approx(0.45, abs=0.03)

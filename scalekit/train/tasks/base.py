@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -14,6 +14,21 @@ from scalekit.checks import fail
 
 Sampler = Callable[["BatchStream", int], tuple[torch.Tensor, torch.Tensor]]
 Draw = Callable[[dict[str, torch.Tensor], torch.Generator, int], tuple[torch.Tensor, torch.Tensor]]
+Model = Callable[..., torch.Tensor]
+
+
+class EvalMetrics(Protocol):
+    """A task's own metrics, evaluated at every evaluation beside the validation loss.
+
+    ``metrics(model)`` returns ``{name: value}`` for the frozen ``model`` (called as
+    ``model(x)`` for the outputs and, for a GPT, ``model(x, hidden=True)`` for the final
+    hidden states; run without gradients, in eval mode); each name becomes a metric of
+    the run. ``to(device)`` returns the same metrics with their tensors on ``device``.
+    """
+
+    def __call__(self, model: Model) -> dict[str, float]: ...
+
+    def to(self, device: torch.device) -> "EvalMetrics": ...
 
 
 class BatchStream:
@@ -68,6 +83,9 @@ class TaskData:
         ``error(output, target)``: fraction of samples predicted wrongly, logged as
         the ``error`` column by classification tasks that set it
         (e.g. :func:`classification_error`).
+    metrics : EvalMetrics, optional
+        The task's own metrics at every evaluation (next_pixel: a linear probe's
+        accuracy and the completion of held-out images).
     """
 
     sample: Sampler
@@ -78,6 +96,7 @@ class TaskData:
     tokens_per_sample: int = 1
     attrs: dict[str, Any] = field(default_factory=dict)
     error: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+    metrics: EvalMetrics | None = None
 
     def to(self, device: torch.device) -> "TaskData":
         """The same task with its validation set and training data on ``device``.
@@ -89,7 +108,8 @@ class TaskData:
         its fixed tensors (a teacher's weights) once and draws each batch on the
         device with the stream's ``fresh`` generator.
         """
-        return replace(self, sample=self.sample.to(device), val=tuple(t.to(device) for t in self.val))
+        return replace(self, sample=self.sample.to(device), val=tuple(t.to(device) for t in self.val),
+                       metrics=None if self.metrics is None else self.metrics.to(device))
 
     def loss_of(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Mean loss of ``output`` against ``target``."""
