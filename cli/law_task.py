@@ -13,7 +13,7 @@ import typer
 
 from .options import html_option
 from .common import (bootstrap_option, ci_level_option, json_option, plot_option,
-                     print_renderable, quiet_option, seed_option)
+                     print_renderable, quiet_option, seed_option, store_option)
 
 X_CHOICES = ("bpb", "c4", "ce")
 
@@ -35,9 +35,12 @@ def _parse_target(text: str) -> tuple[float, float]:
 
 
 def task(
-    files: list[Path] = typer.Argument(..., help="One evaluation CSV per ladder run."),
-    runs: Path = typer.Option(..., "--runs", help="Run table (CSV or JSON; OLMo's final.json "
-                              "as it stands), matched to the files by file name."),
+    files: list[Path] = typer.Argument(None, help="One evaluation CSV per ladder run (or "
+                                       "--store)."),
+    runs: Optional[Path] = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
+                                        "final.json as it stands), matched to the files by "
+                                        "file name."),
+    store: Optional[str] = store_option(None),
     predict: Optional[str] = typer.Option(None, "--predict",
                                           help="Target as N=<params>,D=<tokens>."),
     tasks: list[str] = typer.Option([], "--task", help="Task name (repeatable); the paper's "
@@ -76,11 +79,20 @@ def task(
         raise InputError("give `--predict N=…,D=…` or `--evaluate`")
     if html is not None and predict is None:
         raise InputError("--html writes the page of a prediction: give `--predict N=…,D=…`")
+    files = list(files or [])
+    if (store is None) == (not files):
+        raise InputError("give the ladder's files (with `--runs TABLE`) or `--store DB`, "
+                         "not both")
+    if runs is None and (files or actual is not None):
+        raise InputError("give `--runs TABLE`: the run table of the files")
     target = None if predict is None else _parse_target(predict)
-    ladder = read_ladder(files, runs)
+    if store is None:
+        ladder = read_ladder(files, runs)
+    else:
+        ladder = _ladder_from_store(store, tasks or list(TASKS), x)
     actual_run = None if actual is None else read_ladder([actual], runs)[0]
     settings = {"x": x, "tasks": list(tasks), "bootstrap": bootstrap, "ci_level": ci_level,
-                "runs": str(runs)}
+                "runs": str(runs) if store is None else f"store {store}"}
     body = {}
     result = None
     if target is not None:
@@ -110,6 +122,18 @@ def task(
         write_page(html, result_page(result, body, settings, table=result.to_frame(), figures=[
             ("Task loss and accuracy against the ladder, with the prediction",
              plot_task_law(result))]))
+
+
+def _ladder_from_store(store, tasks, x):
+    """The ladder imported into ``store`` (``store import FILES --runs TABLE``), with the
+    columns of ``tasks`` for the intermediate ``x``."""
+    from scalekit.curves.readers.ladder import ladder_from_store
+    from scalekit.curves.store import CurveStore
+    from scalekit.planners.task_law import TASKS
+
+    columns = sorted({c for name in tasks for part in TASKS[name].columns(x) for c in part})
+    with CurveStore(store, create=False) as opened:
+        return ladder_from_store(opened, columns)
 
 
 def _evaluation_table(results):

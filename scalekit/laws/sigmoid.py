@@ -1,15 +1,23 @@
-"""The sigmoid ``y = a / (1 + exp(-k (x - x0))) + b`` from a loss to an accuracy.
+"""Step-2 laws of the model ladder: from a loss to an accuracy.
 
 Bhagia et al. (2024), "Establishing task scaling laws via compute-efficient model
-ladders", step 2: task accuracy as a sigmoid of the task loss (bits-per-byte).
-With ``a < 0`` accuracy falls from ``b`` (at zero loss) towards ``a + b`` (chance)
-as the loss grows; ``k`` is the steepness and ``x0`` the midpoint. Bounds as in the
-paper's repository: ``a`` in [-1, 0], ``b`` in [0, 1], ``k >= 0``.
+ladders", step 2, as their repository (allenai/OLMo-ladder, ``src/scripts/step2.py`` and
+``src/scaling/fitting_functions.py``) fits it:
+
+- ``sigmoid``, ``y = a / (1 + exp(-k (x - x0))) + b``, for a task's bits-per-byte or the
+  C4 loss: with ``a < 0`` accuracy falls from ``b`` (at zero loss) towards ``a + b``
+  (chance) as the loss grows; ``k`` is the steepness and ``x0`` the midpoint. Bounds as
+  theirs: ``a`` in [-1, 0], ``b`` in [0, 1], ``k >= 0``.
+- ``log_sigmoid``, ``y = 1 - a log(1 + exp(k (x - x0)))``, for the task's cross-entropy
+  (their ``--use_log_sigmoid``: ``1 - |a| log(1 - 1 / (1 + exp(-k (x - x0))))`` with the
+  sign of ``a`` turned so that ``a >= 0``): accuracy tends to 1 at low loss and falls
+  about linearly, with slope ``a k``, beyond ``x0``. Bounds as theirs: ``a, x0, k >= 0``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from scalekit.laws.base import Law, Param
 from scalekit.laws.registry import register_law
@@ -56,3 +64,44 @@ SIGMOID = register_law(Law(
     formula="a / (1 + exp(-k (x - x0))) + b",
     function=_function, log_value_and_jacobian=_log_value_and_jacobian, data_grid=_data_grid,
     description="Accuracy as a sigmoid of a loss (Bhagia et al. 2024, step 2)."))
+
+
+def _log_sigmoid(X, theta):
+    theta = np.asarray(theta, dtype=float)
+    a, x0, k = (theta[..., j:j + 1] for j in range(3))
+    return 1.0 - a * np.logaddexp(0.0, k * (X["x"] - x0))
+
+
+def _log_sigmoid_log_value_and_jacobian(X, z):
+    z = np.asarray(z, dtype=float)                  # no log parameters: z is theta
+    a, x0, k = (z[..., j:j + 1] for j in range(3))
+    gap = X["x"] - x0
+    u = k * gap
+    softplus, s = np.logaddexp(0.0, u), expit(u)
+    y = 1.0 - a * softplus
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inverse = 1.0 / y
+        value = np.log(y)
+    rows = np.empty((3,) + value.shape)             # built as (P, ..., n), returned as a view
+    rows[0] = -softplus * inverse
+    rows[1] = a * k * s * inverse
+    rows[2] = -a * gap * s * inverse
+    return value, np.moveaxis(rows, 0, -1)
+
+
+def _log_sigmoid_grid(X, y):
+    x = X["x"]
+    return {"x0": tuple(np.quantile(x, [0.0, 0.5, 1.0]))}
+
+
+LOG_SIGMOID = register_law(Law(
+    name="log_sigmoid",
+    inputs=("x",),
+    params=(Param("a", 0.0, np.inf, (0.05, 0.2, 0.5)),
+            Param("x0", 0.0, np.inf, (1.0,)),
+            Param("k", 0.0, np.inf, (1.0, 3.0, 10.0))),
+    formula="1 - a log(1 + exp(k (x - x0)))",
+    function=_log_sigmoid, log_value_and_jacobian=_log_sigmoid_log_value_and_jacobian,
+    data_grid=_log_sigmoid_grid,
+    description="Accuracy as a log-sigmoid of the task cross-entropy (Bhagia et al. 2024, "
+                "step 2 for task CE)."))

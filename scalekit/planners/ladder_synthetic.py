@@ -2,7 +2,8 @@
 
 Each run's task loss follows a Chinchilla law in (N, D) times the run's own offset
 (``exp(run_noise * e)``, held over its checkpoints) and a checkpoint's noise; its
-accuracy is a sigmoid of that loss plus an evaluation's noise. The target run is
+accuracy is a step-2 law of that loss (the sigmoid, or the log-sigmoid of task
+cross-entropy) plus an evaluation's noise. The target run is
 drawn the same way, so an interval that holds its accuracy 95% of the time is right.
 """
 
@@ -39,14 +40,15 @@ def synthetic_run(params: float, tokens: float, rng: np.random.Generator, *, nam
                   columns: tuple[str, str], checkpoints: int = 30, run_noise: float = 0.01,
                   checkpoint_noise: float = 0.004, eval_noise: float = 0.01,
                   step1: Mapping[str, float] = STEP1_TRUTH,
-                  step2: Mapping[str, float] = STEP2_TRUTH) -> SyntheticRun:
+                  step2: Mapping[str, float] = STEP2_TRUTH,
+                  step2_law: str = "sigmoid") -> SyntheticRun:
     """One run of ``checkpoints`` evaluations up to ``tokens`` (columns: loss, accuracy)."""
     seen = np.linspace(tokens / checkpoints, tokens, checkpoints)
     loss = get_law("chinchilla").predict({"params": np.full(checkpoints, params),
                                           "tokens": seen}, dict(step1))
     loss = loss * np.exp(run_noise * rng.standard_normal()
                          + checkpoint_noise * rng.standard_normal(checkpoints))
-    accuracy = get_law("sigmoid").predict({"x": loss}, dict(step2))
+    accuracy = get_law(step2_law).predict({"x": loss}, dict(step2))
     accuracy = accuracy + eval_noise * rng.standard_normal(checkpoints)
     table = pd.DataFrame({"throughput/total_tokens": seen, columns[0]: loss,
                           columns[1]: accuracy})

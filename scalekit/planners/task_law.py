@@ -8,10 +8,13 @@ in allenai/OLMo-ladder (``src/scaling/task_utils.py``, ``utils.py``, ``step2.py`
   the task's cross-entropy by choice), one point a run: its last checkpoint's tokens and
   the mean of its last :data:`SMOOTH` evaluations (the paper's smoothing), through the
   shared engine (Huber on log residuals).
-- **Step 2** fits the sigmoid ``acc = a / (1 + exp(-k (x - x0))) + b`` (law ``sigmoid``)
-  to every checkpoint but the first :data:`SKIP` of each run, both coordinates smoothed
-  by a moving average of :data:`SMOOTH` evaluations, plus the paper's ideal point
-  (zero loss, accuracy 1).
+- **Step 2** fits accuracy against ``x`` as the paper's ``step2.py`` commands do for each
+  intermediate (:data:`STEP2`): for bits-per-byte and C4 loss the sigmoid
+  ``acc = a / (1 + exp(-k (x - x0))) + b`` (law ``sigmoid``) on every checkpoint but the
+  first 10% of each run, both coordinates smoothed by a moving average of 5 evaluations,
+  plus the ideal point (zero loss, accuracy 1); for the task cross-entropy the
+  log-sigmoid ``acc = 1 - a log(1 + exp(k (x - x0)))`` (law ``log_sigmoid``) on the last
+  half of each run's checkpoints, unsmoothed, without the ideal point.
 - **The chain** predicts ``acc(x(N, D))``. Its interval is a bootstrap over runs
   through both fits: each resample draws the runs with replacement, refits both steps
   and adds to its prediction a residual of each step drawn from that resample's fit
@@ -34,13 +37,28 @@ from scalekit.fit.bootstrap import bootstrap_fits, resample_counts
 from scalekit.formatting import format_interval, format_number
 from scalekit.results import ResultProtocol
 
-#: Evaluations averaged (step 1: the last ones of a run; step 2: a moving window).
+#: Evaluations averaged for step 1 (the last ones of a run).
 SMOOTH = 5
-#: Share of each run's first checkpoints left out of step 2.
-SKIP = 0.1
 #: Intermediate metrics step 1 can target.
 X_METRICS = ("bpb", "c4", "ce")
 C4_COLUMN = "eval/c4_en-validation/CrossEntropyLoss"
+
+
+@dataclass(frozen=True)
+class Step2:
+    """How step 2 is fitted: the law, the share of each run's first checkpoints left out,
+    the moving-average window and whether the ideal point (0, 1) is added."""
+
+    law: str
+    skip: float
+    smooth: int
+    ideal: bool
+
+
+#: Step 2 for each intermediate metric, as the paper's commands (the header of
+#: OLMo-ladder's ``src/scripts/step2.py``) run it.
+STEP2 = {"bpb": Step2("sigmoid", 0.1, 5, True), "c4": Step2("sigmoid", 0.1, 5, True),
+         "ce": Step2("log_sigmoid", 0.5, 1, False)}
 #: MMLU's subjects and their weights (shares of its questions) in the paper's average.
 MMLU_WEIGHTS = {"mmlu_stem_test": 0.215, "mmlu_humanities_test": 0.335,
                 "mmlu_social_sciences_test": 0.219, "mmlu_other_test": 0.231}
@@ -120,7 +138,8 @@ class TaskLawResult(ResultProtocol):
     predictions : list of TaskPrediction
     ci_level : float
     settings : dict
-        ``smooth``, ``skip``, ``bootstrap``, ``seed`` and the runs fitted.
+        ``smooth`` (step 1), ``step2`` (law, skip, smooth, ideal), ``bootstrap``, ``seed``
+        and the runs fitted.
     diagnostics : list of Diagnostic
     """
 
@@ -165,11 +184,10 @@ class TaskLawResult(ResultProtocol):
                 line += f"; actual {format_number(p.actual)}, error {format_number(p.error)}"
             rows.append((p.task, line))
         fits = [(p.task, f"step 1 alpha {format_number(p.step1['values']['alpha'])}, beta "
-                         f"{format_number(p.step1['values']['beta'])}; step 2 a "
-                         f"{format_number(p.step2['values']['a'])}, x0 "
-                         f"{format_number(p.step2['values']['x0'])}, k "
-                         f"{format_number(p.step2['values']['k'])}, b "
-                         f"{format_number(p.step2['values']['b'])}") for p in self.predictions]
+                         f"{format_number(p.step1['values']['beta'])}; step 2 ({p.step2['law']}) "
+                         + ", ".join(f"{k} {format_number(v)}"
+                                     for k, v in p.step2["values"].items()))
+                for p in self.predictions]
         return [(f"Accuracy ({level} interval)", rows), ("Fits", fits),
                 ("Diagnostics", [d.message for d in self.diagnostics])]
 
@@ -206,8 +224,10 @@ def _weighted(run: Run, columns: Sequence[str], weights: Sequence[float], task: 
 
 
 def task_data(runs: Sequence[Run], spec: TaskSpec, x: str, *, smooth: int = SMOOTH,
-              skip: float = SKIP) -> _TaskData:
-    """Step 1 and step 2 data of task ``spec`` from the ladder's runs."""
+              step2: Step2 | None = None) -> _TaskData:
+    """Step 1 and step 2 data of task ``spec`` from the ladder's runs (step 2's skip and
+    window from ``step2``, by default ``STEP2[x]``)."""
+    step2 = STEP2[x] if step2 is None else step2
     x_columns, acc_columns = spec.columns(x)
     x_weights = (1.0,) if x == "c4" else spec.weights
     sign = -1.0 if x == "ce" else 1.0             # soft_log is the log-probability: negated
@@ -221,9 +241,9 @@ def task_data(runs: Sequence[Run], spec: TaskSpec, x: str, *, smooth: int = SMOO
             raise InputError(f"run {run.name!r} has no finite evaluation of task "
                              f"{spec.name!r}", source=run.source)
         finals.append(xs[-smooth:].mean())
-        start = int(np.ceil(skip * len(xs)))
-        curves.append((_moving_average(xs[start:], smooth), _moving_average(accs[start:], smooth),
-                       xs[start:], accs[start:]))
+        start = int(np.ceil(step2.skip * len(xs)))
+        curves.append((_moving_average(xs[start:], step2.smooth),
+                       _moving_average(accs[start:], step2.smooth), xs[start:], accs[start:]))
     return _TaskData(params=np.array([r.params for r in runs]),
                      tokens=np.array([r.tokens[np.isfinite(r.tokens)][-1] for r in runs]),
                      final=np.array(finals), curves=curves)
@@ -234,10 +254,17 @@ def _fit_step1(data: _TaskData, rows: np.ndarray, starts=None):
                    data.final[rows], starts=starts)
 
 
-def _fit_step2(data: _TaskData, rows: np.ndarray, starts=None):
-    x = np.concatenate([data.curves[r][0] for r in rows] + [[0.0]])
-    y = np.concatenate([data.curves[r][1] for r in rows] + [[1.0]])
-    return fit_law("sigmoid", {"x": x}, y, loss="squared", starts=starts)
+def _step2_points(data: _TaskData, rows, step2: Step2):
+    """Step 2's x and accuracy, with the ideal point last when ``step2`` adds it."""
+    ideal = [[0.0]] if step2.ideal else []
+    x = np.concatenate([data.curves[r][0] for r in rows] + ideal)
+    y = np.concatenate([data.curves[r][1] for r in rows] + [[1.0]] * len(ideal))
+    return x, y
+
+
+def _fit_step2(data: _TaskData, rows: np.ndarray, step2: Step2, starts=None):
+    x, y = _step2_points(data, rows, step2)
+    return fit_law(step2.law, {"x": x}, y, loss="squared", starts=starts)
 
 
 def _data_dict(data: _TaskData) -> dict:
@@ -252,7 +279,7 @@ def _step_dict(fit) -> dict:
             "ci": {k: list(v) for k, v in fit.ci.items()}, "n_points": fit.stats["n_points"]}
 
 
-def _bootstrap_chain(data: _TaskData, step1, step2, target, bootstrap: int, rng):
+def _bootstrap_chain(data: _TaskData, step1, step2, target, bootstrap: int, rng, ideal: bool):
     """Draws of a new run's intermediate metric and accuracy at ``target``.
 
     Each resample draws the runs with replacement (the engine's run bootstrap: one set
@@ -268,9 +295,10 @@ def _bootstrap_chain(data: _TaskData, step1, step2, target, bootstrap: int, rng)
     X1 = {"params": data.params, "tokens": data.tokens}
     z1, ok1 = _refit(step1, X1, np.log(data.final), drawn)
     run_of = np.concatenate([np.full(len(c[0]), r) for r, c in enumerate(data.curves)])
-    x2 = np.concatenate([c[0] for c in data.curves] + [[0.0]])
-    y2 = np.concatenate([c[1] for c in data.curves] + [[1.0]])
-    counts2 = np.column_stack([drawn[:, run_of], np.ones(bootstrap)])   # the ideal point stays
+    x2, y2 = _step2_points(data, range(n_runs), Step2("", 0.0, 1, ideal))
+    counts2 = drawn[:, run_of]
+    if ideal:
+        counts2 = np.column_stack([counts2, np.ones(bootstrap)])       # the ideal point stays
     z2, ok2 = _refit(step2, {"x": x2}, np.log(y2), counts2)
     law1, law2 = step1.law, step2.law
     x_hat = np.exp(law1.log_predict_fitting(target, z1))[:, 0]            # (B,)
@@ -305,17 +333,19 @@ def _refit(fit, X, log_y, counts):
 
 def predict_task(runs: Sequence[Run], task: str, params: float, tokens: float, *,
                  x: str = "bpb", bootstrap: int = 200, ci_level: float = 0.95, seed: int = 0,
-                 smooth: int = SMOOTH, skip: float = SKIP) -> TaskPrediction:
-    """The chained prediction of ``task``'s accuracy at (``params``, ``tokens``)."""
+                 smooth: int = SMOOTH, step2: Step2 | None = None) -> TaskPrediction:
+    """The chained prediction of ``task``'s accuracy at (``params``, ``tokens``); step 2
+    as ``step2`` says (``STEP2[x]`` by default)."""
     spec = TASKS[task] if isinstance(task, str) else task
-    data = task_data(runs, spec, x, smooth=smooth, skip=skip)
+    how = STEP2[x] if step2 is None else step2
+    data = task_data(runs, spec, x, smooth=smooth, step2=how)
     all_rows = np.arange(len(runs))
-    step1, step2 = _fit_step1(data, all_rows), _fit_step2(data, all_rows)
+    step1, step2 = _fit_step1(data, all_rows), _fit_step2(data, all_rows, how)
     target = {"params": np.array([params]), "tokens": np.array([tokens])}
     intermediate = float(step1.predict(target)[0])
     accuracy = float(step2.predict({"x": np.array([intermediate])})[0])
     rng = np.random.default_rng(seed)
-    draws_x, draws_acc = _bootstrap_chain(data, step1, step2, target, bootstrap, rng)
+    draws_x, draws_acc = _bootstrap_chain(data, step1, step2, target, bootstrap, rng, how.ideal)
     tail = (1 - ci_level) / 2 * 100
     if len(draws_x) >= 2:
         x_interval = tuple(float(v) for v in np.percentile(draws_x, [tail, 100 - tail]))
@@ -368,7 +398,7 @@ def predict_tasks(runs: Sequence[Run], params: float, tokens: float, *,
         p = predict_task(runs, name, params, tokens, x=x, bootstrap=bootstrap,
                          ci_level=ci_level, seed=seed)
         if actual is not None:
-            data = task_data([actual], TASKS[name], x, smooth=1, skip=0.0)
+            data = task_data([actual], TASKS[name], x, smooth=1, step2=Step2("", 0.0, 1, False))
             p = TaskPrediction(**{**p.__dict__, "actual": float(data.curves[0][3][-1]),
                                   "actual_intermediate": float(data.curves[0][2][-1])})
         predictions.append(p)
@@ -379,7 +409,8 @@ def predict_tasks(runs: Sequence[Run], params: float, tokens: float, *,
             f"{format_number(params / largest)} x the largest run fitted"))
     return TaskLawResult(params=float(params), tokens=float(tokens), x=x,
                          predictions=predictions, ci_level=ci_level,
-                         settings={"smooth": SMOOTH, "skip": SKIP, "bootstrap": bootstrap,
+                         settings={"smooth": SMOOTH, "step2": STEP2[x].__dict__,
+                                   "bootstrap": bootstrap,
                                    "seed": seed, "runs": [r.name for r in runs],
                                    "resample": "runs, through both steps, plus a residual "
                                                "of each step"},

@@ -2,7 +2,7 @@
 
 Each task takes a column of two panels: step 1, each run's final intermediate metric
 against its tokens with the fitted law of its size, and step 2, the smoothed
-checkpoints' accuracy against the intermediate metric with the fitted sigmoid. The
+checkpoints' accuracy against the intermediate metric with the fitted step-2 law. The
 target is drawn on both, with its intervals, and its actual values when known.
 """
 
@@ -62,13 +62,13 @@ def _step1(ax, prediction, body):
 
 def _step2(ax, prediction, x_name):
     data, values = prediction["data"], prediction["step2"]["values"]
-    law = get_law("sigmoid")
+    law = get_law(prediction["step2"]["law"])
     xs = np.concatenate([np.asarray(v) for v in data["x"]])
     ys = np.concatenate([np.asarray(v) for v in data["accuracy"]])
     ax.scatter(xs, ys, s=4, color="0.55", alpha=0.5, label="checkpoints (fitted)")
     low_x = min(xs.min(), prediction["intermediate_interval"][0]) * 0.9
     grid = np.linspace(low_x, xs.max() * 1.05, 200)
-    ax.plot(grid, law.predict({"x": grid}, values), color="C0", label="sigmoid")
+    ax.plot(grid, law.predict({"x": grid}, values), color="C0", label=law.name.replace("_", "-"))
     low, high = prediction["accuracy_interval"]
     middle = prediction["accuracy"]
     ax.errorbar([prediction["intermediate"]], [middle], yerr=[[middle - low], [high - middle]],

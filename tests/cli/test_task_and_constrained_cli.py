@@ -109,3 +109,33 @@ def test_store_keeps_unique_tokens_and_fits_from_them(tmp_path, capsys):
     for name in ("rstar_d", "rstar_n"):
         assert params[name]["value"] == pytest.approx(TRUTH[name], rel=1e-3), name
     capsys.readouterr()
+
+
+def test_law_task_reads_a_store_as_it_reads_the_files(ladder, tmp_path, capsys):
+    """The ladder imported into a store (`store import FILES --runs TABLE`) gives the same
+    predictions as the files themselves."""
+    files, runs, _ = ladder
+    db = tmp_path / "ladder.db"
+    assert main(["store", "import", *files, "--runs", runs, "--store", str(db), "--quiet"]) == 0
+    reports = []
+    for source in ([*files, "--runs", runs], ["--store", str(db)]):
+        out = tmp_path / f"task{len(reports)}.json"
+        code = main(["law", "task", *source, "--predict", "N=6.89e9,D=3.95e12", "--task",
+                     "piqa_val_5shot", "--task", "mmlu_avg_test_5shot", "--bootstrap", "10",
+                     "--json", str(out), "--quiet"])
+        assert code == 0, capsys.readouterr().err
+        reports.append(json.loads(out.read_text())["predictions"])
+    for from_files, from_store in zip(*reports):
+        assert from_store["task"] == from_files["task"]
+        for key in ("intermediate", "accuracy"):
+            assert from_store[key] == pytest.approx(from_files[key], rel=1e-9), key
+        np.testing.assert_allclose(from_store["accuracy_interval"],
+                                   from_files["accuracy_interval"], rtol=1e-9)
+
+
+def test_law_task_wants_files_or_a_store_not_both(ladder, tmp_path, capsys):
+    files, runs, _ = ladder
+    code = main(["law", "task", *files, "--runs", runs, "--store", str(tmp_path / "x.db"),
+                 "--predict", "N=1e9,D=1e10"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--store" in err

@@ -151,3 +151,33 @@ def ladder_frame(runs: list[LadderRun]) -> Curves:
         parts.append(pd.concat([part, table[columns].reset_index(drop=True)], axis=1))
     return Curves(pd.concat(parts, ignore_index=True), metrics=tuple(metrics),
                   notes=tuple(notes))
+
+
+def ladder_from_store(store, columns) -> list[LadderRun]:
+    """The runs of ``store`` (a :class:`~scalekit.curves.store.CurveStore` holding a ladder
+    imported by ``scalekit store import FILES --runs TABLE``) as :class:`LadderRun`, their
+    tables holding the metrics ``columns`` by checkpoint (ordered by step)."""
+    listed = store.runs()
+    if listed.empty:
+        raise InputError("the store holds no runs; import a ladder with `store import FILES "
+                         "--runs TABLE`")
+    missing = [c for c in columns if not any(c in m for m in listed["metrics"])]
+    if missing:
+        raise InputError(f"the store has no metric {missing[0]!r}; import the ladder's "
+                         "evaluation files with their run table")
+    tables = {}
+    for column in columns:
+        curves = store.curves(metric=column).frame
+        for name, part in curves.groupby("run", sort=False):
+            tables.setdefault(name, []).append(part.set_index("step")[[column, "tokens"]]
+                                               .rename(columns={"tokens": f"tokens:{column}"}))
+    runs = []
+    for row in listed.itertuples():
+        if row.run not in tables:
+            continue
+        table = pd.concat(tables[row.run], axis=1).sort_index()
+        tokens = table.filter(like="tokens:").bfill(axis=1).iloc[:, 0].to_numpy(float)
+        runs.append(LadderRun(name=row.run, params=float(row.params), tokens=tokens,
+                              table=table[list(columns)].reset_index(drop=True),
+                              source=f"store run {row.run}", attributes=dict(row.config)))
+    return runs
