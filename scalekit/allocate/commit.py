@@ -31,6 +31,11 @@ train the one large run the budget affords):
    its predicted loss after all that is left is the law at that compute times the
    shape at that share of its schedule (at least ``min_partial``), and it is
    guarded and committed to part-way when that beats every finishable one.
+   A configuration with a single variant has nothing to be guarded against but
+   the law: its prefix is checked against the law's forecast there, and it is
+   dropped when it lies further above it than the worst probe did at that share
+   of its schedule (times the law's residual spread), e.g. a diverging learning
+   rate.
 4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
    left goes to the best predicted candidate it can still finish, and, when
    none fits, to the best predicted one trained part-way with exactly what is
@@ -194,7 +199,8 @@ class CommitLoop:
                                 0.0, self.budget)
         self.decisions: list[dict] = []
         self.law: EndLaw | None = None
-        self.shape: tuple[np.ndarray, np.ndarray] | None = None
+        self.shape: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.dropped: set[str] = set()
         self.end = {r: sweep.flops_per_unit[r] * sweep.max_resource[r] for r in self.runs}
         self.size = {r: float(sweep.params.get(r, np.nan)) for r in self.runs}
         if not all(np.isfinite(v) and v > 0 for v in self.size.values()):
@@ -238,6 +244,19 @@ class CommitLoop:
                 yield from self._advance(1, {r: max(prefix[r], self.state.reached[r])
                                              for r in variants})
                 cell = min(variants, key=lambda r: (self._loss_at(r, prefix[r]), r))
+            elif self._lone_check(cell):
+                prefix = self.policy.guard_fraction * self.sweep.max_resource[cell]
+                yield from self._advance(1, {cell: max(prefix, self.state.reached[cell])})
+                if self._off_course(cell, prefix):
+                    self.decisions.append(dict(phase=1, action="drop", runs=[cell],
+                                               why="its only variant lies further above the "
+                                                   "law at "
+                                                   f"{self.policy.guard_fraction:.0%} of its "
+                                                   "schedule than any probe did"))
+                    self.dropped.add(cell)
+                    options = self._affordable()
+                    cell = options[0] if options else self._partial_option()
+                    cell = cell[0] if isinstance(cell, tuple) else cell
             phase = 2
             while cell is not None and not self.state.exhausted:
                 left = self.budget - self.state.spent
@@ -362,7 +381,7 @@ class CommitLoop:
         if self.law is None:
             return float(-np.log(compute) + 1e-3 * abs(np.log(compute / (120.0 * self.size[run] ** 2))))
         ratio = 1.0 if self.shape is None else float(np.interp(compute / self.end[run],
-                                                               *self.shape))
+                                                               *self.shape[:2]))
         # the data term is not extrapolated past a bounded multiple of the probes' longest
         # schedule per parameter: short probes overstate how far more data keeps helping
         x = min(compute / self.size[run], self.policy.data_extrapolation * self.law.x_max_)
@@ -384,7 +403,7 @@ class CommitLoop:
                   for r, c in curves]
         ratio = np.maximum(np.median(ratios, axis=0), 1.0)
         ratio[-1] = 1.0
-        return fractions, ratio
+        return fractions, ratio, np.maximum(np.max(ratios, axis=0), ratio)
 
     def _partial_option(self) -> tuple[str, float] | None:
         """The best run the rest of the budget cannot finish, trained part-way with all
@@ -395,6 +414,8 @@ class CommitLoop:
         left = self.budget - self.state.spent
         best = None
         for run in self.runs:
+            if run in self.dropped:
+                continue
             todo = self.sweep.cost(run, self.state.reached[run], self.sweep.max_resource[run])
             if todo <= left:
                 continue
@@ -410,12 +431,27 @@ class CommitLoop:
                 best = (run, guess)
         return best
 
+    def _lone_check(self, cell: str) -> bool:
+        return self.shape is not None and self.law is not None and cell not in self._finished()
+
+    def _off_course(self, run: str, prefix: float) -> bool:
+        """Whether ``run`` at ``prefix`` lies further above the law's forecast there than the
+        worst probe did at that share of its schedule (times the law's residual spread)."""
+        curve = self.state.observed[run].until(prefix)
+        if not len(curve):
+            return False
+        share = curve.compute[-1] / self.end[run]
+        worst = float(np.interp(share, self.shape[0], self.shape[2]))
+        expected = self.law.predict(self.size[run], curve.compute[-1] / self.size[run])
+        return bool(curve.loss[-1] > expected * worst * (1 + self.law.sd_))
+
     def _affordable(self) -> list[str]:
         """Runs that what is left can finish, best predicted first, of configurations
         (size and schedule) none of whose variants is finished yet."""
         left = self.budget - self.state.spent
         done = {(self.size[r], self.end[r]) for r in self._finished()}
         runs = [r for r in self.runs if (self.size[r], self.end[r]) not in done
+                and r not in self.dropped
                 and self.sweep.cost(r, self.state.reached[r], self.sweep.max_resource[r])
                 <= left * (1 + 1e-12)]
         return sorted(runs, key=lambda r: (self._predicted(r), r))
@@ -443,7 +479,7 @@ class CommitLoop:
         return float(curve.loss[-1]) if len(curve) else np.inf
 
     def _best_partial(self, left: float) -> str | None:
-        runs = [r for r in self.runs if r not in self._finished()]
+        runs = [r for r in self.runs if r not in self._finished() and r not in self.dropped]
         if not runs:
             return None
         return min(runs, key=lambda r: (self._predicted(
