@@ -96,13 +96,19 @@ def reference_m4(problems):
     out = []
     for law, x, log_y, starts in problems:
         lower, upper = law.fitting_bounds()
+
+        def residuals(z, law=law, x=x, log_y=log_y):
+            return law.log_predict_fitting({"x": x}, z) - log_y
+
+        def jacobian(z, law=law, x=x):
+            return law.log_value_and_jacobian({"x": x}, z)[1]
+
         ends = []
         for start in np.clip(starts, lower, upper):
             with np.errstate(all="ignore"):
-                fit = least_squares(lambda z: law.log_predict_fitting({"x": x}, z) - log_y, start,
-                                    jac=lambda z: law.log_value_and_jacobian({"x": x}, z)[1],
-                                    bounds=(lower, upper), ftol=1e-15, xtol=1e-15, gtol=1e-15,
-                                    max_nfev=3000, x_scale="jac")
+                fit = least_squares(residuals, start, jac=jacobian, bounds=(lower, upper),
+                                    ftol=1e-15, xtol=1e-15, gtol=1e-15, max_nfev=3000,
+                                    x_scale="jac")
             value = 0.5 * float(fit.fun @ fit.fun)
             ends.append((value if np.isfinite(value) else np.inf, fit.x))
         out.append(ends)
