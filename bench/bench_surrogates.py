@@ -18,7 +18,18 @@ target <= 50 ms per curve), and its M4, fitted to all curves in one batch, is
 checked against M4 fitted one curve at a time on the first ``--verify`` curves
 (target: forecasts within 1e-6 in log).
 
-Run: ``python bench/bench_surrogates.py [--curves 1000] [--stacked 300] [--verify 20]``.
+The M4 fit is also checked against a slow, straightforward, tightly converged
+reference on the first ``--reference`` curves and their backtest prefixes (the
+problems stacked-backtest fits): ``scipy.optimize.least_squares`` (trust-region
+reflective, analytic Jacobian, ``ftol = xtol = gtol = 1e-15``, at most 3,000
+evaluations) from every one of the same starts, one curve at a time, timed in the
+same run. Where the reference's optimum is well defined (its starts that reach the
+best objective within 1e-9 relative give forecasts within 1e-6 in log of each
+other) the target is forecasts within 1e-6 in log of it; where it is flat, the
+objective and the forecast at the horizon are compared and counted apart.
+
+Run: ``python bench/bench_surrogates.py [--curves 1000] [--stacked 300] [--verify 20]
+[--reference 10]``.
 """
 
 from __future__ import annotations
@@ -78,6 +89,57 @@ def one_curve_at_a_time_m4(tasks):
     return [PaperM4().fit(t.x, t.y).predict_quantiles(t.x_target, QUANTILES) for t in tasks]
 
 
+def reference_m4(problems):
+    """The reference for M4's fit: every start polished by scipy's least_squares, tightly."""
+    from scipy.optimize import least_squares
+
+    out = []
+    for law, x, log_y, starts in problems:
+        lower, upper = law.fitting_bounds()
+
+        def residuals(z, law=law, x=x, log_y=log_y):
+            return law.log_predict_fitting({"x": x}, z) - log_y
+
+        def jacobian(z, law=law, x=x):
+            return law.log_value_and_jacobian({"x": x}, z)[1]
+
+        ends = []
+        for start in np.clip(starts, lower, upper):
+            with np.errstate(all="ignore"):
+                fit = least_squares(residuals, start, jac=jacobian, bounds=(lower, upper),
+                                    ftol=1e-15, xtol=1e-15, gtol=1e-15, max_nfev=3000,
+                                    x_scale="jac")
+            value = 0.5 * float(fit.fun @ fit.fun)
+            ends.append((value if np.isfinite(value) else np.inf, fit.x))
+        out.append(ends)
+    return out
+
+
+def m4_against_reference(tasks):
+    """M4 as stacked-backtest fits it (whole curves and backtest prefixes, one batch) against
+    :func:`reference_m4`: seconds of each, and per problem (objective gap relative, forecast
+    gap in log, whether the reference's optimum is well defined)."""
+    from scalekit.surrogates.backtest_stack import backtest_task
+    from scalekit.surrogates.paper_m4 import PaperM4, fit_paper_m4
+
+    cases = [t for task in tasks for t in (task, backtest_task(task, min_points=6)) if t]
+    models = [PaperM4() for _ in cases]
+    seconds, _ = timed(fit_paper_m4, models, [(t.x, t.y) for t in cases])
+    problems = [(m.law_, t.x, np.log(t.y), m._problem(t.x, t.y)[1]) for m, t in zip(models, cases)]
+    ref_seconds, ends = timed(reference_m4, problems)
+    rows = []
+    for (law, x, log_y, _), model, t, found in zip(problems, models, cases, ends):
+        best = min(value for value, _ in found)
+        horizon = [law.log_predict_fitting({"x": t.x_target}, z) for value, z in found
+                   if value <= best * (1 + 1e-9)]
+        z = law.to_fitting(np.array(list(model.values_.values())))
+        value = 0.5 * float(np.sum((law.log_predict_fitting({"x": x}, z) - log_y) ** 2))
+        gap = float(np.max(np.abs(law.log_predict_fitting({"x": t.x_target}, z) - horizon[0])))
+        spread = max(float(np.max(np.abs(h - horizon[0]))) for h in horizon)
+        rows.append(((value - best) / best, gap, spread <= 1e-6))
+    return len(cases), seconds, ref_seconds, rows
+
+
 def timed(fn, *args, **kwargs):
     start = time.perf_counter()
     result = fn(*args, **kwargs)
@@ -90,6 +152,7 @@ def main() -> None:
     parser.add_argument("--curves", type=int, default=1000)
     parser.add_argument("--stacked", type=int, default=300)
     parser.add_argument("--verify", type=int, default=20)
+    parser.add_argument("--reference", type=int, default=10)
     args = parser.parse_args()
     n = args.curves
     load_before = os.getloadavg()[0]
@@ -113,6 +176,9 @@ def main() -> None:
     rows.append((f"m4-paper, batched (first {k_verify} curves)", k_verify, m4_s))
     rows.append((f"m4-paper, one curve at a time ({k_verify})", k_verify, m4_one_s))
     m4_gap = max(float(np.max(np.abs(np.log(a / b)))) for a, b in zip(m4_batched, m4_alone))
+
+    k_ref = min(n, args.reference)
+    n_cases, m4_ref_own, m4_ref_s, ref_rows = m4_against_reference(tasks[:k_ref])
 
     k_gp = min(n, 50)
     gp_s, _ = timed(lambda: [GPSurrogate().fit(x[i], y[i]).predict_quantiles(x_new[i], QUANTILES)
@@ -148,6 +214,23 @@ def main() -> None:
     print(f"m4-paper batched against one curve at a time on {k_verify} curves: largest |log "
           f"ratio| of the forecasts {m4_gap:.1e} (target <= 1e-6): "
           f"{'PASS' if m4_gap <= 1e-6 else 'FAIL'}")
+    gaps = np.array([r[0] for r in ref_rows])
+    off = np.array([r[1] for r in ref_rows])
+    defined = np.array([r[2] for r in ref_rows])
+    print(f"m4-paper against the tight reference (scipy least_squares from every start) on "
+          f"{n_cases} problems ({k_ref} curves and their backtest prefixes): "
+          f"{1000 * m4_ref_own / n_cases:.1f} ms per problem against the reference's "
+          f"{1000 * m4_ref_s / n_cases:.1f} ms ({m4_ref_s / m4_ref_own:.1f}x)")
+    print(f"  objective above the reference's best by more than 1e-9 (relative): "
+          f"{int((gaps > 1e-9).sum())} of {n_cases} (largest {gaps.max():.1e}); below it: "
+          f"{int((gaps < -1e-9).sum())}")
+    print(f"  optimum well defined on {int(defined.sum())}: forecasts within 1e-6 in log of the "
+          f"reference on {int((off[defined] <= 1e-6).sum())} (largest gap "
+          f"{off[defined].max() if defined.any() else 0:.1e}; target all): "
+          f"{'PASS' if (off[defined] <= 1e-6).all() else 'FAIL'}")
+    if (~defined).any():
+        print(f"  flat (the reference's optimum not unique): {int((~defined).sum())}, largest "
+              f"forecast gap {off[~defined].max():.1e}")
     err_ens = np.median(np.abs(np.log(ens_q[..., 3] / ref_pred)))
     print(f"median |log(ensemble median / reference fit)| at the forecasts: {err_ens:.4f}")
 
