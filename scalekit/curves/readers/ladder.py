@@ -159,8 +159,8 @@ def ladder_from_store(store, columns) -> list[LadderRun]:
     tables holding the metrics ``columns`` by checkpoint (ordered by step)."""
     listed = store.runs()
     if listed.empty:
-        raise InputError("the store holds no runs; import a ladder with `store import FILES "
-                         "--runs TABLE`")
+        raise InputError("the store holds no runs; import the ladder's evaluation files with "
+                         "their run table first")
     missing = [c for c in columns if not any(c in m for m in listed["metrics"])]
     if missing:
         raise InputError(f"the store has no metric {missing[0]!r}; import the ladder's "
