@@ -5,7 +5,9 @@
 * approach 3 — the parametric Chinchilla law (:class:`ParametricOptimum`);
 * :func:`comparison_table`, :func:`spread_explained` — the approaches side by side;
 * :func:`plan_for_loss`, :func:`compare_allocation` — plans from a fitted law (the plan
-  for a compute budget is :func:`scalekit.fit.compute_optimal.plan_for_compute`).
+  for a compute budget is :func:`scalekit.fit.compute_optimal.plan_for_compute`);
+* :func:`compare_metrics` — the allocations of several metrics compared, paired
+  (:class:`MetricComparison`); :func:`isoflop_sweep` draws a synthetic sweep to test it.
 """
 
 from scalekit.isoflop.approach1 import Envelope
@@ -14,8 +16,11 @@ from scalekit.isoflop.approach3 import ParametricOptimum
 from scalekit.isoflop.budgets import assign_budgets, round_significant
 from scalekit.isoflop.compare import comparison_table, spread_explained
 from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
+from scalekit.isoflop.per_metric import MetricComparison, compare_metrics
 from scalekit.isoflop.powerfit import PowerLawFit, fit_power_law
+from scalekit.isoflop.synthetic_metrics import isoflop_sweep
 
-__all__ = ["Envelope", "IsoFLOPProfiles", "ParametricOptimum", "PowerLawFit", "assign_budgets",
-           "compare_allocation", "comparison_table", "fit_power_law", "plan_for_loss",
-           "round_significant", "spread_explained"]
+__all__ = ["Envelope", "IsoFLOPProfiles", "MetricComparison", "ParametricOptimum", "PowerLawFit",
+           "assign_budgets", "compare_allocation", "compare_metrics", "comparison_table",
+           "fit_power_law", "isoflop_sweep", "plan_for_loss", "round_significant",
+           "spread_explained"]

@@ -90,7 +90,7 @@ def test_both_trainers_store_the_metrics_at_every_evaluation(tmp_path):
     steps = TINY.eval_steps()
     with CurveStore(path) as store:
         for metric in OWN:
-            frame = store.curves(metric=metric)
+            frame = store.curves(metric=metric).frame
             assert frame["step"].tolist() == steps
             assert frame[metric].tolist() == [p[metric] for p in alone.points]
     for a, b in zip(alone.points, together.points):
