@@ -91,9 +91,15 @@ class AllocationRunResult(ResultProtocol):
                    [dict(d) for d in data.get("decisions", [])])
 
     def to_frame(self):
-        """The bracket: one row per rung (``rung``, ``runs``, ``resource``)."""
+        """The steps: for ``commit`` one row per decision (``phase``, ``action``, ``runs``,
+        ``why``), for Successive Halving one row per rung (``rung``, ``runs``, ``resource``)."""
         import pandas as pd
 
+        if self.bracket is None:
+            return pd.DataFrame([{"phase": d.get("phase"), "action": d.get("action"),
+                                  "runs": ", ".join(d.get("runs", [])), "why": d.get("why")}
+                                 for d in self.decisions],
+                                columns=["phase", "action", "runs", "why"])
         return pd.DataFrame([{"rung": r.index, "runs": r.runs, "resource": r.resource}
                              for r in self.bracket.rungs], columns=["rung", "runs", "resource"])
 

@@ -214,6 +214,8 @@ def test_a_killed_commit_run_resumes_to_the_points_of_an_uninterrupted_one(tmp_p
     back = AllocationRunResult.from_dict(json.loads(dumps(whole.to_dict())))
     assert back.bracket is None and back.decisions == whole.decisions
     assert [name for name, _ in whole._summary_sections()][:2] == ["Budget", "Decisions"]
+    steps = whole.to_frame()  # one row per decision, in order (no bracket to tabulate)
+    assert list(steps["action"]) == [d["action"] for d in whole.decisions]
     for die_at in (2, advances - 1):
         log = str(tmp_path / f"killed{die_at}.log")
         path = tmp_path / f"killed{die_at}.db"
