@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 from ray.tune.experiment import Trial
-from ray.tune.result import DEFAULT_METRIC
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from scalekit.allocate.commit import CommitLoop, CommitPolicy
 from scalekit.allocate.sweep import Curve, Sweep
 from scalekit.checks import check_choice, check_number
+from scalekit.integrations.ray_tune import require_metric_and_mode, take_search_properties
 
 
 class CommitScheduler(FIFOScheduler):
@@ -99,18 +99,10 @@ class CommitScheduler(FIFOScheduler):
         self.law = None
 
     def set_search_properties(self, metric: str | None, mode: str | None, **spec) -> bool:
-        if (self._metric and metric) or (self._mode and mode):
-            return False
-        if mode:
-            check_choice("mode", mode, ("min",))
-            self._mode = mode
-        self._metric = metric or self._metric or (DEFAULT_METRIC if self._mode else None)
-        return True
+        return take_search_properties(self, metric, mode, ("min",))
 
     def on_trial_add(self, tune_controller, trial) -> None:
-        if not self._metric or not self._mode:
-            raise ValueError(f"{type(self).__name__} needs `metric` and `mode`: pass them to it "
-                             "or to `tune.TuneConfig()`.")
+        require_metric_and_mode(self)
         if self._loop is not None:
             raise ValueError(f"{type(self).__name__} plans over every trial at once, but trial "
                              f"{trial.trial_id} was added after the plan began: use a finite "

@@ -65,19 +65,14 @@ class ForecastScheduler(FIFOScheduler):
         self._stopped = 0
 
     def set_search_properties(self, metric: str | None, mode: str | None, **spec) -> bool:
-        if (self._metric and metric) or (self._mode and mode):
+        if not take_search_properties(self, metric, mode, ("min", "max")):
             return False
         if mode:
-            check_choice("mode", mode, ("min", "max"))
-            self._mode = mode
             self._ranking = ForecastRanking(**self._settings, maximize=mode == "max")
-        self._metric = metric or self._metric or (DEFAULT_METRIC if self._mode else None)
         return True
 
     def on_trial_add(self, tune_controller, trial) -> None:
-        if not self._metric or not self._mode:
-            raise ValueError(f"{type(self).__name__} needs `metric` and `mode`: pass them to it "
-                             "or to `tune.TuneConfig()`.")
+        require_metric_and_mode(self)
         self._curves[trial.trial_id] = ([], [])
 
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
@@ -106,3 +101,24 @@ class ForecastScheduler(FIFOScheduler):
     def debug_string(self) -> str:
         reached = ", ".join(f"{r:g}: {len(s)}" for r, s in zip(self._ranking.rungs, self._scores))
         return f"Using ForecastScheduler: {self._stopped} stopped; trials per rung {{{reached}}}"
+
+
+def take_search_properties(scheduler, metric: str | None, mode: str | None,
+                           modes: tuple[str, ...]) -> bool:
+    """Tune's ``set_search_properties`` for a scheduler with ``_metric`` and ``_mode``: take
+    the metric and mode unless the scheduler was given its own (then refuse: False)."""
+    if (scheduler._metric and metric) or (scheduler._mode and mode):
+        return False
+    if mode:
+        check_choice("mode", mode, modes)
+        scheduler._mode = mode
+    scheduler._metric = metric or scheduler._metric or (
+        DEFAULT_METRIC if scheduler._mode else None)
+    return True
+
+
+def require_metric_and_mode(scheduler) -> None:
+    """Refuse to schedule a trial before the scheduler knows its metric and mode."""
+    if not scheduler._metric or not scheduler._mode:
+        raise ValueError(f"{type(scheduler).__name__} needs `metric` and `mode`: pass them to it "
+                         "or to `tune.TuneConfig()`.")
