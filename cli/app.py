@@ -8,6 +8,7 @@ Exit codes: 0 success, 2 bad input (one line, no traceback), 1 internal error,
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import os
@@ -127,8 +128,6 @@ def main(argv: list[str] | None = None) -> int:
 
             typer.echo(interrupted_line(args), err=True)
             code = INTERRUPTED
-    if code == INTERRUPTED and argv is None:  # the program itself: a Ctrl-C that arrives
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # while it exits cannot change its code
     if code == 0 and not {"-q", "--quiet"} & set(args):
         for line in renamed:
             typer.echo(line, err=True)
@@ -205,5 +204,33 @@ def _run(args: list[str]) -> int:
     return code if isinstance(code, int) else 0
 
 
+def program() -> None:
+    """The ``scalekit`` program: run :func:`main` and exit with its code.
+
+    After a Ctrl-C the code stays 130. CPython kills itself with SIGINT at the very end of its
+    exit when the interrupt first surfaced inside Python code that an extension ran (its flag
+    for an unhandled ``KeyboardInterrupt`` is set there and never cleared, though the CLI handled
+    the interrupt); so the program ignores further Ctrl-C and its last exit handler ends the
+    process with 130 once every other handler has run.
+    """
+    interrupted: list[int] = []
+    atexit.register(lambda: interrupted and _exit_now(interrupted[0]))  # registered first: runs last
+    code = main()
+    if code == INTERRUPTED:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        interrupted.append(code)
+    sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    """End the process with ``code`` at once (what is buffered for the terminal written first)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed or gone: nothing more can be written anyway
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    program()
