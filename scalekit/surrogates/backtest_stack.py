@@ -4,16 +4,27 @@ For every task the observed prefix is cut where the forecast would start if
 the task's horizon were asked of its prefix: the points with ``x >
 x_last * exp(-h)`` are held back, ``h = ln(max x_target / x_last)`` (only the
 requested positions are read, never a truth). Each candidate forecasts those
-held-back points from the rest; per group of tasks (a sweep, or a domain of a
-benchmark) the simplex weights minimising the mean absolute log error over
-every held-back point (:func:`scalekit.surrogates.evaluate.stacking_weights`)
-combine the candidates' full-prefix medians in log space. The interval is a
-normal in ln loss with standard deviation ``s * sqrt(h0**2 + h**2)`` at
-horizon ``h`` beyond the last observed point, ``s**2`` the mean of ``e**2 /
-(h0**2 + h**2)`` over the same held-back points' errors ``e`` of the combined
-backtest median (the interval model of
-:class:`~scalekit.surrogates.evaluate.StackedMethod`, fitted on prefixes
-instead of on calibration truths).
+held-back points from the rest. Per group of tasks (a sweep, or a domain of a
+benchmark) the candidates' full-prefix medians are combined in log space:
+
+- **Weights.** The simplex weights minimising the mean over the group's
+  backtests of each backtest's RMSE of log loss (every curve counts once, as
+  forecasts are judged) are shrunk toward the single candidate with the lowest
+  such mean: with ``d`` the per-curve gain of the stack over that candidate
+  (``n`` curves), the stack keeps the share ``max(0, 1 - 1/t**2)``, ``t =
+  mean(d) / (sd(d) / sqrt(n))`` -- the positive-part James--Stein factor
+  (Efron & Morris 1973): the stack is kept in full only where its backtest gain
+  is many standard errors from zero, and not at all where it is within one (the
+  one-standard-error rule made continuous). Thin or noisy evidence thus falls
+  back on one candidate rather than on weights fitted to its noise.
+- **Interval.** Each backtest error ``e`` of the combined median at horizon
+  ``h`` beyond its prefix is scaled to ``r = e / sqrt(h0**2 + h**2)``; the
+  half-width of the central ``level`` interval in ln loss at horizon ``h`` is
+  ``q_level * sqrt(h0**2 + h**2)``, ``q_level`` the split-conformal quantile of
+  the group's ``|r|`` (the ``ceil((n + 1) level)``-th smallest of ``n``; Vovk et
+  al. 2005, Lei et al. 2018). Where a group has too few backtest points for that
+  rank, the level takes the normal half-width ``z s`` with ``s**2 = mean(r**2)``
+  (``fallback_spread`` without any backtest).
 """
 
 from __future__ import annotations
@@ -21,12 +32,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from scipy.optimize import minimize
 from scipy.special import ndtri
 
 from scalekit.checks import check_number
 from scalekit.progress import track
-from scalekit.surrogates.evaluate import (QUANTILES, Method, Task, horizon_reach, median_column,
-                                          stacking_weights)
+from scalekit.surrogates.evaluate import QUANTILES, Method, Task, horizon_reach, median_column
 
 _MEDIAN = median_column()
 
@@ -41,8 +52,71 @@ def backtest_task(task: Task, *, min_points: int) -> Task | None:
                 group=task.group, size=task.size)
 
 
+def curve_rmse_weights(blocks: Sequence[np.ndarray]) -> np.ndarray:
+    """Simplex weights minimising the mean over curves of each curve's RMSE.
+
+    ``blocks``: one (m_i, K) array of log errors per curve. The objective is a
+    mean of norms of linear maps of ``w``, so convex: SLSQP from equal weights
+    finds its minimum.
+    """
+    k = blocks[0].shape[1]
+
+    def objective(w):
+        value, grad = 0.0, np.zeros(k)
+        for block in blocks:
+            e = block @ w
+            rmse = np.sqrt(np.mean(e ** 2) + 1e-24)
+            value += rmse
+            grad += block.T @ e / (e.size * rmse)
+        return value / len(blocks), grad / len(blocks)
+
+    start = np.full(k, 1.0 / k)
+    sol = minimize(objective, start, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k,
+                   constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1.0,
+                                 "jac": lambda w: np.ones_like(w)}],
+                   options={"maxiter": 500, "ftol": 1e-14})
+    w = np.clip(sol.x, 0.0, None) if np.isfinite(sol.x).all() else start
+    return w / w.sum()
+
+
+def shrunk_weights(blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, float]:
+    """The stacking weights shrunk toward the best single candidate, and the share kept.
+
+    See the module docstring: ``share = max(0, 1 - 1/t**2)`` with ``t`` the
+    paired t statistic of the stack's per-curve RMSE gain over the candidate
+    with the lowest mean RMSE.
+    """
+    k = blocks[0].shape[1]
+    stack = curve_rmse_weights(blocks)
+    rmse = np.array([np.sqrt(np.mean(block ** 2, axis=0)) for block in blocks])   # (n, K)
+    best = int(np.argmin(rmse.mean(axis=0)))
+    gain = rmse[:, best] - np.array([np.sqrt(np.mean((b @ stack) ** 2)) for b in blocks])
+    share = 0.0
+    if gain.size > 1 and gain.mean() > 0:
+        variance = gain.var(ddof=1) / gain.size
+        share = 1.0 if variance == 0 else max(0.0, 1.0 - variance / gain.mean() ** 2)
+    return share * stack + (1.0 - share) * np.eye(k)[best], share
+
+
+def half_widths(ratios: np.ndarray, levels: Sequence[float], fallback: float) -> dict:
+    """Half-width per unit reach of each central ``level`` interval (module docstring)."""
+    scores = np.sort(np.abs(ratios))
+    spread = float(np.sqrt(np.mean(ratios ** 2))) if ratios.size else fallback
+    out = {}
+    for level in levels:
+        rank = int(np.ceil((scores.size + 1) * level)) - 1
+        out[level] = float(scores[rank]) if rank < scores.size \
+            else spread * float(ndtri((1 + level) / 2))
+    return out
+
+
+def _level(quantile: float) -> float:
+    """The central interval a quantile bounds (0.9 and 0.1: 0.8)."""
+    return round(float(abs(2 * quantile - 1)), 12)
+
+
 class BacktestStacked:
-    """Candidates stacked per group with weights and spread from prefix backtests.
+    """Candidates stacked per group with weights and intervals from prefix backtests.
 
     Parameters
     ----------
@@ -54,14 +128,18 @@ class BacktestStacked:
     h0 : float
         Horizon (in e-folds of x) below which the interval stops narrowing.
     fallback_spread : float
-        ``s`` for a group without any backtest.
+        ``s`` of the normal interval for a group without any backtest.
 
     Attributes
     ----------
     weights_ : dict
         Group label to {candidate: weight}, from the last call.
-    spread_ : dict
-        Group label to ``s``.
+    share_ : dict
+        Group label to the share of the stacking weights kept (the rest on the
+        best single candidate).
+    widths_ : dict
+        Group label to {level: half-width in ln loss per unit of
+        ``sqrt(h0**2 + h**2)``}.
     """
 
     def __init__(self, candidates: Mapping[str, Method], *, min_points: int = 6,
@@ -85,33 +163,26 @@ class BacktestStacked:
         for phase, name, batch in track(jobs, "forecast"):  # the CLI's progress bar
             medians[phase, name] = [np.log(np.asarray(q)[: t.x_target.size, _MEDIAN])
                                     for q, t in zip(self.candidates[name](batch), batch)]
-        full = {n: medians["full", n] for n in names}
-        back = {n: medians["back", n] for n in names} if pseudo else {}
-        self.weights_, self.spread_ = {}, {}
+        levels = sorted({_level(q) for q in QUANTILES} - {0.0})
+        signs = np.sign(QUANTILES - 0.5)
+        self.weights_, self.share_, self.widths_ = {}, {}, {}
         out: list[np.ndarray | None] = [None] * len(tasks)
-        z = ndtri(QUANTILES)
         for label in sorted({t.group for t in tasks}):
-            members = [i for i, t in enumerate(tasks) if t.group == label]
             rows = [j for j, i in enumerate(learn) if tasks[i].group == label]
-            weights, spread = np.full(len(names), 1.0 / len(names)), self.fallback_spread
+            weights, share, ratios = np.full(len(names), 1.0 / len(names)), 0.0, np.empty(0)
             if rows:
-                errors = np.vstack([np.column_stack([back[n][j] for n in names])
-                                    - np.log(pseudo[j].y_target)[:, None] for j in rows])
-                weights = stacking_weights(errors)
-                blocks = zip(rows, _split(errors, pseudo, rows))
+                blocks = [np.column_stack([medians["back", n][j] for n in names])
+                          - np.log(pseudo[j].y_target)[:, None] for j in rows]
+                weights, share = shrunk_weights(blocks)
                 ratios = np.concatenate([(block @ weights) / horizon_reach(pseudo[j], self.h0)
-                                         for j, block in blocks])
-                spread = float(np.sqrt(np.mean(ratios ** 2)))
+                                         for j, block in zip(rows, blocks)])
+            widths = half_widths(ratios, levels, self.fallback_spread)
             self.weights_[label] = dict(zip(names, weights.tolist()))
-            self.spread_[label] = spread
-            for i in members:
-                median = sum(w * full[n][i] for w, n in zip(weights, names))
+            self.share_[label] = float(share)
+            self.widths_[label] = widths
+            offsets = signs * np.array([widths.get(_level(q), 0.0) for q in QUANTILES])
+            for i in (i for i, t in enumerate(tasks) if t.group == label):
+                median = sum(w * medians["full", n][i] for w, n in zip(weights, names))
                 reach = horizon_reach(tasks[i], self.h0)
-                out[i] = np.exp(median[:, None] + spread * reach[:, None] * z)
+                out[i] = np.exp(median[:, None] + reach[:, None] * offsets[None, :])
         return out
-
-
-def _split(errors: np.ndarray, pseudo: Sequence[Task], rows: Sequence[int]) -> list[np.ndarray]:
-    """Cut the stacked per-point error rows back into one block per backtest task."""
-    sizes = np.cumsum([pseudo[j].x_target.size for j in rows])[:-1]
-    return np.split(errors, sizes)
