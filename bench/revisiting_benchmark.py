@@ -18,10 +18,12 @@ interval; ``evals``. M4 (``m4-paper``) is the law of scalekit.laws.m4 fitted
 with the paper's settings (scalekit.surrogates.paper_m4); ``m4`` is the same
 form as one family of the ensemble (its noise model, its starts).
 
-The target lines check the issue's target for the default method
-(``stacked-backtest``): mean RMSE <= 0.8 x M4 and wins >= 50% on IC, BB and
-NMT; <= M4 + 0.0005 on LM; 80% coverage within 75-85% per domain (LM and NMT
-also pooled, being small).
+The target lines check issue 25's targets for the default method
+(``stacked-backtest``) and print PASS/FAIL (exit status 1 if any fails): mean
+RMSE <= 0.78 x M4 with >= 60% wins on IC, <= 1.00 x M4 with >= 50% wins on BB;
+50/80/95% coverage each within 5 points of nominal on IC, on BB and on LM and
+NMT pooled (being small). Read the ratios knowing that ``m4-paper`` is a
+stronger M4 than the authors' own fit (docs/forecast.md).
 
 With ``--ceiling`` it also prints, per domain, hindsight references (truths
 read, so no method could claim them): the best of the candidates and the
@@ -38,6 +40,7 @@ curve).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -46,7 +49,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from scalekit.surrogates.curve_families import DEFAULT_FAMILIES
-from scalekit.surrogates.evaluate import (QUANTILES, ensemble_method, holdout_benchmark,
+from scalekit.surrogates.evaluate import (LEVELS, QUANTILES, ensemble_method, holdout_benchmark,
                                           paper_m4_method, remembered, split_tasks,
                                           stacking_weights)
 from scalekit.surrogates.forecast import default_method
@@ -63,30 +66,42 @@ def tasks(name: str, stride: int = 1):
                        y="Loss", group="Domain")
 
 
-def pooled_cover80(table: pd.DataFrame, tasks_, method: str, domains) -> float:
+def pooled_cover(table: pd.DataFrame, tasks_, method: str, domains, level: float) -> float:
+    """A method's coverage at ``level`` over all held-out points of ``domains``."""
     rows = table[(table["method"] == method) & table["group"].isin(domains)]
     points = {d: sum(t.x_target.size for t in tasks_ if t.group == d) for d in domains}
-    return float(sum(r.cover80 * points[r.group] for r in rows.itertuples())
+    column = f"cover{int(level * 100)}"
+    return float(sum(getattr(r, column) * points[r.group] for r in rows.itertuples())
                  / sum(points.values()))
 
 
-def targets(table: pd.DataFrame, tasks_) -> None:
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def targets(table: pd.DataFrame, tasks_) -> bool:
+    """Print the issue's targets for the default with PASS/FAIL; True when all pass."""
     rows = table[table["method"] == DEFAULT].set_index("group")
-    m4 = table[table["method"] == "m4-paper"].set_index("group")["rmse_log"]
-    for domain in ("IC", "BB", "NMT"):
+    passed = True
+    for domain, ratio, wins in (("IC", 0.78, 0.60), ("BB", 1.00, 0.50)):
         r = rows.loc[domain]
-        ok = r.ratio_to_reference <= 0.8 and r.win_rate_vs_reference >= 0.5
-        print(f"{domain}: {r.rmse_log:.4f} = {r.ratio_to_reference:.2f} x M4 (target <= 0.80), "
-              f"wins {r.win_rate_vs_reference:.0%} (target >= 50%): {'met' if ok else 'NOT met'}")
-    r = rows.loc["LM"]
-    print(f"LM: {r.rmse_log:.4f} vs M4 {m4['LM']:.4f} + 0.0005 = {m4['LM'] + 0.0005:.4f}: "
-          f"{'met' if r.rmse_log <= m4['LM'] + 0.0005 else 'NOT met'}")
-    for domain in ("IC", "BB", "NMT", "LM"):
-        c = rows.loc[domain, "cover80"]
-        print(f"{domain}: 80% coverage {c:.3f} (target 0.75-0.85): "
-              f"{'met' if 0.75 <= c <= 0.85 else 'NOT met'}")
-    c = pooled_cover80(table, tasks_, DEFAULT, ("LM", "NMT"))
-    print(f"LM+NMT pooled: 80% coverage {c:.3f}: {'met' if 0.75 <= c <= 0.85 else 'NOT met'}")
+        ok = r.ratio_to_reference <= ratio and r.win_rate_vs_reference >= wins
+        passed &= ok
+        print(f"{domain}: {r.rmse_log:.4f} = {r.ratio_to_reference:.3f} x M4 (target <= "
+              f"{ratio:.2f}), wins {r.win_rate_vs_reference:.0%} (target >= {wins:.0%}): "
+              f"{verdict(ok)}")
+    for label, domains in (("IC", ("IC",)), ("BB", ("BB",)), ("LM+NMT pooled", ("LM", "NMT"))):
+        covers = [pooled_cover(table, tasks_, DEFAULT, domains, level) for level in LEVELS]
+        ok = all(abs(c - level) <= 0.05 for c, level in zip(covers, LEVELS))
+        passed &= ok
+        shown = " / ".join(f"{c:.3f}" for c in covers)
+        print(f"{label}: 50/80/95% coverage {shown} (target each within 0.05 of nominal): "
+              f"{verdict(ok)}")
+    for domain in ("NMT", "LM"):
+        r = rows.loc[domain]
+        print(f"{domain} (no target): {r.rmse_log:.4f} = {r.ratio_to_reference:.3f} x M4, "
+              f"wins {r.win_rate_vs_reference:.0%}")
+    return passed
 
 
 def ceiling(all_tasks, candidates) -> None:
@@ -113,7 +128,7 @@ def ceiling(all_tasks, candidates) -> None:
               f"({stacked / m4:.2f} x M4) with {kept}; the target is <= {0.8 * m4:.4f}")
 
 
-def main() -> None:
+def main() -> int:
     threadpool_limits(1)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every fourth IC curve")
@@ -134,17 +149,20 @@ def main() -> None:
                                   "cover95": "c95", "n_evaluations": "evals"})
     print(shown.round(4).to_string(index=False))
     print()
-    targets(table, all_tasks)
+    passed = targets(table, all_tasks)
     stacked = methods[DEFAULT]
     for domain, weights in stacked.weights_.items():
         kept = {k: round(v, 3) for k, v in weights.items() if v > 1e-3}
-        print(f"{DEFAULT} weights ({domain}, learned on the prefixes): {kept}; "
-              f"spread s = {stacked.spread_[domain]:.4f}")
+        widths = " / ".join(f"{w:.4f}" for w in stacked.widths_[domain].values())
+        print(f"{DEFAULT} weights ({domain}, learned on the prefixes): {kept}, share of the "
+              f"stack kept {stacked.share_[domain]:.2f}; 50/80/95% half-widths per unit "
+              f"reach {widths}")
     if args.ceiling:
         ceiling(all_tasks, candidates)
     print(f"\ntotal {time.perf_counter() - start:.0f} s, {len(all_tasks)} evaluations; "
           f"mean points held out {np.mean([t.x_target.size for t in all_tasks]):.0f}")
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The default forecaster with and without the runs' learning-rate schedules (issue 25, item 6).
+
+Data: ``data/published/misfitting_all_checkpoints.csv`` (Li, Kudugunta &
+Zettlemoyer 2025): one curve per (model, peak_lr, sweep, total_steps), x =
+``current_steps``, y = C4 loss, each cut at 10/20/30/50% of its last step and
+forecast to its end (a cut enters when its prefix has >= 5 points). Every run's
+schedule is known: a cosine from ``peak_lr`` to 0.1 x ``peak_lr`` over
+``total_steps`` after a 50-step linear warm-up (the repository's training
+settings, PROVENANCE.md).
+
+Both arms run ``stacked-backtest`` on the same tasks, grouped by cut: *step*
+forecasts loss against the step (the default); *S1* against the area under the
+rate (:func:`scalekit.surrogates.schedule_axis.area_task`). No truth reaches
+either (the default learns only from the prefixes), so every curve is scored:
+``final`` = mean |ln forecast - ln truth| at each curve's last point,
+``rmse`` = mean over curves of the RMSE of ln loss over the held-out points,
+``c50/c80/c95`` = share of the held-out points inside the central intervals.
+
+Checks (PASS/FAIL): the default's axis (step) is the better arm on the pooled
+final error; the default's pooled 50/80/95% coverage within 5 points of
+nominal.
+
+Run: ``python bench/schedule_aware_forecast.py [--stride K]`` (every K-th run;
+about ten minutes for all 264 tasks on 2 shared cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from scalekit.schedules import parse_schedule
+from scalekit.surrogates.evaluate import LEVELS, QUANTILES, Task, cut_curves, median_column
+from scalekit.surrogates.forecast import default_method
+from scalekit.surrogates.schedule_axis import area_task
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "published"
+FRACTIONS = (0.1, 0.2, 0.3, 0.5)
+
+
+def tasks(stride: int) -> tuple[list[Task], list[Task]]:
+    """The cut tasks on the step axis and the same tasks on the S1 axis."""
+    frame = pd.read_csv(DATA / "misfitting_all_checkpoints.csv")
+    frame["run"] = (frame["model"] + "|" + frame["peak_lr"].astype(str) + "|" + frame["sweep"]
+                    + "|" + frame["total_steps"].astype(str))
+    keep = sorted(frame["run"].unique())[::stride]
+    frame = frame[frame["run"].isin(keep)]
+    runs = frame.groupby("run").first()
+    step, area = [], []
+    for fraction, cut in cut_curves(frame, FRACTIONS, x="current_steps", y="loss").items():
+        for t in cut:
+            t = Task(t.run, t.x, t.y, t.x_target, t.y_target, group=f"cut {fraction:.0%}")
+            peak, total = runs.loc[t.run, "peak_lr"], int(runs.loc[t.run, "total_steps"])
+            schedule = parse_schedule(f"cosine:warmup=50,peak={peak},final={0.1 * peak},"
+                                      f"total={total}")
+            step.append(t)
+            area.append(area_task(t, schedule))
+    return step, area
+
+
+def scores(tasks_: list[Task], quantiles: list[np.ndarray]) -> pd.DataFrame:
+    median = median_column()
+    rows = []
+    for t, q in zip(tasks_, quantiles):
+        lq, ly = np.log(q[: t.x_target.size]), np.log(t.y_target)
+        row = {"cut": t.group, "final": abs(lq[-1, median] - ly[-1]),
+               "rmse": np.sqrt(np.mean((lq[:, median] - ly) ** 2)), "points": ly.size}
+        for level in LEVELS:
+            lo = int(np.argmin(np.abs(QUANTILES - (1 - level) / 2)))
+            hi = int(np.argmin(np.abs(QUANTILES - (1 + level) / 2)))
+            row[f"c{int(level * 100)}"] = float(np.sum((lq[:, lo] <= ly) & (ly <= lq[:, hi])))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    def one(part):
+        out = {"curves": len(part), "final": part["final"].mean(), "rmse": part["rmse"].mean()}
+        out.update({c: part[c].sum() / part["points"].sum() for c in ("c50", "c80", "c95")})
+        return pd.Series(out)
+    per_cut = table.groupby("cut").apply(one, include_groups=False)
+    per_cut.loc["all"] = one(table)
+    return per_cut
+
+
+def main() -> int:
+    threadpool_limits(1)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stride", type=int, default=1, help="every K-th run")
+    args = parser.parse_args()
+    step, area = tasks(args.stride)
+    start = time.perf_counter()
+    results = {name: summary(scores(arm, default_method()(arm)))
+               for name, arm in (("step", step), ("S1", area))}
+    pd.set_option("display.width", 200)
+    for name, table in results.items():
+        print(f"stacked-backtest against {name}:")
+        print(table.round(4).to_string())
+        print()
+    failed = False
+    better = min(results, key=lambda name: results[name].loc["all", "final"])
+    ok = better == "step"
+    failed |= not ok
+    print(f"better arm on the pooled final error: {better} (step "
+          f"{results['step'].loc['all', 'final']:.4f}, S1 {results['S1'].loc['all', 'final']:.4f}); "
+          f"the default forecasts against the step: {'PASS' if ok else 'FAIL'}")
+    for level in LEVELS:
+        cover = results["step"].loc["all", f"c{int(level * 100)}"]
+        ok = abs(cover - level) <= 0.05
+        failed |= not ok
+        print(f"default {level:.0%} coverage {cover:.3f} (target {level - 0.05:.2f}-"
+              f"{level + 0.05:.2f}): {'PASS' if ok else 'FAIL'}")
+    print(f"\n{len(step)} tasks, {time.perf_counter() - start:.0f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
