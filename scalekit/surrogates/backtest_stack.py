@@ -59,16 +59,15 @@ def curve_rmse_weights(blocks: Sequence[np.ndarray]) -> np.ndarray:
     mean of norms of linear maps of ``w``, so convex: SLSQP from equal weights
     finds its minimum.
     """
-    k = blocks[0].shape[1]
+    errors = np.vstack(blocks)
+    sizes = np.array([block.shape[0] for block in blocks])
+    curve = np.repeat(np.arange(sizes.size), sizes)
+    k = errors.shape[1]
 
     def objective(w):
-        value, grad = 0.0, np.zeros(k)
-        for block in blocks:
-            e = block @ w
-            rmse = np.sqrt(np.mean(e ** 2) + 1e-24)
-            value += rmse
-            grad += block.T @ e / (e.size * rmse)
-        return value / len(blocks), grad / len(blocks)
+        e = errors @ w
+        rmse = np.sqrt(np.bincount(curve, e ** 2) / sizes + 1e-24)
+        return rmse.mean(), errors.T @ (e / (sizes * rmse)[curve]) / sizes.size
 
     start = np.full(k, 1.0 / k)
     sol = minimize(objective, start, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k,
