@@ -8,6 +8,11 @@ schedule is known: a cosine from ``peak_lr`` to 0.1 x ``peak_lr`` over
 ``total_steps`` after a 50-step linear warm-up (the repository's training
 settings, PROVENANCE.md).
 
+With ``--data multipower`` the same on the 18 curves of Luo et al. (2025)
+(``data/published/multipower/{25,100}``: nine schedules each -- constant,
+cosine, WSD and two-stage -- for a 25M and a 100M model), whose ``lr`` column
+gives the schedule (:func:`scalekit.schedules.schedule_from_series`).
+
 Both arms run ``stacked-backtest`` on the same tasks, grouped by cut: *step*
 forecasts loss against the step (the default); *S1* against the area under the
 rate (:func:`scalekit.surrogates.schedule_axis.area_task`). No truth reaches
@@ -20,7 +25,7 @@ Checks (PASS/FAIL): the default's axis (step) is the better arm on the pooled
 final error; the default's pooled 50/80/95% coverage within 5 points of
 nominal.
 
-Run: ``python bench/schedule_aware_forecast.py [--stride K]`` (every K-th run;
+Run: ``python bench/schedule_aware_forecast.py [--data multipower] [--stride K]`` (every K-th run;
 about ten minutes for all 264 tasks on 2 shared cores).
 """
 
@@ -35,7 +40,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from scalekit.schedules import parse_schedule
+from scalekit.schedules import parse_schedule, schedule_from_series
 from scalekit.surrogates.evaluate import LEVELS, QUANTILES, Task, cut_curves, median_column
 from scalekit.surrogates.forecast import default_method
 from scalekit.surrogates.schedule_axis import area_task
@@ -44,24 +49,42 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 FRACTIONS = (0.1, 0.2, 0.3, 0.5)
 
 
-def tasks(stride: int) -> tuple[list[Task], list[Task]]:
-    """The cut tasks on the step axis and the same tasks on the S1 axis."""
+def cut(frame: pd.DataFrame, x: str, schedules: dict) -> tuple[list[Task], list[Task]]:
+    """Every run cut at ``FRACTIONS``: the tasks on the step axis and on the S1 axis."""
+    step, area = [], []
+    for fraction, tasks_ in cut_curves(frame, FRACTIONS, x=x, y="loss").items():
+        for t in tasks_:
+            t = Task(t.run, t.x, t.y, t.x_target, t.y_target, group=f"cut {fraction:.0%}")
+            step.append(t)
+            area.append(area_task(t, schedules[t.run]))
+    return step, area
+
+
+def multipower_tasks(stride: int) -> tuple[list[Task], list[Task]]:
+    """The curves of Luo et al. (2025), their schedules from their ``lr`` columns."""
+    parts = []
+    for size in ("25", "100"):
+        for path in sorted((DATA / "multipower" / size).glob("*.csv")):
+            part = pd.read_csv(path)
+            part["run"] = f"{size}M|{path.stem}"
+            parts.append(part)
+    frame = pd.concat(parts, ignore_index=True)
+    frame = frame[frame["run"].isin(sorted(frame["run"].unique())[::stride])]
+    schedules = {run: schedule_from_series(curve["step"], curve["lr"], name=run)
+                 for run, curve in frame.groupby("run")}
+    return cut(frame, "step", schedules)
+
+
+def misfitting_tasks(stride: int) -> tuple[list[Task], list[Task]]:
+    """The (Mis)Fitting cut tasks, their cosine schedules from the training settings."""
     frame = pd.read_csv(DATA / "misfitting_all_checkpoints.csv")
     frame["run"] = (frame["model"] + "|" + frame["peak_lr"].astype(str) + "|" + frame["sweep"]
                     + "|" + frame["total_steps"].astype(str))
-    keep = sorted(frame["run"].unique())[::stride]
-    frame = frame[frame["run"].isin(keep)]
-    runs = frame.groupby("run").first()
-    step, area = [], []
-    for fraction, cut in cut_curves(frame, FRACTIONS, x="current_steps", y="loss").items():
-        for t in cut:
-            t = Task(t.run, t.x, t.y, t.x_target, t.y_target, group=f"cut {fraction:.0%}")
-            peak, total = runs.loc[t.run, "peak_lr"], int(runs.loc[t.run, "total_steps"])
-            schedule = parse_schedule(f"cosine:warmup=50,peak={peak},final={0.1 * peak},"
-                                      f"total={total}")
-            step.append(t)
-            area.append(area_task(t, schedule))
-    return step, area
+    frame = frame[frame["run"].isin(sorted(frame["run"].unique())[::stride])]
+    schedules = {run: parse_schedule(f"cosine:warmup=50,peak={row.peak_lr},"
+                                     f"final={0.1 * row.peak_lr},total={int(row.total_steps)}")
+                 for run, row in frame.groupby("run").first().iterrows()}
+    return cut(frame, "current_steps", schedules)
 
 
 def scores(tasks_: list[Task], quantiles: list[np.ndarray]) -> pd.DataFrame:
@@ -93,8 +116,9 @@ def main() -> int:
     threadpool_limits(1)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stride", type=int, default=1, help="every K-th run")
+    parser.add_argument("--data", choices=("misfitting", "multipower"), default="misfitting")
     args = parser.parse_args()
-    step, area = tasks(args.stride)
+    step, area = (misfitting_tasks if args.data == "misfitting" else multipower_tasks)(args.stride)
     start = time.perf_counter()
     results = {name: summary(scores(arm, default_method()(arm)))
                for name, arm in (("step", step), ("S1", area))}
