@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from scalekit.errors import InputError
 from scalekit.schedules import parse_schedule
 from scalekit.surrogates.evaluate import Task
+from scalekit.surrogates.forecast import forecast_frame
 from scalekit.surrogates.schedule_axis import area_task
 
 
@@ -44,3 +46,15 @@ def test_a_step_where_no_area_has_accrued_is_refused():
     with pytest.raises(InputError, match="whole steps"):
         area_task(Task("r", np.array([1.5, 20.0]), np.ones(2), np.array([80.0]), np.ones(1)),
                   schedule)
+
+
+@pytest.mark.slow
+def test_the_default_forecasts_against_the_step_even_where_the_schedule_is_known():
+    """The measured choice (docs/forecast.md: against S1 the default was worse on
+    the (Mis)Fitting cuts): a run's lr column leaves the default's forecast as it is."""
+    steps = np.arange(1, 16) * 20.0
+    frame = pd.DataFrame({"run": "a", "step": steps, "loss": 2.0 + 3.0 * steps ** -0.4,
+                          "lr": 1e-3 * 0.5 * (1 + np.cos(np.pi * steps / 1000)),
+                          "total_steps": 1000})
+    with_lr = forecast_frame(frame, to=600).table
+    pd.testing.assert_frame_equal(with_lr, forecast_frame(frame.drop(columns="lr"), to=600).table)
