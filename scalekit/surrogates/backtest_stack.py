@@ -4,7 +4,8 @@ For every task the observed prefix is cut where the forecast would start if
 the task's horizon were asked of its prefix: the points with ``x >
 x_last * exp(-h)`` are held back, ``h = ln(max x_target / x_last)`` (only the
 requested positions are read, never a truth). Each candidate forecasts those
-held-back points from the rest. Per group of tasks (a sweep, or a domain of a
+held-back points from the rest (a backtest where a candidate's forecast is not
+finite takes no part). Per group of tasks (a sweep, or a domain of a
 benchmark) the candidates' full-prefix medians are combined in log space:
 
 - **Weights.** The simplex weights minimising the mean over the group's
@@ -169,9 +170,11 @@ class BacktestStacked:
         for label in sorted({t.group for t in tasks}):
             rows = [j for j, i in enumerate(learn) if tasks[i].group == label]
             weights, share, ratios = np.full(len(names), 1.0 / len(names)), 0.0, np.empty(0)
+            errors = {j: np.column_stack([medians["back", n][j] for n in names])
+                      - np.log(pseudo[j].y_target)[:, None] for j in rows}
+            rows = [j for j in rows if np.isfinite(errors[j]).all()]
+            blocks = [errors[j] for j in rows]
             if rows:
-                blocks = [np.column_stack([medians["back", n][j] for n in names])
-                          - np.log(pseudo[j].y_target)[:, None] for j in rows]
                 weights, share = shrunk_weights(blocks)
                 ratios = np.concatenate([(block @ weights) / horizon_reach(pseudo[j], self.h0)
                                          for j, block in zip(rows, blocks)])

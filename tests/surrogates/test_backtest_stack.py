@@ -125,3 +125,17 @@ def test_shrinkage_keeps_the_stack_by_the_t_statistic_of_its_gain():
     assert share == pytest.approx(expected, abs=1e-9)
     best = np.eye(2)[np.argmin(rmse.mean(axis=0))]
     np.testing.assert_allclose(weights, share * stack + (1 - share) * best, atol=1e-12)
+
+
+def test_a_backtest_with_a_non_finite_forecast_takes_no_part():
+    """One candidate fails (inf) on one run's backtest only: the weights and widths come
+    from the other backtests and every forecast stays finite."""
+    def flaky(tasks):
+        out = _method(1.0)(tasks)
+        return [np.full_like(q, np.inf) if t.run == "r0" and t.x.size < 12 else q
+                for q, t in zip(out, tasks)]
+    tasks = [_task(f"r{i}", "A") for i in range(4)]
+    stack = BacktestStacked({"flaky": flaky, "biased": _method(1.05)})
+    out = stack(tasks)
+    assert all(np.isfinite(q).all() for q in out)
+    assert stack.weights_["A"]["flaky"] == pytest.approx(1.0, abs=1e-6)
