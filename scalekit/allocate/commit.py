@@ -71,7 +71,8 @@ class EndLaw:
 
     A term whose axis takes a single value in the data is dropped (its level is
     part of ``E``); an exponent whose axis takes two values is held at
-    :data:`PRIOR_ALPHA` or :data:`PRIOR_BETA`. Fitted by variable projection: on a grid over the exponents,
+    :data:`PRIOR_ALPHA` or :data:`PRIOR_BETA`, and both are held where the points are
+    no more than the law's parameters with both free. Fitted by variable projection: on a grid over the exponents,
     the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
     support of the non-negative least-squares problem solved at once, the best
     feasible one kept), then the best grid point. ``sd_`` is the root mean
@@ -88,6 +89,10 @@ class EndLaw:
         # data cannot tell it from E, and it is held at Hoffmann et al.'s (2022) value
         alphas = _EXPONENTS if _distinct(params) > 2 else np.array([PRIOR_ALPHA])
         betas = _EXPONENTS if _distinct(x) > 2 else np.array([PRIOR_BETA])
+        # nor where the points cannot over-determine the law with both exponents free
+        # (``E, A, B, alpha, beta``): such a fit passes through every point and tells nothing
+        if len(loss) <= 1 + 2 * (self.use_n_ + self.use_x_):
+            alphas, betas = np.array([PRIOR_ALPHA]), np.array([PRIOR_BETA])
         step = float(_EXPONENTS[1] / _EXPONENTS[0])
         for _ in range(2):  # the grid, then a finer one around its best point
             a, b = (g.ravel() for g in np.meshgrid(alphas, betas, indexing="ij"))
