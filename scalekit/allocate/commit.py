@@ -37,9 +37,11 @@ train the one large run the budget affords):
    of its schedule (times the law's residual spread), e.g. a diverging learning
    rate.
 4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
-   left goes to the best predicted candidate it can still finish, and, when
-   none fits, to the best predicted one trained part-way with exactly what is
-   left. The budget is never exceeded.
+   left maps the loss-compute frontier: it finishes the candidates the law
+   forecasts to end least above its frontier at their compute (the lowest
+   forecast of any candidate size there), one after the other, and, when none
+   fits, trains the best predicted one part-way with exactly what is left. The
+   budget is never exceeded.
 
 Every decision depends only on the points seen and the cost model, so
 ``plan`` and a resumed ``run`` make the same ones; :attr:`CommitLoop.decisions`
@@ -270,7 +272,11 @@ class CommitLoop:
                 self.decisions.append(dict(phase=phase, action="commit", runs=[cell],
                                            why=(f"lowest predicted end-of-schedule loss the "
                                                 f"budget can finish: {self._said(cell)}"
-                                                if finish else
+                                                if finish and phase == 2 else
+                                                "of what is left can finish, predicted to "
+                                                "end least above the law's loss-compute "
+                                                f"frontier ({self._excess(cell) - 1:.1%}): "
+                                                f"{self._said(cell)}" if finish else
                                                 "lower predicted loss part-way, with all that "
                                                 "is left (schedule shape of the probes), than "
                                                 "any run the budget can finish: "
@@ -279,7 +285,7 @@ class CommitLoop:
                 yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
                 phase += 1
                 options = self._affordable()
-                cell = options[0] if options else None
+                cell = min(options, key=lambda r: (self._excess(r), r)) if options else None
         left = self.budget - self.state.spent
         if left > 1e-9 * self.budget and not self.state.exhausted:
             run = self._best_partial(left)
@@ -435,6 +441,16 @@ class CommitLoop:
             if best is None or (guess, run) < best[::-1]:
                 best = (run, guess)
         return best
+
+    def _excess(self, run: str) -> float:
+        """How far above the law's loss-compute frontier ``run`` is forecast to end: its
+        forecast over the lowest forecast of any candidate size at its end compute."""
+        if self.law is None:
+            return self._predicted(run)
+        x_cap = self.policy.data_extrapolation * self.law.x_max_
+        best = min(float(self.law.predict(n, min(self.end[run] / n, x_cap)))
+                   for n in set(self.size.values()))
+        return self._predicted(run) / best
 
     def _lone_check(self, cell: str) -> bool:
         return self.shape is not None and self.law is not None and cell not in self._finished()
