@@ -74,8 +74,8 @@ class EndLaw:
     A term whose axis takes a single value in the data is dropped (its level is
     part of ``E``); an exponent whose axis takes two values is held at
     :data:`PRIOR_ALPHA` or :data:`PRIOR_BETA`, and both are held where the points are
-    no more than the law's parameters with both free. Fitted by variable projection: on a grid over the exponents,
-    the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
+    no more than the law's parameters with both free. Fitted by variable projection:
+    on a grid over the exponents, the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
     support of the non-negative least-squares problem solved at once, the best
     feasible one kept), then the best grid point. ``sd_`` is the root mean
     square relative residual; ``x_max_`` the largest ``x`` fitted.
@@ -270,18 +270,7 @@ class CommitLoop:
                 finish = self.sweep.cost(cell, self.state.reached[cell],
                                          self.sweep.max_resource[cell]) <= left * (1 + 1e-12)
                 self.decisions.append(dict(phase=phase, action="commit", runs=[cell],
-                                           why=(f"lowest predicted end-of-schedule loss the "
-                                                f"budget can finish: {self._said(cell)}"
-                                                if finish and phase == 2 else
-                                                "of what is left can finish, predicted to "
-                                                "end least above the law's loss-compute "
-                                                f"frontier ({self._excess(cell) - 1:.1%}): "
-                                                f"{self._said(cell)}" if finish else
-                                                "lower predicted loss part-way, with all that "
-                                                "is left (schedule shape of the probes), than "
-                                                "any run the budget can finish: "
-                                                + self._said(cell, self.sweep.flops_per_unit[cell]
-                                                             * self.state.reached[cell] + left))))
+                                           why=self._why_commit(cell, phase, finish, left)))
                 yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
                 phase += 1
                 options = self._affordable()
@@ -441,6 +430,18 @@ class CommitLoop:
             if best is None or (guess, run) < best[::-1]:
                 best = (run, guess)
         return best
+
+    def _why_commit(self, run: str, phase: int, finish: bool, left: float) -> str:
+        if not finish:
+            return ("lower predicted loss part-way, with all that is left (schedule shape of "
+                    "the probes), than any run the budget can finish: "
+                    + self._said(run, self.sweep.flops_per_unit[run] * self.state.reached[run]
+                                 + left))
+        if phase == 2:
+            return f"lowest predicted end-of-schedule loss the budget can finish: {self._said(run)}"
+        above = f" ({self._excess(run) - 1:.1%})" if self.law else ""
+        return ("what is left maps the frontier: of what it can finish, predicted to end least "
+                f"above the law's loss-compute frontier{above}: {self._said(run)}")
 
     def _excess(self, run: str) -> float:
         """How far above the law's loss-compute frontier ``run`` is forecast to end: its
