@@ -37,9 +37,11 @@ train the one large run the budget affords):
    of its schedule (times the law's residual spread), e.g. a diverging learning
    rate.
 4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
-   left goes to the best predicted candidate it can still finish, and, when
-   none fits, to the best predicted one trained part-way with exactly what is
-   left. The budget is never exceeded.
+   left maps the loss-compute frontier: it finishes the candidates the law
+   forecasts to end least above its frontier at their compute (the lowest
+   forecast of any candidate size there), one after the other, and, when none
+   fits, trains the best predicted one part-way with exactly what is left. The
+   budget is never exceeded.
 
 Every decision depends only on the points seen and the cost model, so
 ``plan`` and a resumed ``run`` make the same ones; :attr:`CommitLoop.decisions`
@@ -71,8 +73,9 @@ class EndLaw:
 
     A term whose axis takes a single value in the data is dropped (its level is
     part of ``E``); an exponent whose axis takes two values is held at
-    :data:`PRIOR_ALPHA` or :data:`PRIOR_BETA`. Fitted by variable projection: on a grid over the exponents,
-    the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
+    :data:`PRIOR_ALPHA` or :data:`PRIOR_BETA`, and both are held where the points are
+    no more than the law's parameters with both free. Fitted by variable projection:
+    on a grid over the exponents, the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
     support of the non-negative least-squares problem solved at once, the best
     feasible one kept), then the best grid point. ``sd_`` is the root mean
     square relative residual; ``x_max_`` the largest ``x`` fitted.
@@ -88,6 +91,10 @@ class EndLaw:
         # data cannot tell it from E, and it is held at Hoffmann et al.'s (2022) value
         alphas = _EXPONENTS if _distinct(params) > 2 else np.array([PRIOR_ALPHA])
         betas = _EXPONENTS if _distinct(x) > 2 else np.array([PRIOR_BETA])
+        # nor where the points cannot over-determine the law with both exponents free
+        # (``E, A, B, alpha, beta``): such a fit passes through every point and tells nothing
+        if len(loss) <= 1 + 2 * (self.use_n_ + self.use_x_):
+            alphas, betas = np.array([PRIOR_ALPHA]), np.array([PRIOR_BETA])
         step = float(_EXPONENTS[1] / _EXPONENTS[0])
         for _ in range(2):  # the grid, then a finer one around its best point
             a, b = (g.ravel() for g in np.meshgrid(alphas, betas, indexing="ij"))
@@ -263,18 +270,11 @@ class CommitLoop:
                 finish = self.sweep.cost(cell, self.state.reached[cell],
                                          self.sweep.max_resource[cell]) <= left * (1 + 1e-12)
                 self.decisions.append(dict(phase=phase, action="commit", runs=[cell],
-                                           why=(f"lowest predicted end-of-schedule loss the "
-                                                f"budget can finish: {self._said(cell)}"
-                                                if finish else
-                                                "lower predicted loss part-way, with all that "
-                                                "is left (schedule shape of the probes), than "
-                                                "any run the budget can finish: "
-                                                + self._said(cell, self.sweep.flops_per_unit[cell]
-                                                             * self.state.reached[cell] + left))))
+                                           why=self._why_commit(cell, phase, finish, left)))
                 yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
                 phase += 1
                 options = self._affordable()
-                cell = options[0] if options else None
+                cell = min(options, key=lambda r: (self._excess(r), r)) if options else None
         left = self.budget - self.state.spent
         if left > 1e-9 * self.budget and not self.state.exhausted:
             run = self._best_partial(left)
@@ -430,6 +430,28 @@ class CommitLoop:
             if best is None or (guess, run) < best[::-1]:
                 best = (run, guess)
         return best
+
+    def _why_commit(self, run: str, phase: int, finish: bool, left: float) -> str:
+        if not finish:
+            return ("lower predicted loss part-way, with all that is left (schedule shape of "
+                    "the probes), than any run the budget can finish: "
+                    + self._said(run, self.sweep.flops_per_unit[run] * self.state.reached[run]
+                                 + left))
+        if phase == 2:
+            return f"lowest predicted end-of-schedule loss the budget can finish: {self._said(run)}"
+        above = f" ({self._excess(run) - 1:.1%})" if self.law else ""
+        return ("what is left maps the frontier: of what it can finish, predicted to end least "
+                f"above the law's loss-compute frontier{above}: {self._said(run)}")
+
+    def _excess(self, run: str) -> float:
+        """How far above the law's loss-compute frontier ``run`` is forecast to end: its
+        forecast over the lowest forecast of any candidate size at its end compute."""
+        if self.law is None:
+            return self._predicted(run)
+        x_cap = self.policy.data_extrapolation * self.law.x_max_
+        best = min(float(self.law.predict(n, min(self.end[run] / n, x_cap)))
+                   for n in set(self.size.values()))
+        return self._predicted(run) / best
 
     def _lone_check(self, cell: str) -> bool:
         return self.shape is not None and self.law is not None and cell not in self._finished()
