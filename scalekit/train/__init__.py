@@ -19,6 +19,7 @@ _LAZY = {
     "TrainedRun": "scalekit.train.loop",
     "pick_device": "scalekit.train.loop",
     "train_batched": "scalekit.train.batched",
+    "task_trainer": "scalekit.train.allocation_trainer",
 }
 
 __all__ = list(_LAZY)
