@@ -241,8 +241,8 @@ class Rewriter:
     def __call__(self, text: str, path: Path) -> str:
         if path.suffix == ".py":
             text = self._imports(text, path)
-        text = self.dotted.sub(self._dotted, text)
-        return self.path.sub(self._path, text)
+        text = self.path.sub(self._path, self.dotted.sub(self._dotted, text))
+        return rewrap_private_imports(text) if path.suffix == ".py" else text
 
     def _private(self, name: str) -> str:
         package, _, stem = name.rpartition(".")
@@ -319,6 +319,29 @@ class Rewriter:
             if head in self.modules:
                 return ".".join([self._private(head), *parts[i:]])
         return module
+
+
+def rewrap_private_imports(text: str) -> str:
+    """Re-wrap each multi-line or over-long import of a private module (a renamed module is one
+    character longer, which misaligns the continuation lines)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    lines = text.splitlines(keepends=True)
+    nodes = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             and any(part.startswith("_") and not part.startswith("__")
+                     for part in (node.module or "").split("."))]
+    for node in sorted(nodes, key=lambda n: n.lineno, reverse=True):
+        span = lines[node.lineno - 1:node.end_lineno]
+        if "#" in "".join(span) or (len(span) == 1 and len(span[0].rstrip("\n")) <= WIDTH):
+            continue
+        indent = span[0][:node.col_offset]
+        module = "." * node.level + (node.module or "")
+        names = [a.name if a.asname is None else f"{a.name} as {a.asname}" for a in node.names]
+        tail = span[-1][node.end_col_offset:]
+        lines[node.lineno - 1:node.end_lineno] = [indent + _import_text(indent, module, names) + tail]
+    return "".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
