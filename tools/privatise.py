@@ -299,7 +299,7 @@ class Rewriter:
                 if target != absolute:
                     rel_new = target.split(".")[-len(node.module.split(".")):]
                     new = re.sub(rf"(from\s+\.+){re.escape(node.module)}(?=\s)",
-                                 lambda m: m.group(1) + ".".join(rel_new), new, count=1)
+                                 lambda m, rel=rel_new: m.group(1) + ".".join(rel), new, count=1)
             stems = self.by_package.get(absolute, set())
             bound = face_exports(absolute)[1]
             for alias in node.names:

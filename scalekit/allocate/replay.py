@@ -114,7 +114,8 @@ REPLAY_POLICIES = POLICIES + ("clairvoyant",)
 
 def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequence[str] | None = None,
              eta: int = 3, min_resource: float | None = None, seed: int = 0,
-             policy_factory: Callable[[str], Policy] | None = None) -> tuple[Allocation, SuccessiveHalving | None]:
+             policy_factory: Callable[[str], Policy] | None = None
+             ) -> tuple[Allocation, SuccessiveHalving | None]:
     """Simulate one allocation of ``budget`` FLOPs over ``runs`` of a complete ``sweep``."""
     check_number("budget", budget, low=0, low_open=True)
     runs = list(runs if runs is not None else sweep.runs)

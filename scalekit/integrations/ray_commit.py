@@ -38,9 +38,9 @@ class CommitScheduler(FIFOScheduler):
     probes across sizes and schedule lengths, the law ``L(N, D)`` fitted to their
     end-of-schedule losses, a short guard of each variant of the best configuration,
     and the run the budget can finish (or train furthest) that the law predicts
-    lowest, trained to its end. Every trial is held paused when added; it runs while an order of the loop names it, is
-    paused where its order ends (the trainable must save and restore checkpoints,
-    as for any pausing scheduler) and stopped once the loop is done. An order ends at
+    lowest, trained to its end. Every trial is held paused when added; it runs while an
+    order of the loop names it, is paused where its order ends (the trainable must save
+    and restore checkpoints, as for any pausing scheduler) and stopped once the loop is done. An order ends at
     the first result at or past its step, so the spend exceeds the budget by at most
     one reporting interval per order.
 
