@@ -81,7 +81,7 @@ def main() -> int:
     ruff("--fix")
     print(f"B905: strict= added to {strict_zips()} zip calls")
     result = ruff("--statistics")
-    print(result.stdout or "ruff: no finding", end="")
+    print(result.stdout.rstrip() or "ruff: all checks passed")
     return result.returncode
 
 
