@@ -9,6 +9,7 @@ functions included.
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import sys
 from collections import defaultdict
@@ -205,3 +206,16 @@ def test_the_checker_sees_private_modules_and_imports_below_a_face(tmp_path, mon
     assert ("scalekit.fit._engine", 1) in found and ("scalekit.fit.fit_law", 1) not in found
     assert [m for m, _ in found if _not_a_face(m)] == ["scalekit.fit._engine", "scalekit.fit.frame"]
     assert _target("scalekit.fit._engine") == "fit" != _unit(source)
+
+
+FACES = ["scalekit"] + sorted(".".join(p.parent.relative_to(ROOT).parts)
+                              for p in (ROOT / "scalekit").rglob("*/__init__.py"))
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_every_face_declares_its_names_and_each_resolves(face):
+    module = importlib.import_module(face)
+    names = module.__all__
+    assert len(set(names)) == len(names), "a name listed twice"
+    missing = [name for name in names if not hasattr(module, name)]  # lazy ones load here
+    assert not missing, f"{face}.__all__ names what it cannot give: {missing}"
