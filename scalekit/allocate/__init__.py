@@ -11,8 +11,9 @@ from scalekit.allocate.engine import Advance, Allocation, HalvingLoop, successiv
 from scalekit.allocate.forecasters import (SURROGATES, JointForecaster, PerCurveForecaster,
                                            SweepForecaster, make_forecaster)
 from scalekit.allocate.next_actions import Plan, plan_next
-from scalekit.allocate.policies import (ALLOCATION_POLICIES, POLICIES, ForecastPolicy, FrontierPolicy, LossPolicy,
-                                        Policy, PromotionContext, get_policy)
+from scalekit.allocate.policies import (ALLOCATION_POLICIES, POLICIES, ForecastPolicy,
+                                        FrontierPolicy, LossPolicy, Policy, PromotionContext,
+                                        get_policy)
 from scalekit.allocate.replay import ReplayResult, allocate, fit_bracket, replay
 from scalekit.allocate.runner import AllocationRunResult, candidate_sweep, run_allocation
 from scalekit.allocate.schedules import (Hyperband, Rung, SuccessiveHalving, check_eta,

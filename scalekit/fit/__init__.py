@@ -6,8 +6,6 @@ the profile likelihood, which needs scipy, loads when first used.
 
 from __future__ import annotations
 
-import importlib
-
 from scalekit.fit.bootstrap import bootstrap_fits, resample_counts
 from scalekit.fit.compute_optimal import EXTRAPOLATION_WARN, optimal_params, plan_for_compute
 from scalekit.fit.compute_plan import ComputePlan
@@ -20,6 +18,7 @@ from scalekit.fit.plan_report import PlanReport
 from scalekit.fit.result import FitResult
 from scalekit.fit.robust import LOSSES, irls_weights, robust_scale
 from scalekit.fit.select import compare_laws
+from scalekit.lazy import lazy_names
 
 __all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "last_points",
            "plan_for_compute", "prepare_fit", "resolve_law",
@@ -31,8 +30,4 @@ __all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "l
 _LAZY = {"profile_parameter": "scalekit.fit.profile"}
 __all__ += list(_LAZY)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'scalekit.fit' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -12,8 +12,6 @@ data-constrained plan load lazily: they bring pandas and the curve store.
 
 from __future__ import annotations
 
-import importlib
-
 from scalekit.planners.cot import plan_tree, step_error_from_law, tree_error
 from scalekit.planners.depth import param_count_from_expression, plan_depth, width_for_depth
 from scalekit.planners.inference_k import (best_temperature, plan_samples, samples_or_data,
@@ -21,6 +19,7 @@ from scalekit.planners.inference_k import (best_temperature, plan_samples, sampl
 from scalekit.planners.judge_model import (JudgeModel, best_of_k_asymptote, error_many_samples,
                                            error_one_sample)
 from scalekit.planners.judge_selection import monte_carlo_errors, quadrature_errors
+from scalekit.lazy import lazy_names
 
 __all__ = ["plan_tree", "step_error_from_law", "tree_error", "param_count_from_expression",
            "plan_depth", "width_for_depth", "best_temperature", "plan_samples",
@@ -40,8 +39,4 @@ _LAZY = {
 }
 __all__ += list(_LAZY)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'scalekit.planners' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

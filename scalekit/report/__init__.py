@@ -9,7 +9,7 @@ each plot takes ``ax=`` and returns it.
 
 from __future__ import annotations
 
-import importlib
+from scalekit.lazy import lazy_names
 
 _LAZY = {
     "plot_allocations": "scalekit.report.allocate_plots",
@@ -41,8 +41,4 @@ _LAZY = {
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'scalekit.report' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)
