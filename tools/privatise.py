@@ -14,7 +14,8 @@ Two steps, each idempotent (a second run changes nothing):
     then rewrites every reference in the tracked text files: dotted names
     (``scalekit.fit.engine``, in code, mock/monkeypatch strings, docs and notebooks), paths
     (``scalekit/fit/engine.py``, ``fit/engine.py``), relative imports (``from .engine``,
-    ``from . import engine``) and ``from scalekit.fit import engine``.
+    ``from . import engine``) and ``from scalekit.fit import engine``. In Markdown,
+    ``scalekit.fit.engine.fit_law`` becomes ``scalekit.fit.fit_law`` where the face gives it.
 
 Run from the repository root: ``python tools/privatise.py faces rename`` (``--dry-run``
 lists the renames only).
@@ -241,8 +242,25 @@ class Rewriter:
     def __call__(self, text: str, path: Path) -> str:
         if path.suffix == ".py":
             text = self._imports(text, path)
+        if path.suffix == ".md":  # prose names what a face gives by the face
+            text = self.dotted.sub(self._through_face, text)
         text = self.path.sub(self._path, self.dotted.sub(self._dotted, text))
         return rewrap_private_imports(text) if path.suffix == ".py" else text
+
+    def _through_face(self, match: re.Match) -> str:
+        """``scalekit.fit.engine.fit_law`` -> ``scalekit.fit.fit_law`` when the face (or an
+        enclosing one) gives that very object; otherwise unchanged."""
+        name = match.group(1)
+        attribute = re.match(r"\.(\w+)", match.string[match.end():])
+        if attribute is None:
+            return name
+        parts = name.split(".")
+        for i in range(len(parts) - 1, 1, -1):
+            face = ".".join(parts[:i])
+            exported = face_exports(face)[0].get((name, attribute.group(1)))
+            if exported == attribute.group(1):
+                return face
+        return name
 
     def _private(self, name: str) -> str:
         package, _, stem = name.rpartition(".")
