@@ -28,6 +28,7 @@ __all__ = ["plan_tree", "step_error_from_law", "tree_error", "param_count_from_e
 
 _LAZY = {
     "plan_data_constrained": "scalekit.planners.data_constrained",
+    "fit_data_constrained": "scalekit.planners.data_constrained_fit",
     "fit_class_count_law": "scalekit.planners.measured_laws",
     "fit_depth_law": "scalekit.planners.measured_laws",
     "fit_inference_k_law": "scalekit.planners.measured_laws",
