@@ -153,7 +153,7 @@ def expression_laws(X, y, args):
     seconds = np.zeros((args.repeats, len(cases)))
     for r in range(args.repeats):
         fits = []
-        for k, (name, law, X_, y_) in enumerate(cases):
+        for k, (_name, law, X_, y_) in enumerate(cases):
             seconds[r, k], fit = timed_fit(law, X_, y_, bootstrap=args.bootstrap, n_jobs=1,
                                                 seed=args.seed)
             fits.append(fit)

@@ -387,7 +387,8 @@ def main() -> None:
     if "batched" in sections:
         r = bench_batched(args.models, args.steps)
         print(f"batched vs sequential, {r['models']} MLPs x {r['steps']} steps (CPU): "
-              f"{r['sequential_model_steps_per_s']:.0f} -> {r['batched_model_steps_per_s']:.0f} model-steps/s, "
+              f"{r['sequential_model_steps_per_s']:.0f} -> "
+              f"{r['batched_model_steps_per_s']:.0f} model-steps/s, "
               f"ratio {r['ratio']:.2f}x (target >= 3x: {'PASS' if r['ratio'] >= 3 else 'FAIL'}); "
               f"largest final-loss gap "
               f"{r['largest_relative_gap_in_final_loss']:.1e}")

@@ -71,8 +71,8 @@ keeps it (0.824); (6) on 2026-12-04 the adopted schedule and the former fitter w
 compared over seeds 0-19 (``--seeds 20``), and three engine settings were tried on the
 same splits in a scratch copy (step caps of 3 and 5, damping from 1e-2, 100 steps):
 none was ahead of the former fitter on all three sets over both seeds 0-5 and 0-19,
-and none was adopted (docs/forecast.md has the figures). Seeds 1 and 2 (``--seed``) are the robustness check; their halves
-overlap seed 0's.
+and none was adopted (docs/forecast.md has the figures). Seeds 1 and 2 (``--seed``) are
+the robustness check; their halves overlap seed 0's.
 
 Columns: final_log_err = mean |ln forecast - ln truth| at each curve's last
 point (forecast = median); tail_mape_pct = mean over curves of the mean

@@ -181,8 +181,8 @@ def joint_law_bound() -> pd.DataFrame:
     largest = max(c.compute[-1] for c in sweep.curves.values())
     reference = metrics.fit_frontier(sweep.curves)
     size = {run: sweep.params[run] for run in sweep.runs}
-    points = [(run, c, l) for run, curve in sweep.curves.items()
-              for c, l in zip(curve.compute, curve.loss)]
+    points = [(run, c, loss) for run, curve in sweep.curves.items()
+              for c, loss in zip(curve.compute, curve.loss)]
     runs, compute, loss = (np.array(v) for v in zip(*points))
     sizes = np.array([size[run] for run in runs])
     model = JointSurrogate().fit(compute / sizes, loss, runs=runs, sizes=sizes)

@@ -9,6 +9,7 @@ Exit codes: 0 success, 2 bad input (one line, no traceback), 1 internal error,
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import importlib
 import os
@@ -113,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 ok, 1 internal error, 2 bad input, 130 Ctrl-C).
 
     An option given by its old name (:data:`scalekit_cli.options.RENAMED`) runs under its
-    new one, and a note says so after a success. Python warnings raised meanwhile (numpy's RuntimeWarnings, say) are held back: after
-    a success they follow the output as ``warning: …`` lines (none under ``--quiet``);
-    after an error the error's one line is all that is printed.
+    new one, and a note says so after a success. Python warnings raised meanwhile (numpy's
+    RuntimeWarnings, say) are held back: after a success they follow the output as
+    ``warning: …`` lines (none under ``--quiet``); after an error the error's one line is
+    all that is printed.
     """
     from .options import renamed_options
 
@@ -225,10 +227,8 @@ def program() -> None:
 def _exit_now(code: int) -> None:
     """End the process with ``code`` at once (what is buffered for the terminal written first)."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # closed or gone: nothing more to write
             stream.flush()
-        except (OSError, ValueError):  # closed or gone: nothing more can be written anyway
-            pass
     os._exit(code)
 
 

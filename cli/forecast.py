@@ -44,8 +44,9 @@ def forecast(
                                 "ilog2, satpow, m4); multipower (the multi-power law of Luo et "
                                 "al. 2025 over the runs' learning-rate schedules: --fit-on, "
                                 "--predict-schedule)."),
-    evaluate: bool = typer.Option(False, "--evaluate", metavar="", help="Treat the runs as complete: cut each "
-                                  "at 10/20/30/50%, forecast the rest, score --method (or 'all')."),
+    evaluate: bool = typer.Option(False, "--evaluate", metavar="",
+                                  help="Treat the runs as complete: cut each at 10/20/30/50%, "
+                                  "forecast the rest, score --method (or 'all')."),
     holdout_column: Optional[str] = typer.Option(
         None, "--holdout-column", help="With --evaluate: fit each run on its rows where this "
         "column is 1 and forecast the others (the protocol of Alabdulmohsin et al. 2022) "

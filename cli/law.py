@@ -162,8 +162,9 @@ def inference_k(
     seed: int = _SEED,
     plan: Optional[str] = typer.Option(None, "--plan", help="cost=c[,k_max=K]: the k that "
                                        "minimises error + c·k."),
-    simulate: bool = typer.Option(False, "--simulate", metavar="", help="Run the theory model (Bayesian linear "
-                                  "regression with a judge) instead of reading a file."),
+    simulate: bool = typer.Option(False, "--simulate", metavar="",
+                                  help="Run the theory model (Bayesian linear regression with a "
+                                  "judge) instead of reading a file."),
     dim: int = typer.Option(40, "--dim", help="Simulation: input dimension."),
     n_train: int = typer.Option(80, "--n-train", help="Simulation: training examples."),
     noise: float = typer.Option(0.5, "--noise", help="Simulation: teacher noise σ."),

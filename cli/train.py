@@ -99,7 +99,8 @@ def train(
     evals: Optional[int] = typer.Option(None, "--evals", help="Evaluations per run (log-spaced)."),
     eval_size: Optional[int] = typer.Option(None, "--eval-size", help="Validation samples."),
     data_seed: Optional[int] = typer.Option(None, "--data-seed", help="Seed of the task's data."),
-    option: list[str] = typer.Option([], "--option", metavar="KEY=VALUE", help="Task setting key=value (repeatable)."),
+    option: list[str] = typer.Option([], "--option", metavar="KEY=VALUE",
+                                     help="Task setting key=value (repeatable)."),
     device: str = choice_option("auto", "--device", _config("DEVICES"),
                                 "auto (CUDA, then MPS, then CPU), cpu, cuda, mps."),
     compile_model: bool = typer.Option(False, "--compile", metavar="", help="Wrap models in torch.compile."),
@@ -113,9 +114,10 @@ def train(
                                                                         integer=True),
                                 help="Parallel runs (1: in this process; at most the runs and "
                                 "the CPUs)."),
-    batched: bool = typer.Option(False, "--batched", metavar="", help="Train runs that differ only in seed, lr "
-                                 "and dropout together with vmap (one model per shape on the "
-                                 "device; no checkpoints)."),
+    batched: bool = typer.Option(False, "--batched", metavar="",
+                                 help="Train runs that differ only in seed, lr and dropout "
+                                 "together with vmap (one model per shape on the device; no "
+                                 "checkpoints)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join."),
     store: Path = store_option(writes=True),
     checkpoints: Optional[Path] = typer.Option(None, "--checkpoints", help="Checkpoint folder "

@@ -7,10 +7,9 @@ The top-level namespace is light: subpackages are imported on first use so that
 
 from __future__ import annotations
 
-import importlib
-
 from scalekit._version import __version__
 from scalekit.errors import InputError, NotFittedError, ScalekitError
+from scalekit.lazy import lazy_names
 
 _LAZY = {
     "CurveStore": "scalekit.curves",
@@ -26,8 +25,4 @@ _LAZY = {
 
 __all__ = ["__version__", "InputError", "NotFittedError", "ScalekitError", *_LAZY]
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'scalekit' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -29,7 +29,8 @@ CODES = {
     "last_points_narrow": "the runs' last points span too little of an input; all checkpoints span more",
     "no_optimum": "an optimum, shape or critical value lies outside the data, so none is stated",
     "run_skipped": "a run was left out of a forecast",
-    "metrics_indistinguishable": "the interval of two metrics' difference covers 0: the data cannot tell them apart",
+    "metrics_indistinguishable": "the interval of two metrics' difference covers 0: the data "
+                                 "cannot tell them apart",
 }
 
 
@@ -61,7 +62,8 @@ class Diagnostic:
         if self.code not in CODES:
             raise ValueError(f"The value of `code` is {self.code!r}, but must be one of {sorted(CODES)}.")
         if self.severity not in SEVERITIES:
-            raise ValueError(f"The value of `severity` is {self.severity!r}, but must be one of {list(SEVERITIES)}.")
+            raise ValueError(f"The value of `severity` is {self.severity!r}, but must be one of "
+                             f"{list(SEVERITIES)}.")
 
     def to_dict(self) -> dict[str, Any]:
         """The diagnostic as a JSON-ready dict; fields that do not apply are left out."""

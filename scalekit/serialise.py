@@ -114,7 +114,7 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
         handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp",
                                         dir=path.parent)
     except OSError as exc:
-        raise _no_space(exc, path) or exc
+        raise (_no_space(exc, path) or exc) from None
     os.close(handle)
     temporary = Path(name)
     try:

@@ -9,6 +9,7 @@ functions included.
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import sys
 from collections import defaultdict
@@ -81,7 +82,15 @@ def _imports(path: Path) -> list[tuple[str, int]]:
                 # ``from scalekit import fit`` imports the subpackage
                 prefix = module
                 out += [(f"{prefix}.{alias.name}", node.lineno) for alias in node.names]
+            else:
+                # ``from scalekit.fit import _engine`` imports a private module
+                out += [(f"{module}.{alias.name}", node.lineno) for alias in node.names
+                        if _is_private(alias.name)]
     return out
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
 
 
 SOURCES = sorted((ROOT / "scalekit").rglob("*.py")) + sorted((ROOT / "cli").rglob("*.py"))
@@ -146,6 +155,28 @@ def test_no_cycles_between_packages():
     assert not cycles, "package cycles:\n" + "\n".join(cycles)
 
 
+def _not_a_face(module: str) -> bool:
+    """Whether ``module`` is deeper than a face: ``scalekit``, ``scalekit.<package>`` and the
+    foundation modules ``scalekit.<module>`` of docs/DESIGN.md are faces."""
+    parts = module.split(".")
+    return parts[0] == "scalekit" and len(parts) > 2
+
+
+def test_the_cli_imports_only_the_faces():
+    wrong = [f"{path.relative_to(ROOT)}:{line} ({module})" for path in SOURCES
+             if _unit(path) == "cli" for module, line in _imports(path) if _not_a_face(module)]
+    assert not wrong, "the CLI imports below a package face (python tools/privatise.py faces " \
+        "rewrites such imports):\n" + "\n".join(wrong)
+
+
+def test_no_package_imports_another_packages_private_module():
+    wrong = [f"{path.relative_to(ROOT)}:{line} ({module})" for path in SOURCES
+             for module, line in _imports(path)
+             if any(_is_private(part) for part in module.split(".")[1:])
+             and _target(module) != _unit(path)]
+    assert not wrong, "private modules imported from another package:\n" + "\n".join(wrong)
+
+
 @pytest.mark.parametrize("library, rooms", [("torch", {"train"}), ("rich", {"report", "cli"}),
                                             ("typer", {"cli"})])
 def test_heavy_and_terminal_libraries_stay_in_their_rooms(library, rooms):
@@ -163,3 +194,30 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
     found = _imports(package / "x.py")
     assert ("scalekit.fit", 2) in found and ("torch", 3) in found
     assert _target("scalekit.fit.engine") == "fit" and _unit(package / "x.py") == "laws"
+
+
+def test_the_checker_sees_private_modules_and_imports_below_a_face(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    (tmp_path / "cli").mkdir()
+    source = tmp_path / "cli" / "x.py"
+    source.write_text("from scalekit.fit import _engine, fit_law\nfrom scalekit.fit.frame import f\n"
+                      "from scalekit import serialise\n")
+    found = _imports(source)
+    assert ("scalekit.fit._engine", 1) in found and ("scalekit.fit.fit_law", 1) not in found
+    assert [m for m, _ in found if _not_a_face(m)] == ["scalekit.fit._engine", "scalekit.fit.frame"]
+    assert _target("scalekit.fit._engine") == "fit" != _unit(source)
+
+
+FACES = ["scalekit"] + sorted(".".join(p.parent.relative_to(ROOT).parts)
+                              for p in (ROOT / "scalekit").rglob("*/__init__.py"))
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_every_face_declares_its_names_and_each_resolves(face):
+    module = importlib.import_module(face)
+    names = module.__all__
+    assert len(set(names)) == len(names), "a name listed twice"
+    missing = [name for name in names if not hasattr(module, name)]  # lazy ones load here
+    assert not missing, f"{face}.__all__ names what it cannot give: {missing}"
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name  # noqa: B018 (a lazy face refuses what its table lacks)

@@ -114,7 +114,8 @@ REPLAY_POLICIES = POLICIES + ("clairvoyant",)
 
 def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequence[str] | None = None,
              eta: int = 3, min_resource: float | None = None, seed: int = 0,
-             policy_factory: Callable[[str], Policy] | None = None) -> tuple[Allocation, SuccessiveHalving | None]:
+             policy_factory: Callable[[str], Policy] | None = None
+             ) -> tuple[Allocation, SuccessiveHalving | None]:
     """Simulate one allocation of ``budget`` FLOPs over ``runs`` of a complete ``sweep``."""
     check_number("budget", budget, low=0, low_open=True)
     runs = list(runs if runs is not None else sweep.runs)
@@ -240,87 +241,130 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seeds:
         raise fail("seeds", seeds, "at least one seed")
-    rows, examples, example_sweep = [], {}, None
-    exhaustive_total = []
+    rows, examples, example_sweep, exhaustive_total = [], {}, None, []
     for seed in track(seeds, "replay seeds"):
-        sweep = sweeps(seed) if callable(sweeps) else sweeps
-        rng = np.random.default_rng(seed)
-        pool = sweep.runs
-        if n_candidates is not None:
-            check_number("n_candidates", n_candidates, low=1, high=len(pool), integer=True)
-            pool = [pool[i] for i in np.sort(rng.choice(len(pool), n_candidates, replace=False))]
-        sub = sweep.subset(pool)
+        sub, pool = _candidates(sweeps(seed) if callable(sweeps) else sweeps, seed, n_candidates)
         example_sweep = example_sweep or sub
-        total = sub.total_compute()
-        exhaustive_total.append(total)
-        largest = max(c.compute[-1] for c in sub.curves.values())
-        fit_frontier = partial(metrics.fit_frontier, seed=seed, min_compute=frontier_min_compute)
-        reference = fit_frontier(sub.curves) if frontier else None
-        reference_miss = (metrics.frontier_miss(reference, sub.curves, largest) if frontier
-                          else np.nan)
-        exhaustive_best = min(sub.final_loss(r) for r in pool)
-        for budget in budgets:
-            flops = budget * total if budget <= 1 else float(budget)
-            hindsight = metrics.hindsight_loss(sub.curves, flops)
-            for policy in policies:
-                name = policy if isinstance(policy, str) else policy.name
-                factory = (lambda n, s=seed: policy_factory(n, s)) if policy_factory else None
-                allocation, bracket = allocate(sub, policy, flops, runs=pool, eta=eta,
-                                               min_resource=min_resource, seed=seed,
-                                               policy_factory=factory)
-                if seed == seeds[0]:
-                    examples[(budget, name)] = (allocation, bracket)
-                fit = fit_frontier(allocation.observed) if frontier else None
-                errors = metrics.frontier_law_error(fit, reference, [largest, 10 * largest])
-                completed, every = np.full(2, np.nan), np.full(2, np.nan)
-                if frontier and completion is not None:
-                    curves = metrics.forecast_completed(
-                        allocation.observed, sub,
-                        metrics.completed_runs(allocation.promotions, allocation.observed),
-                        make_forecaster(completion, seed=seed))
-                    completed = metrics.frontier_law_error(fit_frontier(curves),
-                                                           reference, [largest, 10 * largest])
-                    curves = metrics.forecast_completed(
-                        allocation.observed, sub, pool,
-                        make_forecaster(completion, seed=seed, unseen=True), logged=True)
-                    every = metrics.frontier_law_error(fit_frontier(curves),
-                                                       reference, [largest, 10 * largest])
-                rows.append(dict(
-                    policy=name, budget=budget, budget_flops=flops, seed=seed,
-                    best_loss=metrics.best_final_loss(allocation.observed),
-                    exhaustive_best_loss=exhaustive_best, hindsight_loss=hindsight,
-                    regret=(metrics.best_final_loss(allocation.observed) - hindsight) / hindsight,
-                    spent=allocation.spent, compute_fraction=allocation.spent / total,
-                    frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
-                    reference_miss_at_max=reference_miss,
-                    completed_frontier_error_at_max=completed[0],
-                    completed_frontier_error_at_10x=completed[1],
-                    all_completed_frontier_error_at_max=every[0],
-                    all_completed_frontier_error_at_10x=every[1],
-                    rungs=len(bracket.rungs) if bracket else 0,
-                    top_resource=bracket.rungs[-1].resource if bracket else np.nan))
-    frame = pd.DataFrame(rows)
+        exhaustive_total.append(sub.total_compute())
+        setting = _Setting(
+            seed=seed, eta=eta, min_resource=min_resource, frontier=frontier,
+            completion=completion, frontier_min_compute=frontier_min_compute,
+            factory=(lambda n, s=seed: policy_factory(n, s)) if policy_factory else None)
+        seed_rows, seed_examples = _replay_seed(sub, pool, policies, budgets, setting)
+        rows += seed_rows
+        if seed == seeds[0]:
+            examples.update(seed_examples)
+    frame = _with_improvements(pd.DataFrame(rows))
+    return ReplayResult(frame, _averages(frame), float(np.mean(exhaustive_total)), examples,
+                        example_sweep)
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What every allocation of one seed's replay shares."""
+
+    seed: int
+    eta: int
+    min_resource: float | None
+    frontier: bool
+    completion: str | None
+    frontier_min_compute: float
+    factory: Callable[[str], Policy] | None
+
+
+def _candidates(sweep: Sweep, seed: int, n_candidates: int | None) -> tuple[Sweep, list[str]]:
+    """The seed's candidate runs (``n_candidates`` drawn, all when None) and their sweep."""
+    pool = sweep.runs
+    if n_candidates is not None:
+        rng = np.random.default_rng(seed)
+        check_number("n_candidates", n_candidates, low=1, high=len(pool), integer=True)
+        pool = [pool[i] for i in np.sort(rng.choice(len(pool), n_candidates, replace=False))]
+    return sweep.subset(pool), pool
+
+
+def _replay_seed(sub: Sweep, pool: list[str], policies, budgets, setting: _Setting):
+    """One row per (budget, policy) on one seed's candidates, and the allocations made."""
+    total = sub.total_compute()
+    largest = max(c.compute[-1] for c in sub.curves.values())
+    fit_frontier = partial(metrics.fit_frontier, seed=setting.seed,
+                           min_compute=setting.frontier_min_compute)
+    reference = fit_frontier(sub.curves) if setting.frontier else None
+    reference_miss = (metrics.frontier_miss(reference, sub.curves, largest) if setting.frontier
+                      else np.nan)
+    exhaustive_best = min(sub.final_loss(r) for r in pool)
+    rows, examples = [], {}
+    for budget in budgets:
+        flops = budget * total if budget <= 1 else float(budget)
+        hindsight = metrics.hindsight_loss(sub.curves, flops)
+        for policy in policies:
+            name = policy if isinstance(policy, str) else policy.name
+            allocation, bracket = allocate(sub, policy, flops, runs=pool, eta=setting.eta,
+                                           min_resource=setting.min_resource, seed=setting.seed,
+                                           policy_factory=setting.factory)
+            examples[(budget, name)] = (allocation, bracket)
+            best = metrics.best_final_loss(allocation.observed)
+            errors, completed, every = _frontier_errors(allocation, sub, pool, reference,
+                                                        largest, fit_frontier, setting)
+            rows.append(dict(
+                policy=name, budget=budget, budget_flops=flops, seed=setting.seed,
+                best_loss=best, exhaustive_best_loss=exhaustive_best, hindsight_loss=hindsight,
+                regret=(best - hindsight) / hindsight,
+                spent=allocation.spent, compute_fraction=allocation.spent / total,
+                frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
+                reference_miss_at_max=reference_miss,
+                completed_frontier_error_at_max=completed[0],
+                completed_frontier_error_at_10x=completed[1],
+                all_completed_frontier_error_at_max=every[0],
+                all_completed_frontier_error_at_10x=every[1],
+                rungs=len(bracket.rungs) if bracket else 0,
+                top_resource=bracket.rungs[-1].resource if bracket else np.nan))
+    return rows, examples
+
+
+def _frontier_errors(allocation: Allocation, sub: Sweep, pool: list[str], reference, largest: float,
+                     fit_frontier: Callable, setting: _Setting) -> tuple[np.ndarray, ...]:
+    """The frontier law's errors at the largest and 10x the largest compute: fitted to what
+    the allocation observed, to its last rung's runs forecast to their end, and to every
+    candidate forecast (the last two only with a ``completion`` surrogate)."""
+    at = [largest, 10 * largest]
+    fit = fit_frontier(allocation.observed) if setting.frontier else None
+    errors = metrics.frontier_law_error(fit, reference, at)
+    completed, every = np.full(2, np.nan), np.full(2, np.nan)
+    if setting.frontier and setting.completion is not None:
+        curves = metrics.forecast_completed(
+            allocation.observed, sub,
+            metrics.completed_runs(allocation.promotions, allocation.observed),
+            make_forecaster(setting.completion, seed=setting.seed))
+        completed = metrics.frontier_law_error(fit_frontier(curves), reference, at)
+        curves = metrics.forecast_completed(
+            allocation.observed, sub, pool,
+            make_forecaster(setting.completion, seed=setting.seed, unseen=True), logged=True)
+        every = metrics.frontier_law_error(fit_frontier(curves), reference, at)
+    return errors, completed, every
+
+
+def _with_improvements(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each row's best loss relative to the uniform split's and plain SH's
+    on the same budget and seed (where those policies were replayed)."""
     for baseline, column in (("uniform", "improvement_vs_uniform"), ("loss", "improvement_vs_sh")):
         best = frame[frame.policy == baseline].set_index(["budget", "seed"])["best_loss"]
         if len(best):
             ref = best.reindex(pd.MultiIndex.from_frame(frame[["budget", "seed"]])).to_numpy()
             frame[column] = (ref - frame["best_loss"].to_numpy()) / ref
-    averages = (frame.groupby(["budget", "policy"], sort=False)
-                .agg(budget_flops=("budget_flops", "mean"), best_loss=("best_loss", "mean"),
-                     **{column: (column, "mean") for column in
-                        ("improvement_vs_uniform", "improvement_vs_sh") if column in frame},
-                     hindsight_loss=("hindsight_loss", "mean"), regret=("regret", "mean"),
-                     compute_fraction=("compute_fraction", "mean"),
-                     frontier_error_at_max=("frontier_error_at_max", "median"),
-                     frontier_error_at_10x=("frontier_error_at_10x", "median"),
-                     reference_miss_at_max=("reference_miss_at_max", "median"),
-                     completed_frontier_error_at_max=("completed_frontier_error_at_max", "median"),
-                     completed_frontier_error_at_10x=("completed_frontier_error_at_10x", "median"),
-                     all_completed_frontier_error_at_max=("all_completed_frontier_error_at_max",
-                                                          "median"),
-                     all_completed_frontier_error_at_10x=("all_completed_frontier_error_at_10x",
-                                                          "median"),
-                     seeds=("seed", "nunique"))
-                .reset_index())
-    return ReplayResult(frame, averages, float(np.mean(exhaustive_total)), examples,
-                        example_sweep)
+    return frame
+
+
+_MEDIANS = ("frontier_error_at_max", "frontier_error_at_10x", "reference_miss_at_max",
+            "completed_frontier_error_at_max", "completed_frontier_error_at_10x",
+            "all_completed_frontier_error_at_max", "all_completed_frontier_error_at_10x")
+
+
+def _averages(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (budget, policy): means of the losses and compute, medians of the frontier errors."""
+    means = ("budget_flops", "best_loss", "improvement_vs_uniform", "improvement_vs_sh",
+             "hindsight_loss", "regret", "compute_fraction")
+    return (frame.groupby(["budget", "policy"], sort=False)
+            .agg(**{column: (column, "mean") for column in means if column in frame},
+                 **{column: (column, "median") for column in _MEDIANS},
+                 seeds=("seed", "nunique"))
+            .reset_index())

@@ -28,7 +28,8 @@ def early_leader_frame(*, seed: int = 0, sizes: int = 9, variants: int = 3,
                        min_params: float = 1e7, max_params: float = 1.5e9,
                        max_compute: float = 1e20, points: int = 120, noise: float = 0.003,
                        penalty: float = 0.06) -> pd.DataFrame:
-    """Tidy frame of ``sizes * variants`` complete curves (``run``, ``step``, ``compute``, ``loss``, ``params``).
+    """Tidy frame of ``sizes * variants`` complete curves (``run``, ``step``, ``compute``,
+    ``loss``, ``params``).
 
     ``penalty`` is the scale of the per-run hyper-parameter penalty on the
     reducible loss (half-normal), ``noise`` the log-normal noise of each point.

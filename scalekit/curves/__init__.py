@@ -9,9 +9,15 @@
 - :func:`write_curves` writes a tidy frame in any of those formats.
 """
 
+from scalekit.curves.copy import copy_store
 from scalekit.curves.curve_set import Curves
-from scalekit.curves.readers import FORMATS, read_curves
+from scalekit.curves.database import display, is_server_url, open_database
+from scalekit.curves.readers import DUPLICATES, FORMATS, check_local_input, read_curves
+from scalekit.curves.readers.ladder import ladder_frame, ladder_from_store, read_ladder
 from scalekit.curves.store import CurveStore, ImportSummary
-from scalekit.curves.writers import write_curves
+from scalekit.curves.writers import TABLE_FORMATS, output_format, write_curves
 
-__all__ = ["FORMATS", "CurveStore", "Curves", "ImportSummary", "read_curves", "write_curves"]
+__all__ = ["FORMATS", "CurveStore", "Curves", "ImportSummary", "read_curves", "write_curves",
+           "check_local_input", "copy_store", "display", "is_server_url", "ladder_frame",
+           "ladder_from_store", "output_format", "read_ladder", "DUPLICATES", "TABLE_FORMATS",
+           "open_database"]

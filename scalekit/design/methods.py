@@ -4,7 +4,8 @@ Every model-based method scores candidates through one joint covariance ``C`` of
 the log predictions at the target rows and at the candidates, and picks a batch
 greedily: the run of the highest score per unit cost, then the rank-one update
 ``C <- C - C[:, j] C[j, :] / (C[j, j] + s2)`` (what observing run ``j`` with noise
-variance ``s2`` leaves; done on the factor ``A`` of ``C = F A F^T``), and again. The methods differ in the score and in ``C``:
+variance ``s2`` leaves; done on the factor ``A`` of ``C = F A F^T``), and again. The
+methods differ in the score and in ``C``:
 
 - ``d_optimal``: the gain in log-determinant of the information, ``log(1 + C_jj / s2)``
   (D-optimal design), with ``C`` from the Laplace approximation at the best fit.

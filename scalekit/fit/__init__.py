@@ -1,10 +1,33 @@
-"""The fit engine: robust multi-start fitting of laws, uncertainty, model comparison."""
+"""The fit engine: robust multi-start fitting of laws, uncertainty, model comparison.
 
-from scalekit.fit.compute_optimal import plan_for_compute
-from scalekit.fit.engine import fit_law
-from scalekit.fit.frame import fit_frame, prepare_fit
+The face loads no pandas or scipy.stats (``from scalekit.fit import fit_law`` stays light);
+the profile likelihood, which needs scipy, loads when first used.
+"""
+
+from __future__ import annotations
+
+from scalekit.fit.bootstrap import bootstrap_fits, resample_counts
+from scalekit.fit.compute_optimal import EXTRAPOLATION_WARN, optimal_params, plan_for_compute
+from scalekit.fit.compute_plan import ComputePlan
+from scalekit.fit.engine import RESAMPLE, fit_law
+from scalekit.fit.frame import fit_frame, last_points, prepare_fit, resolve_law
+from scalekit.fit.inputs import law_inputs
+from scalekit.fit.multistart import minimize_batch, multistart
+from scalekit.fit.objective import log_residuals, log_value_and_jacobian
 from scalekit.fit.plan_report import PlanReport
 from scalekit.fit.result import FitResult
+from scalekit.fit.robust import LOSSES, irls_weights, robust_scale
 from scalekit.fit.select import compare_laws
+from scalekit.lazy import lazy_names
 
-__all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "plan_for_compute", "prepare_fit"]
+__all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "last_points",
+           "plan_for_compute", "prepare_fit", "resolve_law",
+           # for the other packages and the CLI
+           "ComputePlan", "EXTRAPOLATION_WARN", "LOSSES", "RESAMPLE", "bootstrap_fits",
+           "irls_weights", "law_inputs", "log_residuals", "log_value_and_jacobian",
+           "minimize_batch", "multistart", "optimal_params", "resample_counts", "robust_scale"]
+
+_LAZY = {"profile_parameter": "scalekit.fit.profile"}
+__all__ += list(_LAZY)
+
+__getattr__ = lazy_names(__name__, _LAZY)

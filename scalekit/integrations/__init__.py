@@ -10,3 +10,5 @@ training (:mod:`scalekit.integrations.rungs`), not by its current value, so a
 large model that starts slow is not pruned for it. Import the submodule you
 need; this package imports neither Optuna nor Ray.
 """
+
+__all__: list[str] = []  # the adapters are the public modules optuna, ray_tune and ray_commit

@@ -10,17 +10,20 @@
   (:class:`MetricComparison`); :func:`isoflop_sweep` draws a synthetic sweep to test it.
 """
 
+from scalekit.isoflop.analysis import NAMES, IsoFLOPReport, run_isoflop
 from scalekit.isoflop.approach1 import Envelope
-from scalekit.isoflop.approach2 import IsoFLOPProfiles
+from scalekit.isoflop.approach2 import PROFILES, IsoFLOPProfiles
 from scalekit.isoflop.approach3 import ParametricOptimum
 from scalekit.isoflop.budgets import assign_budgets, round_significant
 from scalekit.isoflop.compare import comparison_table, spread_explained
 from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
-from scalekit.isoflop.per_metric import MetricComparison, compare_metrics
+from scalekit.isoflop.points import CONVENTIONS
+from scalekit.isoflop.per_metric import MetricComparison, compare_metrics, pair_line
 from scalekit.isoflop.powerfit import PowerLawFit, fit_power_law
 from scalekit.isoflop.synthetic_metrics import isoflop_sweep
 
 __all__ = ["Envelope", "IsoFLOPProfiles", "MetricComparison", "ParametricOptimum", "PowerLawFit",
            "assign_budgets", "compare_allocation", "compare_metrics", "comparison_table",
            "fit_power_law", "isoflop_sweep", "plan_for_loss", "round_significant",
-           "spread_explained"]
+           "spread_explained", "IsoFLOPReport", "NAMES", "pair_line", "run_isoflop",
+           "CONVENTIONS", "PROFILES"]

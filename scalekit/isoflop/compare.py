@@ -46,7 +46,7 @@ def spread_explained(fitted: Mapping[str, object]) -> dict:
     name2 = next(k for k, m in fitted.items() if m is profiles)
     out = {}
     for flag in CHECKS:
-        flagged = int(profiles.budgets_["flags"].str.split(",").apply(lambda r: flag in r).sum())
+        flagged = int(profiles.budgets_["flags"].str.split(",").apply(lambda r, flag=flag: flag in r).sum())
         if not flagged:
             continue
         refit = profiles.refit_without(flag)

@@ -201,7 +201,8 @@ def compare_metrics(frame: pd.DataFrame, metrics: Sequence[str], *, settings: di
                 diagnostics.append(Diagnostic(
                     "metrics_indistinguishable", "warning",
                     f"{metrics[j]} vs {metrics[i]}{where}: the {100 * level:g}% interval of the "
-                    f"difference of b, {format_with_interval(pair['diff_b'], (pair['diff_b_lo'], pair['diff_b_hi']))}, "
+                    "difference of b, "
+                    f"{format_with_interval(pair['diff_b'], (pair['diff_b_lo'], pair['diff_b_hi']))}, "
                     "covers 0, so the data cannot tell whether the two metrics call for "
                     "different allocations; more runs per budget or more budgets would",
                     value=float(pair["diff_b"])))
@@ -291,7 +292,10 @@ def _optima(x, y, log_d, log_c, groups: Groups) -> tuple[np.ndarray, np.ndarray,
     centre, half = group_scaling(x, groups)
     x_star = np.where(np.abs(x_star - centre) > 3 * half, np.nan, x_star)
     n = groups.sizes
-    mean = lambda v: np.add.reduceat(v, groups.starts, axis=-1) / n
+
+    def mean(v):
+        return np.add.reduceat(v, groups.starts, axis=-1) / n
+
     dx = x - mean(x)[groups.member]
     slope = np.add.reduceat(dx * (log_d - mean(log_d)[groups.member]), groups.starts) / \
         np.add.reduceat(dx * dx, groups.starts)

@@ -1,9 +1,25 @@
 """Law families as data (see :mod:`scalekit.laws.base`) and their registry."""
 
 from scalekit.laws.base import Law, Param
-from scalekit.laws.depth import count_depth, depth_regime, regime_resolved
-from scalekit.laws.expression import law_from_expression
+from scalekit.laws.bnsl import bnsl
+from scalekit.laws.chinchilla import optimum_coefficients
+from scalekit.laws.class_count import class_count_error
+from scalekit.laws.data_constrained import DEFAULT_RULE, data_constrained_law
+from scalekit.laws.depth import DEPTH_WIDTH_DATA, count_depth, depth_regime, regime_resolved
+from scalekit.laws.depth import TERMS as DEPTH_TERMS
+from scalekit.laws.expression import SYMBOLS as EXPRESSION_SYMBOLS
+from scalekit.laws.expression import check_expression, law_from_expression
+from scalekit.laws.inference_k import INFERENCE_K
+from scalekit.laws.m4 import m4_law, paper_bounds
+from scalekit.laws.multipower import PARAMS as MULTIPOWER_PARAMS
+from scalekit.laws.multipower import ScheduleTerms, multipower_law, multipower_value_and_jacobian
 from scalekit.laws.registry import available_laws, get_law, register_law
+from scalekit.laws.shared_curve import shared_curve_law
 
 __all__ = ["Law", "Param", "available_laws", "get_law", "law_from_expression", "register_law",
-           "count_depth", "depth_regime", "regime_resolved"]
+           "count_depth", "depth_regime", "regime_resolved",
+           # for the other packages
+           "DEFAULT_RULE", "DEPTH_TERMS", "DEPTH_WIDTH_DATA", "EXPRESSION_SYMBOLS", "INFERENCE_K",
+           "MULTIPOWER_PARAMS", "ScheduleTerms", "bnsl", "check_expression", "class_count_error",
+           "data_constrained_law", "m4_law", "multipower_law", "multipower_value_and_jacobian",
+           "optimum_coefficients", "paper_bounds", "shared_curve_law"]

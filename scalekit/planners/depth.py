@@ -117,7 +117,8 @@ def width_for_depth(params_budget: float, depth, *, param_count: ParamCount = tr
 def plan_depth(values: Mapping[str, float], params_budget: float, tokens: float, *,
                param_count: ParamCount = transformer_params, shape: tuple[float, float] | None = None,
                integer_depth: bool = False, depth_range: tuple[float, float] = (1.0, 1e5),
-               exclude_end_layers: bool = False, alpha_l_interval: tuple[float, float] | None = None) -> DepthPlan:
+               exclude_end_layers: bool = False,
+               alpha_l_interval: tuple[float, float] | None = None) -> DepthPlan:
     """Loss-optimal width and depth for ``params_budget`` parameters and ``tokens`` tokens.
 
     Parameters

@@ -18,13 +18,17 @@
 from scalekit.surrogates.ensemble import ParametricEnsemble, forecast_batch
 from scalekit.surrogates.evaluate import (StackedMethod, cut_curves, ensemble_method, evaluate,
                                           joint_method, remembered)
-from scalekit.surrogates.forecast import evaluate_frame, forecast_frame, holdout_frame
+from scalekit.surrogates.forecast import (METHODS, Forecast, evaluate_frame, forecast_frame,
+                                          holdout_frame)
 from scalekit.surrogates.gp import ExponentialDecay, GPSurrogate
 from scalekit.surrogates.joint import JointSurrogate
 from scalekit.surrogates.paper_m4 import PaperM4
+from scalekit.surrogates.schedule_forecast import multipower_forecast
+from scalekit.surrogates.schedule_search import schedule_curves, search_schedule
 from scalekit.surrogates.scores import ForecastScores
 
 __all__ = ["ParametricEnsemble", "GPSurrogate", "JointSurrogate", "ExponentialDecay",
            "PaperM4", "ForecastScores", "forecast_batch", "forecast_frame", "evaluate_frame", "holdout_frame",
            "StackedMethod", "cut_curves", "ensemble_method", "evaluate", "joint_method",
-           "remembered"]
+           "remembered", "Forecast", "METHODS", "multipower_forecast", "schedule_curves",
+           "search_schedule"]

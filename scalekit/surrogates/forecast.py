@@ -126,7 +126,8 @@ class Forecast(ResultProtocol):
                           f"{format_interval((row._1, row._5))}")
                 for row in self.final[["run", "q0.025", "q0.1", "q0.5", "q0.9", "q0.975"]]
                 .itertuples(index=False, name="Row")]
-        return [("Final forecasts", rows), ("Notes and warnings", collapse_notes(d.line() for d in self.diagnostics))]
+        return [("Final forecasts", rows),
+                ("Notes and warnings", collapse_notes(d.line() for d in self.diagnostics))]
 
     def _repr_fields(self) -> dict:
         return {"method": self.method, "runs": int(self.table["run"].nunique()),

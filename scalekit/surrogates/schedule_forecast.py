@@ -278,7 +278,8 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
     cov = fit.covariance
     stats = {"objective": fit.stats["objective"], "n_points": fit.stats["n_points"],
              "delta": fit.stats["delta"], "fit_seconds": seconds,
-             "converged": fit.stats["converged"], "interval": "normal on log loss: delta method + residual scale",
+             "converged": fit.stats["converged"],
+             "interval": "normal on log loss: delta method + residual scale",
              "residual_scale": fit.stats["residual_scale"],
              "peak_rate": float(first.max()), "warmup_steps": int(np.argmax(first)) + 1,
              "covariance": (cov.tolist() if cov is not None and np.isfinite(cov).all()

@@ -7,7 +7,7 @@ when first used.
 
 from __future__ import annotations
 
-import importlib
+from scalekit.lazy import lazy_names
 
 _LAZY = {
     "TrainConfig": "scalekit.train.config",
@@ -19,12 +19,9 @@ _LAZY = {
     "TrainedRun": "scalekit.train.loop",
     "pick_device": "scalekit.train.loop",
     "train_batched": "scalekit.train.batched",
+    "task_trainer": "scalekit.train.allocation_trainer",
 }
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'scalekit.train' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -8,6 +8,7 @@ runs advance between evaluations and resume from their checkpoints.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,10 +89,8 @@ class TorchTaskTrainer:
                     raise _Reached
 
         Path(self.checkpoint_dir).mkdir(parents=True, exist_ok=True)
-        try:
+        with contextlib.suppress(_Reached):
             train(config, log=log, checkpoint=Path(self.checkpoint_dir) / f"{run}.pt")
-        except _Reached:
-            pass
         frame = pd.DataFrame(points)
         return frame[[c for c in ("step", "compute", "tokens", "loss", "train_loss", "wall_time")
                       if c in frame]]

@@ -94,8 +94,9 @@ class TrainConfig:
             check_number("data", self.data, low=1, integer=True)
         check_number("lr", self.lr, low=0, low_open=True)
         check_number("weight_decay", self.weight_decay, low=0)
-        check_number("dropout", self.dropout, low=0, high=0.5 if self.dropout_schedule == "front_loaded" else 1,
-                     high_open=self.dropout_schedule != "front_loaded")
+        front_loaded = self.dropout_schedule == "front_loaded"
+        check_number("dropout", self.dropout, low=0, high=0.5 if front_loaded else 1,
+                     high_open=not front_loaded)
         check_number("seed", self.seed, low=0, integer=True)
         check_number("data_seed", self.data_seed, low=0, integer=True)
         check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)

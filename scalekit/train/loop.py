@@ -225,5 +225,6 @@ def train(config: TrainConfig, *, log: Log | None = None, checkpoint: str | Path
                              "optimizer": optimizer.state_dict(), "batches": batches.state_dict(),
                              "torch_rng": torch.get_rng_state(), "step": step, "points": points,
                              "elapsed": point["wall_time"],
-                             **({"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {})})
+                             **({"cuda_rng": torch.cuda.get_rng_state(device)}
+                                if device.type == "cuda" else {})})
     return TrainedRun(config.name, attrs, points)

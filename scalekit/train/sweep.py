@@ -183,7 +183,8 @@ def run_sweep(configs: Iterable[TrainConfig], *, store: str | Path | None = None
         raise InputError("the sweep lists the same run twice: " +
                          ", ".join(sorted({n for n in names if names.count(n) > 1})))
     executor = executor or InlineExecutor()
-    args = (str(store) if store is not None else None, str(checkpoint_dir) if checkpoint_dir is not None else None)
+    args = (str(store) if store is not None else None,
+            str(checkpoint_dir) if checkpoint_dir is not None else None)
     with _runs_locked(store, names):
         if batched:
             futures = {executor.submit(run_batched_job, group, args[0]): group

@@ -35,7 +35,8 @@ def calls(log: str, what: str = "start") -> list[tuple[str, float, float]]:
     """The advances logged as ``what`` in ``log``: (run, start, stop), in order."""
     if not os.path.exists(log):
         return []
-    rows = [line.split() for line in open(log).read().splitlines()]
+    with open(log) as handle:
+        rows = [line.split() for line in handle.read().splitlines()]
     return [(r[2], float(r[3]), float(r[4])) for r in rows if r[0] == what]
 
 

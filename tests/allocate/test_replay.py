@@ -114,9 +114,9 @@ def test_frontier_points_are_the_lower_envelope():
     compute, loss = frontier_points(sweep.curves)
     everything = sweep.to_frame()
     # slow reference: a point is on the frontier when no cheaper-or-equal point is lower
-    for c, l in zip(compute, loss):
+    for c, value in zip(compute, loss):
         cheaper = everything[everything.compute <= c]
-        assert l == cheaper.loss.min()
+        assert value == cheaper.loss.min()
     for c in rng.choice(everything.compute.to_numpy(), 20):
         cheaper = everything[everything.compute <= c].loss.min()
         assert loss[compute <= c].min() == cheaper
@@ -190,7 +190,7 @@ def test_improvement_over_plain_halving_is_read_against_the_same_budget_and_seed
     result = replay(_chinchilla_grid_sweep(), policies=["uniform", "loss", "forecast"],
                     budgets=[0.05, 0.2], seeds=[0, 1], frontier=False)
     rows = result.rows.set_index(["budget", "seed", "policy"])
-    for (budget, seed, policy), row in rows.iterrows():
+    for (budget, seed, _policy), row in rows.iterrows():
         plain = rows.loc[(budget, seed, "loss"), "best_loss"]
         assert row["improvement_vs_sh"] == pytest.approx((plain - row["best_loss"]) / plain)
         assert row["compute_fraction"] == pytest.approx(budget, rel=1e-9)  # all spend the same

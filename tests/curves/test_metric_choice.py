@@ -80,7 +80,6 @@ def test_a_column_named_loss_beside_val_loss_is_taken_with_a_warning(tmp_path):
 
 def test_one_plain_loss_column_raises_nothing(tmp_path):
     frame_read = read_curves(_csv(tmp_path, loss=TRAIN))
-    frame = frame_read.frame
     assert frame_read.diagnostics == () and frame_read.metric_choice.how == "named"
 
 

@@ -137,7 +137,10 @@ def test_bands_hold_the_true_optima_of_each_metric():
     assert bands["compute"].min() == pytest.approx(1e17) and bands["compute"].max() == pytest.approx(1e20)
     for metric, b in zip(("m1", "m2"), exponents):
         rows = bands[bands["metric"] == metric]
-        true_n = lambda c: 0.1 * np.sqrt(mid) * (c / mid) ** (1 - b)
+
+        def true_n(c, b=b):
+            return 0.1 * np.sqrt(mid) * (c / mid) ** (1 - b)
+
         c = rows["compute"].to_numpy()
         inside = c <= budgets.max() * 1.0001
         for name, truth in (("params", true_n(c)), ("tokens", c / (6 * true_n(c)))):

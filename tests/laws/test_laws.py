@@ -74,7 +74,7 @@ def test_chinchilla_optimum_matches_numerical_minimisation_under_fixed_compute()
     values = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"]))
     law = get_law("chinchilla")
     for C in (1e20, 5.76e23, 1e25):
-        def loss_at(log_n):
+        def loss_at(log_n, C=C):
             N = np.exp(log_n)
             return law.predict({"params": np.array([N]), "tokens": np.array([C / (6 * N)])},
                                values)[0]

@@ -47,8 +47,8 @@ def test_chinchilla_depth_regime_is_ensemble_like(chinchilla_fit):
 
 def test_recovers_known_exponents_from_synthetic_grid():
     rng = np.random.default_rng(3)
-    m, l, D = np.meshgrid([256, 512, 1024, 2048], [4, 8, 16, 32, 64], [1e8, 1e9, 1e10])
-    X = {"width": m.ravel().astype(float), "depth": l.ravel().astype(float),
+    m, depth, D = np.meshgrid([256, 512, 1024, 2048], [4, 8, 16, 32, 64], [1e8, 1e9, 1e10])
+    X = {"width": m.ravel().astype(float), "depth": depth.ravel().astype(float),
          "tokens": D.ravel()}
     law = get_law("depth_width_data")
     y = law.predict(X, TRUTH) * np.exp(rng.normal(0, 0.002, m.size))

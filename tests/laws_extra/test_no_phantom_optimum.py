@@ -75,7 +75,7 @@ TRUTH = {"c_m": 5.0, "alpha_m": 0.6, "c_l": 2.0, "alpha_l": 1.0, "c_D": 100.0, "
 
 @pytest.mark.parametrize("depths, inside", [((4, 16, 64, 128, 256), True), ((2, 4, 8, 16), False)])
 def test_depth_optimum_only_inside_the_data(depths, inside):
-    grid = np.array([(m, l, d) for m in (256, 512, 1024, 2048) for l in depths
+    grid = np.array([(m, layers, d) for m in (256, 512, 1024, 2048) for layers in depths
                      for d in (1e9, 1e10)], dtype=float)
     X = {"width": grid[:, 0], "depth": grid[:, 1], "tokens": grid[:, 2]}
     law = get_law("depth_width_data")

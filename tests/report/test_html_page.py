@@ -42,7 +42,7 @@ def _browse_all(pages, *flags: str) -> list[subprocess.CompletedProcess]:
                                        stderr=subprocess.PIPE, text=True, cwd=page.parent))
                for page in pages]
     done = []
-    for page, process in running:
+    for _page, process in running:
         out, err = process.communicate(timeout=120)
         done.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
     return done
@@ -162,7 +162,7 @@ def test_the_law_and_evaluation_pages_say_the_law_its_plan_and_the_best_method(p
 
 def test_every_page_loads_in_chromium_with_no_console_error_and_every_figure(pages):
     runs = _browse_all([page for page, _ in pages.values()], "--dump-dom")
-    for (name, (page, figures)), run in zip(pages.items(), runs, strict=True):
+    for (name, (_page, figures)), run in zip(pages.items(), runs, strict=True):
         assert run.returncode == 0, run.stderr[-500:]
         assert _console(run.stderr) == [], name
         assert run.stdout.count("<svg") == figures and "class=\"answer\"" in run.stdout, name

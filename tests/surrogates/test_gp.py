@@ -19,7 +19,7 @@ def test_kernel_is_the_gamma_mixture_of_decaying_exponentials():
     for i in range(3):
         for j in range(3):
             s = t[i, 0] + t[j, 0]
-            integral = quad(lambda lam: np.exp(-lam * s) * gamma.pdf(lam, 1.7, scale=1 / 0.6),
+            integral = quad(lambda lam, s=s: np.exp(-lam * s) * gamma.pdf(lam, 1.7, scale=1 / 0.6),
                             0, np.inf)[0]
             assert K[i, j] == pytest.approx(integral, rel=1e-6)
     np.testing.assert_allclose(kernel.diag(t), np.diag(K))
@@ -31,7 +31,7 @@ def test_kernel_gradient_matches_finite_differences():
     t = np.linspace(0.0, 2.0, 7)[:, None]
     _, grad = kernel(t, eval_gradient=True)
     eps = 1e-6
-    for k, theta in enumerate(kernel.theta):
+    for k in range(kernel.theta.size):
         up = kernel.clone_with_theta(np.where(np.arange(2) == k, kernel.theta + eps, kernel.theta))
         down = kernel.clone_with_theta(np.where(np.arange(2) == k, kernel.theta - eps, kernel.theta))
         np.testing.assert_allclose(grad[..., k], (up(t) - down(t)) / (2 * eps), rtol=1e-5, atol=1e-9)

@@ -55,7 +55,7 @@ def test_staged_error_is_the_error_of_the_chain_run_on_its_own_answers(tmp_path)
     features = x[:, 0, :dim]
     answers = torch.zeros(len(x), 0, dtype=torch.long)
     with torch.no_grad():
-        for step, slot in enumerate([0, 4, 6]):
+        for step, _slot in enumerate([0, 4, 6]):
             inputs = torch.zeros(len(x), 3, x.shape[2])
             inputs[:, :, :dim] = features[:, None]
             for before, before_slot in enumerate([0, 4][:step]):

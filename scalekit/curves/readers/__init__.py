@@ -37,6 +37,8 @@ from scalekit.curves.readers.wandb_export import looks_wide, wide_to_long
 from scalekit.curves.validate import Locator
 from scalekit.errors import InputError
 
+__all__ = ["DUPLICATES", "FORMATS", "check_local_input", "read_curves"]
+
 FORMATS = ("csv", "wandb", "jsonl", "parquet", "tensorboard", "mlflow", "optuna")
 DUPLICATES = ("error", "first", "last")
 _SUFFIXES = {".csv": "csv", ".tsv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",

@@ -7,6 +7,8 @@ from types import ModuleType
 
 from scalekit.checks import check_choice
 
+__all__ = ["TASKS", "available_tasks", "get_task"]
+
 TASKS = ("teacher_student", "char_lm", "next_pixel", "hierarchical", "residual_teacher")
 
 

@@ -104,8 +104,8 @@ def make_data(config: TrainConfig) -> TaskData:
     val_batch = _windows(val, torch.from_numpy(rng.integers(0, len(val) - context, config.eval_size)),
                          context)
 
-    return TaskData(sample=WindowSampler(train, context), val=val_batch, loss="cross_entropy", n_in=len(ALPHABET),
-                    n_out=len(ALPHABET), tokens_per_sample=context,
+    return TaskData(sample=WindowSampler(train, context), val=val_batch, loss="cross_entropy",
+                    n_in=len(ALPHABET), n_out=len(ALPHABET), tokens_per_sample=context,
                     attrs={"context": context, "corpus_chars": len(text),
                            "corpus_sha256": hashlib.sha256(text.encode("ascii")).hexdigest(),
                            "python_version": platform.python_version()})

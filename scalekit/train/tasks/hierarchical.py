@@ -82,7 +82,8 @@ def parse_stages(stages, classes: int) -> tuple[int, ...]:
     return degrees
 
 
-def step_inputs(x: torch.Tensor, labels: torch.Tensor, stages: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+def step_inputs(x: torch.Tensor, labels: torch.Tensor,
+                stages: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and targets of every step: shapes ``(n, h, dim + sum d_i[:-1])`` and ``(n, h)``.
 
     Step ``i`` sees ``x`` followed by the one-hot digits of steps ``1..i-1``

@@ -45,7 +45,8 @@ def make_data(config: TrainConfig) -> TaskData:
 
     def draw(t: dict[str, torch.Tensor], g: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.randn(n, dim, generator=g, device=g.device)
-        y = (_teacher(t, x) - t["center"]) / t["spread"] + noise * torch.randn(n, generator=g, device=g.device)
+        y = ((_teacher(t, x) - t["center"]) / t["spread"]
+             + noise * torch.randn(n, generator=g, device=g.device))
         return x, y[:, None]
 
     return vector_task(draw, teacher, rng=rng, data=config.data, eval_size=config.eval_size, loss="mse",
