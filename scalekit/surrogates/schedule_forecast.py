@@ -30,8 +30,6 @@ LEVELS = (0.8, 0.95)
 _Z = {0.8: 1.2815515655446004, 0.95: 1.959963984540054}
 #: Start of the shape parameters (C, beta, gamma) for every fit.
 _SHAPE_START = (1.0, 0.5, 0.5)
-#: The first stage of a fit takes a schedule's changes every ``total_steps // this`` steps.
-COARSE_CHANGES = 1500
 #: Exponents tried for the closed-form start of (L0, A, alpha, B).
 _ALPHAS = np.linspace(0.1, 1.0, 19)
 
@@ -100,11 +98,6 @@ def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Map
     curve = np.concatenate([np.full(t.size, i) for i, t in enumerate(steps)])
     X, y_all = {"curve": curve, "step": np.concatenate(steps)}, np.concatenate(losses)
     start = _start(chosen, steps, losses)
-    stride = max(s.total_steps for s in chosen) // COARSE_CHANGES
-    if stride > 1:  # a first stage on the coarse law, then the exact law from its optimum
-        coarse = fit_law(multipower_law(chosen, stride=stride), X, y_all, starts=start[None],
-                         delta=delta, seed=seed, runs=curve)
-        start = coarse.law.to_fitting(np.array([coarse.values[name] for name in PARAMS]))
     return fit_law(multipower_law(chosen), X, y_all, starts=start[None], delta=delta,
                    seed=seed, runs=curve)
 
