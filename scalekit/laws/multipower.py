@@ -122,16 +122,19 @@ def loss_drop_sums(terms: ScheduleTerms, C: float, beta: float, gamma: float,
     rows = 4 if derivatives else 1
     S = np.zeros((rows, M))            # the kernel sum and its derivatives (ln C, beta, ln gamma)
     if K:
-        log_c = np.log(C) - gamma * terms.log_rate
+        # beyond e^+-700, G is 0 or 1 to double precision; the clip keeps 1/c_k finite
+        log_c = np.clip(np.log(C) - gamma * terms.log_rate, -700.0, 700.0)
         inv_c = np.exp(-log_c)
         h, j0, j1 = _lattice(beta, float((inv_c + terms.area_first).min()),
                              float(inv_c.max() + terms.p_t[-1]))
         x = h * np.arange(j0, j1 + 1)
         u = np.exp(x)
         weights = [np.ones(K), inv_c, terms.log_rate, terms.log_rate * inv_c][:rows]
-        segments = _segment_matrix(terms, weights)
-        explicit = _explicit(terms, segments, beta, log_c, inv_c, u, x)    # (rows, M, Q)
-        left = _left(terms, segments, beta, h, j0 * h, log_c, inv_c, C, gamma)  # rows x (M,)
+        scaled = np.exp(-beta * log_c)                                   # c_k^-beta
+        explicit = _explicit(terms, _segment_matrix(terms, [w * scaled for w in weights]),
+                             beta, inv_c, u, x)                          # (rows, M, Q)
+        left = _left(terms, _segment_matrix(terms, weights), beta, h, j0 * h, log_c, inv_c,
+                     C, gamma)                                           # rows x (M,)
         S[0] = explicit[0].sum(axis=1) + left[0]
         if derivatives:
             S[1] = explicit[1] @ u - beta * explicit[0].sum(axis=1) + left[1]
@@ -157,15 +160,15 @@ def _segment_matrix(terms, weights):
     return sparse.csr_matrix((data, (index, np.tile(np.arange(K), rows))), shape=(rows * M, K))
 
 
-def _explicit(terms, segments, beta, log_c, inv_c, u, x):
+def _explicit(terms, segments, beta, inv_c, u, x):
     """The lattice sums over the explicit nodes at each step, for each weighting of the
-    sources: ``sum_{k <= t} drop_k w_k (u/c_k)^beta exp(-u (1/c_k + S_k(t)))``."""
+    sources (``segments`` holds ``drop_k w_k c_k^-beta``):
+    ``sum_{k <= t} drop_k w_k (u/c_k)^beta exp(-u (1/c_k + S_k(t)))``."""
     M = terms.t.size
     E = np.multiply.outer(-(inv_c + terms.area_first), u)
-    E -= (beta * log_c)[:, None]
-    E += beta * x
     np.exp(E, out=E)
     fresh = (segments @ E).reshape(-1, M, u.size)            # the sources of each segment
+    fresh *= np.exp(beta * x)
     decay = np.exp(-np.multiply.outer(terms.gap, u))
     for m in range(1, M):
         fresh[:, m] += decay[m] * fresh[:, m - 1]
