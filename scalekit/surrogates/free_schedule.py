@@ -4,11 +4,11 @@ Luo et al. (2025) optimise a free rate per step under their fitted law. Here the
 the warm-up are ``eta_t = peak * exp(-(e_warmup + … + e_t))`` with every ``e_t >= 0``: a
 non-increasing positive schedule that starts at most at the peak, under box constraints
 only, so L-BFGS-B optimises it. The log-decrement ``e_t`` is constant within each of
-:data:`BLOCKS` equal blocks of steps (the rate still changes at every step): with a
-variable per step L-BFGS-B's bounded iterations cost too much at 20,000 steps (a
-per-step run from the same start took 1,600 iterations and 400 s on the shared machine
-for a final loss 0.002 lower at 100M, 24,000 steps; blocks whose widths grow with the
-distance to the end did no better than equal ones). The
+:data:`BLOCKS` equal blocks of steps: the rate changes at every step, but no faster than
+its block allows. The law rewards abrupt drops (a drop taken in one step is weighted
+whole by the kernel at the lower rate), so with a variable per step the optimum tends
+to cliffs, and L-BFGS-B's bounded iterations are slow at 20,000 variables; the blocks
+are a resolution chosen on purpose (docs/schedules.md). The
 objective is the law at the last step ``T``, a single
 sum over the steps (O(T)), and so is its gradient:
 
