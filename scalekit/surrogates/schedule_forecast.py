@@ -248,7 +248,9 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
     started = time.perf_counter()
     fit = fit_multipower(frame, fit_on=fit_on, schedules=known, y=y, seed=seed)
     seconds = time.perf_counter() - started
-    parts, scored = [], []
+    parts, scored, notes = [], [], []
+    fitted_area = max(float(known[run].area(_points(frame, run, y, known[run])[0]).max())
+                      for run in fit_on)
     targets = list(predict) + ([run for run in sorted(known) if run not in fit_on]
                                if evaluate else [])
     for target in dict.fromkeys(targets):
@@ -264,6 +266,7 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
             part = forecast_schedule(fit, schedule, steps)
         part.insert(0, "schedule", schedule.name)
         parts.append(part)
+        notes += _beyond_the_fitted_area(schedule, int(steps.max()), fitted_area)
     table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=["schedule", "step", "lr", "q0.5"])
     names = list(PARAMS)
@@ -278,4 +281,18 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
                             else None)}
     return ScheduleForecast(fit_on, {k: fit.values[k] for k in names},
                             {k: fit.stderr[k] for k in names}, scored, table, stats,
-                            list(fit.diagnostics))
+                            list(fit.diagnostics) + notes)
+
+
+def _beyond_the_fitted_area(schedule, last_step: int, fitted_area: float) -> list:
+    """An ``extrapolation`` warning when a forecast runs past the largest area ``S1`` of the
+    fitted points by more than 10%: there the law is carried beyond its data and its bands
+    miss (docs/schedules.md, "Intervals")."""
+    factor = float(schedule.area([last_step])[0]) / fitted_area
+    if factor <= 1.1:
+        return []
+    return [Diagnostic("extrapolation", "warning",
+                       f"schedule {schedule.name!r} reaches {factor:.1f}x the largest learning-"
+                       "rate area S1 of the fitted runs: the law is carried beyond its data and "
+                       "its bands do not cover such forecasts; fit a run that goes further to "
+                       "check it", run=schedule.name, value=factor)]

@@ -173,3 +173,19 @@ def _curve_of(rates, step):
     rates = np.append(rates, rates[-1])
     return multipower_value_and_jacobian(ScheduleTerms(rates, np.array([step])), TRUTH,
                                          jacobian=False)[0]
+
+
+def test_a_forecast_past_the_fitted_area_says_so(runs):
+    from scalekit.curves.readers import read_curves
+    from scalekit.surrogates.schedule_forecast import multipower_forecast
+
+    frame = pd.concat([read_curves(path).frame for path in runs], ignore_index=True)
+    longer = "constant:warmup=100,peak=1e-3,total=9000"
+    result = multipower_forecast(frame, fit_on=["cos", "const", "two"],
+                                 predict_schedule=[longer, SPECS["wsd"]])
+    notes = [d for d in result.diagnostics if d.code == "extrapolation"]
+    assert [d.run for d in notes] == [longer]
+    # S1 at step 9000 of the spec (warm-up 0 … 1e-3 over steps 0 … 99) over S1 at the const
+    # run's last logged step 2950 (its lr column read as a warm-up 1e-5 k over k = 0 … 100)
+    spec_area = np.linspace(0, 1e-3, 100).sum() + 1e-3 * 8901
+    assert notes[0].value == pytest.approx(spec_area / (1e-5 * 5050 + 1e-3 * 2850), rel=1e-9)
