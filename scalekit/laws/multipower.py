@@ -85,7 +85,7 @@ class ScheduleTerms:
         self.s1 = prefix[steps]
         self.p_t = prefix[self.t]
         self.gap = np.diff(self.p_t, prepend=0.0)              # P_{t_m} - P_{t_{m-1}}
-        change = np.flatnonzero(np.diff(rates[:self.t[-1] + 1])) + 1   # eta_{k-1} != eta_k
+        change = np.flatnonzero(np.diff(rates[:self.t.max(initial=0) + 1])) + 1  # eta_{k-1} != eta_k
         drop = rates[change - 1] - rates[change]
         segment = np.searchsorted(self.t, change)              # the first step >= k
         self.total_drop = np.cumsum(np.bincount(segment, drop, minlength=self.t.size))
