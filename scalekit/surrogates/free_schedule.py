@@ -83,5 +83,5 @@ def optimise_free_schedule(theta, start, *, warmup: int, peak: float):
 
     result = minimize(objective, e0, jac=True, method="L-BFGS-B",
                       bounds=[(0.0, None)] * e0.size,
-                      options={"maxiter": 5000, "ftol": 1e-12, "gtol": 1e-10})
+                      options={"maxiter": 5000, "ftol": 1e-10, "gtol": 1e-10})
     return rates_of(result.x), result
