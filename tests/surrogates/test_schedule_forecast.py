@@ -167,6 +167,11 @@ def test_free_schedule_is_non_increasing_and_no_worse_than_the_best_wsd():
     assert free.best_loss < wsd.best_loss - 1e-4 and free.gain > wsd.gain
     # its predicted final loss, recomputed from its rates by the law
     assert free.best_loss == pytest.approx(_curve_of(rates, 3000), rel=1e-12)
+    from scalekit.serialise import dumps
+    from scalekit.surrogates.schedule_search import ScheduleSearch
+
+    back = ScheduleSearch.from_dict(json.loads(dumps(free.to_dict())))
+    np.testing.assert_array_equal(back.best_schedule().rates, rates)
 
 
 def _curve_of(rates, step):
