@@ -96,7 +96,7 @@ class ScheduleSearch(ResultProtocol):
 
         return cls(data["family"], int(data["total_steps"]), data["best"], data["baseline"],
                    float(data["best_loss"]), float(data["baseline_loss"]), float(data["gain"]),
-                   tuple(float(v) for v in data["gain_interval"]),
+                   tuple(float("nan") if v is None else float(v) for v in data["gain_interval"]),
                    frame_from_records(data["candidates"]),
                    [Diagnostic.from_dict(d) for d in data["diagnostics"]], data.get("rates"))
 
