@@ -1,25 +1,32 @@
-"""The multi-power law (Luo et al. 2025): the prefix-sum loss drop against the literal O(T²)
-double sum, the fit time, and the paper's protocol on its published curves.
+"""The multi-power law (Luo et al. 2025): the lattice (Laplace) loss drop against the literal
+O(T²) double sum, the fit time, and the paper's protocol on its published curves.
 
-1. Agreement: the loss-drop sum Q(t) of ``scalekit.laws.multipower`` (prefix sums over the
-   steps where the rate changes) against the double sum as written, at every 8th step of
-   three 24,000-step schedules (cosine, WSD exp, WSD linear). Target: max |difference|
-   <= 1e-10 (times B ~ 400 that is 4e-8 of loss). Both are timed at the logged steps
-   (the prefix form with its schedule-only arrays built, as a fit builds them once).
+1. Agreement: the loss-drop sum Q(t) of ``scalekit.laws.multipower`` against the double sum
+   written out (``loss_drop_direct``), at every 8th step of three 24,000-step schedules
+   (cosine, WSD exp, WSD linear to 0) under the repository's 25M shape and three random
+   (C, beta, gamma). Target: |difference| <= 1e-10 |Q| + 1e-15 sum_k |drop_k| (relative
+   1e-10, or a few units of the rounding of the drops it adds, where Q is ~1e-14 in the
+   first warm-up steps). Both are timed at the same steps, and the lattice form also over
+   all 24,000 steps (its cost is O((T + M) Q), the double sum's O(M T)).
 2. Fit time: ``fit_multipower`` on three 24,000-step runs of the 25M model (cosine,
-   constant, WSD), read with their ``lr`` columns. Target: < 10 s on two cores. The
+   constant, WSD), read with their ``lr`` columns. Target: < 10 s on two cores, judged on
+   the process's CPU time (the fit runs on one core, so that is its wall time on an idle
+   machine; the wall time on the shared machine is printed with the load average). The
    ratio to one exact value-and-Jacobian evaluation on the same points (timed here) is
-   printed too, as a figure that does not depend on the machine's load.
+   printed too, as a figure that depends less on the load.
 3. ``--protocol``: fit on cosine_24000, constant_24000, wsdcon_9 and score the other six
    by the mean and worst relative error, for 25M and 100M; the repository's figures are
    the targets (25M 0.00110 / 0.00409, 100M 0.00142 / 0.00583).
 
     python bench/bench_multipower.py [--protocol]
+
+Exits 1 when a target is missed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -36,33 +43,44 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "published" / "multipower"
 W = "warmup=2160,peak=3e-4"
 SCHEDULES = (f"cosine:{W},final=3e-5,total=24000",
              f"wsd:{W},final=3e-5,decay=20000,total=24000",
-             f"wsd:{W},final=3e-5,decay=20000,total=24000,shape=linear")
+             f"wsd:{W},final=0,decay=20000,total=24000,shape=linear")
 SHAPE = (2.07, 0.58, 0.64)   # C, beta, gamma of the 25M fit of the repository
 TRAIN = ("cosine_24000", "constant_24000", "wsdcon_9")
 TARGETS = {"25": (0.00110, 0.00409), "100": (0.00142, 0.00583)}
 
 
 def agreement() -> bool:
-    worst, fast, slow = 0.0, 0.0, 0.0
-    logged = pd.read_csv(DATA / "25" / "cosine_24000.csv")["step"].to_numpy()
+    rng = np.random.default_rng(0)
+    shapes = [SHAPE, *np.exp(rng.uniform(np.log([0.05, 0.03, 0.1]), np.log([20, 5, 1.5]),
+                                         (3, 3)))]
+    worst_rel, worst_rule, fast, slow, whole = 0.0, 0.0, 0.0, 0.0, 0.0
     for spec in SCHEDULES:
         rates = parse_schedule(spec).rates
         steps = np.arange(1, rates.size, 8)
-        got = loss_drop_sums(ScheduleTerms(rates, steps), *SHAPE)
-        want = loss_drop_direct(rates, steps, *SHAPE)
-        worst = max(worst, float(np.abs(got - want).max()))
-        terms = ScheduleTerms(rates, logged)     # built once per fit
+        scale = np.cumsum(np.abs(np.diff(rates)))[steps - 1]        # sum_k |drop_k|, k <= t
+        for shape in shapes:
+            started = time.perf_counter()
+            got = loss_drop_sums(ScheduleTerms(rates, steps), *shape)
+            fast += time.perf_counter() - started
+            started = time.perf_counter()
+            want = loss_drop_direct(rates, steps, *shape)
+            slow += time.perf_counter() - started
+            error = np.abs(got - want)
+            after = steps >= 2160
+            worst_rel = max(worst_rel, float((error / np.abs(want))[after].max()))
+            worst_rule = max(worst_rule, float((error / (1e-10 * np.abs(want)
+                                                         + 1e-15 * scale)).max()))
         started = time.perf_counter()
-        loss_drop_sums(terms, *SHAPE)
-        fast += time.perf_counter() - started
-        started = time.perf_counter()
-        loss_drop_direct(rates, logged, *SHAPE)
-        slow += time.perf_counter() - started
-    ok = worst <= 1e-10
-    print(f"agreement: max |Q_prefix - Q_direct| = {worst:.2e} over every 8th step of 3 x 24,000 "
-          f"steps (target <= 1e-10): {'PASS' if ok else 'FAIL'}")
-    print(f"  at the logged steps: prefix form (arrays built once per fit) {fast:.3f} s, direct "
-          f"{slow:.3f} s (ratio {slow / fast:.1f}); both O(M T) there")
+        loss_drop_sums(ScheduleTerms(rates, np.arange(1, rates.size)), *SHAPE)
+        whole += time.perf_counter() - started
+    ok = worst_rule <= 1.0
+    n = len(SCHEDULES) * len(shapes)
+    print(f"agreement over every 8th step of 3 x 24,000 steps, {len(shapes)} shapes: max relative "
+          f"error after the warm-up {worst_rel:.1e}; max error / (1e-10 |Q| + 1e-15 sum|drop|) "
+          f"= {worst_rule:.2g} (target <= 1): {'PASS' if ok else 'FAIL'}")
+    print(f"  time per curve of 3,000 steps: lattice {fast / n * 1e3:.0f} ms, double sum "
+          f"{slow / n * 1e3:.0f} ms (ratio {slow / fast:.0f}); lattice over all 24,000 steps "
+          f"{whole / len(SCHEDULES) * 1e3:.0f} ms")
     return ok
 
 
@@ -71,9 +89,9 @@ def fit_time() -> bool:
     frame = pd.concat([read_curves(DATA / "25" / f"{run}.csv").frame for run in runs],
                       ignore_index=True)
     schedules = run_schedules(frame)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     fit = fit_multipower(frame, fit_on=runs, schedules=schedules)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     law = multipower_law([schedules[run] for run in runs])
     steps = [frame.loc[frame["run"] == run, "step"].to_numpy() for run in runs]
     X = {"curve": np.concatenate([np.full(s.size, i) for i, s in enumerate(steps)]),
@@ -84,10 +102,12 @@ def fit_time() -> bool:
     for _ in range(3):
         law.log_value_and_jacobian(X, z)
     one = (time.perf_counter() - started) / 3
-    ok = seconds < 10.0
-    print(f"fit of three 24,000-step runs: {seconds:.1f} s (target < 10 s): "
-          f"{'PASS' if ok else 'FAIL'}; = {seconds / one:.0f} exact value+Jacobian evaluations "
-          f"of {one * 1e3:.0f} ms; objective {fit.stats['objective']:.6g}")
+    ok = cpu < 10.0
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"fit of three 24,000-step runs: {cpu:.1f} s of CPU (target < 10 s): "
+          f"{'PASS' if ok else 'FAIL'}; {seconds:.1f} s wall at load {load}; = {seconds / one:.0f} "
+          f"exact value+Jacobian evaluations of {one * 1e3:.0f} ms; objective "
+          f"{fit.stats['objective']:.6g}")
     return ok
 
 
@@ -121,6 +141,7 @@ def main() -> None:
     if args.protocol:
         ok &= protocol()
     print("PASS" if ok else "FAIL")
+    raise SystemExit(0 if ok else 1)
 
 
 if __name__ == "__main__":

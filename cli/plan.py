@@ -61,7 +61,8 @@ def plan(
     total_steps: Optional[int] = typer.Option(None, "--total-steps", help="With "
                                               "--schedule-search: the run's length in steps."),
     family: str = typer.Option("wsd", "--family", help="With --schedule-search: wsd (decay "
-                               "start, final rate, shape) or cosine (final rate)."),
+                               "start, final rate, shape), cosine (final rate) or free (a "
+                               "non-increasing rate per step, from the best wsd)."),
     plot: Optional[Path] = output_option("--plot", PLOT_SUFFIXES, "With --schedule-search: draw "
                                          "the chosen and the cosine schedule and their "
                                          "predicted curves (PNG/SVG)."),
@@ -164,7 +165,7 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_o
     if plot is not None:
         from scalekit.report.schedule_plots import plot_schedule_search
 
-        curves = schedule_curves(params, [result.best, result.baseline],
+        curves = schedule_curves(params, [result.best_schedule(), result.baseline],
                                  total_steps=total_steps)
         plot_schedule_search(curves, plot, labels={result.best: f"best {family}",
                                                     result.baseline: "cosine"})

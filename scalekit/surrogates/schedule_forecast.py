@@ -30,8 +30,6 @@ LEVELS = (0.8, 0.95)
 _Z = {0.8: 1.2815515655446004, 0.95: 1.959963984540054}
 #: Start of the shape parameters (C, beta, gamma) for every fit.
 _SHAPE_START = (1.0, 0.5, 0.5)
-#: The first stage of a fit takes a schedule's changes every ``total_steps // this`` steps.
-COARSE_CHANGES = 1500
 #: Exponents tried for the closed-form start of (L0, A, alpha, B).
 _ALPHAS = np.linspace(0.1, 1.0, 19)
 
@@ -100,11 +98,6 @@ def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Map
     curve = np.concatenate([np.full(t.size, i) for i, t in enumerate(steps)])
     X, y_all = {"curve": curve, "step": np.concatenate(steps)}, np.concatenate(losses)
     start = _start(chosen, steps, losses)
-    stride = max(s.total_steps for s in chosen) // COARSE_CHANGES
-    if stride > 1:  # a first stage on the coarse law, then the exact law from its optimum
-        coarse = fit_law(multipower_law(chosen, stride=stride), X, y_all, starts=start[None],
-                         delta=delta, seed=seed, runs=curve)
-        start = coarse.law.to_fitting(np.array([coarse.values[name] for name in PARAMS]))
     return fit_law(multipower_law(chosen), X, y_all, starts=start[None], delta=delta,
                    seed=seed, runs=curve)
 
@@ -255,7 +248,9 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
     started = time.perf_counter()
     fit = fit_multipower(frame, fit_on=fit_on, schedules=known, y=y, seed=seed)
     seconds = time.perf_counter() - started
-    parts, scored = [], []
+    parts, scored, notes = [], [], []
+    fitted_area = max(float(known[run].area(_points(frame, run, y, known[run])[0]).max())
+                      for run in fit_on)
     targets = list(predict) + ([run for run in sorted(known) if run not in fit_on]
                                if evaluate else [])
     for target in dict.fromkeys(targets):
@@ -271,6 +266,7 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
             part = forecast_schedule(fit, schedule, steps)
         part.insert(0, "schedule", schedule.name)
         parts.append(part)
+        notes += _beyond_the_fitted_area(schedule, int(steps.max()), fitted_area)
     table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=["schedule", "step", "lr", "q0.5"])
     names = list(PARAMS)
@@ -286,4 +282,18 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
                             else None)}
     return ScheduleForecast(fit_on, {k: fit.values[k] for k in names},
                             {k: fit.stderr[k] for k in names}, scored, table, stats,
-                            list(fit.diagnostics))
+                            list(fit.diagnostics) + notes)
+
+
+def _beyond_the_fitted_area(schedule, last_step: int, fitted_area: float) -> list:
+    """An ``extrapolation`` warning when a forecast runs past the largest area ``S1`` of the
+    fitted points by more than 10%: there the law is carried beyond its data and its bands
+    miss (docs/schedules.md, "Intervals")."""
+    factor = float(schedule.area([last_step])[0]) / fitted_area
+    if factor <= 1.1:
+        return []
+    return [Diagnostic("extrapolation", "warning",
+                       f"schedule {schedule.name!r} reaches {factor:.1f}x the largest learning-"
+                       "rate area S1 of the fitted runs: the law is carried beyond its data and "
+                       "its bands do not cover such forecasts; fit a run that goes further to "
+                       "check it", run=schedule.name, value=factor)]

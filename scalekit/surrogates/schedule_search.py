@@ -4,7 +4,9 @@ Luo et al. (2025) use their law to choose schedules without training every optio
 :func:`search_schedule` scores every schedule of a family by the law's predicted
 loss at the last step (``total_steps``) and compares the best with the cosine
 baseline (decay to a tenth of the peak, the paper's convention), with a
-delta-method interval on the gain from the fit's covariance.
+delta-method interval on the gain from the fit's covariance. The ``free`` family
+starts from the best WSD and optimises a non-increasing rate per step
+(:mod:`scalekit.surrogates.free_schedule`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from scalekit.errors import InputError
 from scalekit.formatting import format_interval, format_number
 from scalekit.laws.multipower import PARAMS, ScheduleTerms, multipower_value_and_jacobian
 from scalekit.results import ResultProtocol, frame_from_records
-from scalekit.schedules import parse_schedule
+from scalekit.schedules import Schedule, parse_schedule
+from scalekit.surrogates.free_schedule import optimise_free_schedule
 
-FAMILIES = ("wsd", "cosine")
+FAMILIES = ("wsd", "cosine", "free")
 #: Decay starts tried for WSD, as fractions of the steps after the warm-up.
 DECAY_STARTS = tuple(np.round(np.arange(0.5, 0.975, 0.025), 3))
 #: Final rates tried, as fractions of the peak.
@@ -31,8 +34,11 @@ BASELINE_FINAL = 0.1
 _Z95 = 1.959963984540054
 
 
-def _at_end(theta, spec: str, total: int):
-    rates = parse_schedule(spec).rates_through(total)
+def _at_end(theta, schedule, total: int):
+    """The law and its Jacobian at step ``total`` of a spec or a Schedule."""
+    if not isinstance(schedule, Schedule):
+        schedule = parse_schedule(schedule)
+    rates = schedule.rates_through(total)
     return multipower_value_and_jacobian(ScheduleTerms(rates, np.array([total])), theta)
 
 
@@ -45,7 +51,8 @@ class ScheduleSearch(ResultProtocol):
     family : str
     total_steps : int
     best, baseline : str
-        Specs of the chosen schedule and of the cosine baseline.
+        Specs of the chosen schedule and of the cosine baseline (``free``: a description;
+        its rates are in ``rates``).
     best_loss, baseline_loss : float
         Predicted losses at ``total_steps``.
     gain, gain_interval : float, (float, float)
@@ -53,6 +60,8 @@ class ScheduleSearch(ResultProtocol):
         covariance).
     candidates : DataFrame
         ``spec`` and ``loss`` of every schedule scored.
+    rates : list of float, optional
+        ``free``: the chosen rate of every step ``0 … total_steps - 1``.
     """
 
     family: str
@@ -65,6 +74,13 @@ class ScheduleSearch(ResultProtocol):
     gain_interval: tuple
     candidates: pd.DataFrame
     diagnostics: list = field(default_factory=list)
+    rates: list | None = None
+
+    def best_schedule(self) -> Schedule:
+        """The chosen schedule."""
+        if self.rates is not None:
+            return Schedule(np.asarray(self.rates), name=self.best)
+        return parse_schedule(self.best)
 
     def to_dict(self) -> dict:
         return {"family": self.family, "total_steps": self.total_steps, "best": self.best,
@@ -72,7 +88,7 @@ class ScheduleSearch(ResultProtocol):
                 "baseline_loss": self.baseline_loss, "gain": self.gain,
                 "gain_interval": list(self.gain_interval),
                 "candidates": self.candidates.to_dict(orient="records"),
-                "diagnostics": [d.to_dict() for d in self.diagnostics]}
+                "diagnostics": [d.to_dict() for d in self.diagnostics], "rates": self.rates}
 
     @classmethod
     def from_dict(cls, data: dict) -> "ScheduleSearch":
@@ -80,9 +96,9 @@ class ScheduleSearch(ResultProtocol):
 
         return cls(data["family"], int(data["total_steps"]), data["best"], data["baseline"],
                    float(data["best_loss"]), float(data["baseline_loss"]), float(data["gain"]),
-                   tuple(float(v) for v in data["gain_interval"]),
+                   tuple(float("nan") if v is None else float(v) for v in data["gain_interval"]),
                    frame_from_records(data["candidates"]),
-                   [Diagnostic.from_dict(d) for d in data["diagnostics"]])
+                   [Diagnostic.from_dict(d) for d in data["diagnostics"]], data.get("rates"))
 
     def _summary_title(self) -> str:
         return f"Schedule search ({self.family}, {self.total_steps} steps)"
@@ -105,7 +121,9 @@ def search_schedule(params, *, total_steps: int, warmup: int, peak: float,
     """Score the schedules of ``family`` under the law with ``params`` (name -> value).
 
     WSD: every decay start of :data:`DECAY_STARTS`, final rate of :data:`FINALS` and
-    shape (exp, linear; exp needs a final rate > 0); cosine: every final rate.
+    shape (exp, linear; exp needs a final rate > 0); cosine: every final rate; free: the
+    WSD search, then a non-increasing rate per step from its best (kept if nothing lower
+    is found).
     ``covariance`` (7 x 7, the fit's, in its fitting space) gives the gain's interval.
     """
     check_choice("family", family, FAMILIES)
@@ -120,7 +138,7 @@ def search_schedule(params, *, total_steps: int, warmup: int, peak: float,
     specs = []
     if family == "cosine":
         specs = [f"cosine:{head},final={f * peak:g},total={total}" for f in FINALS]
-    else:
+    else:                                                # wsd, and the start of free
         for start in DECAY_STARTS:
             decay = warmup + int(round(start * (total - warmup)))
             for f in FINALS:
@@ -131,9 +149,17 @@ def search_schedule(params, *, total_steps: int, warmup: int, peak: float,
                                  f"shape={shape}")
     losses = [float(_at_end(theta, spec, total)[0][0]) for spec in specs]
     best = specs[int(np.argmin(losses))]
+    chosen, rates = best, None
+    if family == "free":
+        found, _ = optimise_free_schedule(theta, parse_schedule(best).rates, warmup=warmup,
+                                          peak=peak)
+        free = Schedule(found, name=f"free (non-increasing, from {best})")
+        if _at_end(theta, free, total)[0][0] < min(losses):
+            chosen, best, rates = free, free.name, found.tolist()
+            specs, losses = [*specs, best], [*losses, float(_at_end(theta, free, total)[0][0])]
     baseline = f"cosine:{head},final={BASELINE_FINAL * peak:g},total={total}"
     b_value, b_jac = _at_end(theta, baseline, total)
-    value, jac = _at_end(theta, best, total)
+    value, jac = _at_end(theta, chosen, total)
     gain = float(b_value[0] - value[0])
     interval = (float("nan"), float("nan"))
     if covariance is not None:
@@ -141,17 +167,21 @@ def search_schedule(params, *, total_steps: int, warmup: int, peak: float,
         sd = float(np.sqrt(max(g @ np.asarray(covariance, float) @ g, 0.0)))
         interval = (gain - _Z95 * sd, gain + _Z95 * sd)
     return ScheduleSearch(family, total, best, baseline, float(value[0]), float(b_value[0]),
-                          gain, interval, pd.DataFrame({"spec": specs, "loss": losses}))
+                          gain, interval, pd.DataFrame({"spec": specs, "loss": losses}),
+                          rates=rates)
 
 
-def schedule_curves(params, specs, *, total_steps: int, points: int = 120) -> pd.DataFrame:
-    """Predicted curves (``schedule``, ``step``, ``lr``, ``loss``) of specs, for a plot."""
+def schedule_curves(params, schedules, *, total_steps: int, points: int = 120) -> pd.DataFrame:
+    """Predicted curves (``schedule``, ``step``, ``lr``, ``loss``) of specs or Schedules, for
+    a plot."""
     theta = np.array([float(params[name]) for name in PARAMS])
     steps = np.unique(np.linspace(1, total_steps, points).astype(np.int64))
     parts = []
-    for spec in specs:
-        rates = parse_schedule(spec).rates_through(total_steps)
+    for schedule in schedules:
+        if not isinstance(schedule, Schedule):
+            schedule = parse_schedule(schedule)
+        rates = schedule.rates_through(total_steps)
         loss = multipower_value_and_jacobian(ScheduleTerms(rates, steps), theta, jacobian=False)
-        parts.append(pd.DataFrame({"schedule": spec, "step": steps, "lr": rates[steps],
-                                   "loss": loss}))
+        parts.append(pd.DataFrame({"schedule": schedule.name, "step": steps,
+                                   "lr": rates[steps], "loss": loss}))
     return pd.concat(parts, ignore_index=True)

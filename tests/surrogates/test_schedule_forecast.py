@@ -140,3 +140,57 @@ def test_total_steps_sets_every_runs_end(tmp_path, capsys):
     assert main(["forecast", str(SAMPLE), "--to", "600", "--total-steps", "500", "--method",
                  "pow3", "--quiet"]) == 2
     assert "ends before step 600" in capsys.readouterr().err
+
+
+def test_free_schedule_without_a_loss_drop_is_the_constant_peak():
+    # B ~ 0: the law is L0 + A S1^-alpha, least with the largest area, i.e. no decay at all
+    from scalekit.surrogates.schedule_search import search_schedule
+
+    params = dict(zip(("L0", "A", "alpha", "B", "C", "beta", "gamma"),
+                      (2.0, 0.6, 0.5, 1e-9, 2.0, 0.6, 0.6)))
+    search = search_schedule(params, total_steps=3000, warmup=100, peak=1e-3, family="free")
+    rates = np.asarray(search.rates)
+    np.testing.assert_allclose(rates[100:], 1e-3, rtol=1e-9)
+    area = np.linspace(0, 1e-3, 100).sum() + 1e-3 * 2901      # steps 0 … 3000
+    assert search.best_loss == pytest.approx(2.0 + 0.6 * area ** -0.5, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_free_schedule_is_non_increasing_and_no_worse_than_the_best_wsd():
+    from scalekit.surrogates.schedule_search import search_schedule
+
+    params = dict(zip(("L0", "A", "alpha", "B", "C", "beta", "gamma"), TRUTH))
+    wsd = search_schedule(params, total_steps=3000, warmup=100, peak=1e-3, family="wsd")
+    free = search_schedule(params, total_steps=3000, warmup=100, peak=1e-3, family="free")
+    rates = free.best_schedule().rates
+    assert np.all(np.diff(rates[100:]) <= 0) and rates[100:].max() <= 1e-3
+    assert free.best_loss < wsd.best_loss - 1e-4 and free.gain > wsd.gain
+    # its predicted final loss, recomputed from its rates by the law
+    assert free.best_loss == pytest.approx(_curve_of(rates, 3000), rel=1e-12)
+    from scalekit.serialise import dumps
+    from scalekit.surrogates.schedule_search import ScheduleSearch
+
+    back = ScheduleSearch.from_dict(json.loads(dumps(free.to_dict())))
+    np.testing.assert_array_equal(back.best_schedule().rates, rates)
+
+
+def _curve_of(rates, step):
+    rates = np.append(rates, rates[-1])
+    return multipower_value_and_jacobian(ScheduleTerms(rates, np.array([step])), TRUTH,
+                                         jacobian=False)[0]
+
+
+def test_a_forecast_past_the_fitted_area_says_so(runs):
+    from scalekit.curves.readers import read_curves
+    from scalekit.surrogates.schedule_forecast import multipower_forecast
+
+    frame = pd.concat([read_curves(path).frame for path in runs], ignore_index=True)
+    longer = "constant:warmup=100,peak=1e-3,total=9000"
+    result = multipower_forecast(frame, fit_on=["cos", "const", "two"],
+                                 predict_schedule=[longer, SPECS["wsd"]])
+    notes = [d for d in result.diagnostics if d.code == "extrapolation"]
+    assert [d.run for d in notes] == [longer]
+    # S1 at step 9000 of the spec (warm-up 0 … 1e-3 over steps 0 … 99) over S1 at the const
+    # run's last logged step 2950 (its lr column read as a warm-up 1e-5 k over k = 0 … 100)
+    spec_area = np.linspace(0, 1e-3, 100).sum() + 1e-3 * 8901
+    assert notes[0].value == pytest.approx(spec_area / (1e-5 * 5050 + 1e-3 * 2850), rel=1e-9)
