@@ -41,7 +41,8 @@ def _sigmoid(u):
     return 0.5 * (1.0 + np.tanh(0.5 * u))
 
 
-def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60) -> np.ndarray:
+def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60,
+                start: np.ndarray | None = None) -> np.ndarray:
     """The root ``u`` of ``ln s(u) - alpha ln s(-u) = k`` (broadcast arrays, alpha >= 0).
 
     ``g(u) = ln s(u) - alpha ln s(-u) - k`` is concave for alpha < 1 and convex
@@ -51,6 +52,8 @@ def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60) -> np
     max(1 - a, 0) ln 2 / a]`` (bisection where one would leave it) and stop
     once none moves by more than 1e-12 (1 + |u|). With alpha = 0 the root is
     ``logit(e^k)`` where k < 0; where k >= 0 there is none and L = L0 (u = 40).
+    ``start`` (a nearby root, e.g. at the last parameters of an iteration) replaces
+    the asymptotic guess where it lies in the bracket; the root is the same.
     """
     k, alpha = np.broadcast_arrays(np.asarray(k, float), np.asarray(alpha, float))
     zero = alpha <= 0
@@ -58,6 +61,8 @@ def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60) -> np
     lo = np.minimum(k, k / a) - np.maximum(a - 1.0, 0.0) * _LN2 - 1e-12
     hi = np.maximum(k, k / a) + np.maximum(1.0 - a, 0.0) * _LN2 / a + 1e-12
     u = np.where(k < 0, k, k / a)
+    if start is not None:
+        u = np.where((start >= lo) & (start <= hi), start, u)
     for _ in range(iterations):
         s = _sigmoid(u)
         g = -np.logaddexp(0.0, -u) + a * np.logaddexp(0.0, u) - k
@@ -110,6 +115,70 @@ def _log_value_and_jacobian(X, z, name):
         rows[3] = dl_dk * scale
         rows[4] = -dl_dk * log_x * scale
     return log_l, np.moveaxis(rows, 0, -1)
+
+
+def to_limit(z: np.ndarray) -> np.ndarray:
+    """Fitting-space parameters ``(Linf, L0, alpha, ln beta, c)`` in limit coordinates
+    ``(Linf, ln L0, kappa = alpha / L0, ln beta + alpha ln L0, c)`` (rows of ``z``).
+
+    Along M4's valley ``L0`` and ``alpha`` grow together toward the limit
+    ``(L0 - L)^alpha -> L0^alpha e^(-kappa L)`` of ``L0 -> inf`` at fixed ``kappa``;
+    in these coordinates that valley is a straight line (``ln L0`` alone moves), so
+    a fit walks it in steps that grow geometrically, and the law is computed
+    there without the cancellation of ``ln beta ~ -alpha ln L0``.
+    """
+    z = np.asarray(z, dtype=float)
+    w = z.copy()
+    log_l0 = np.log(z[..., 1])
+    w[..., 1], w[..., 2] = log_l0, z[..., 2] / z[..., 1]
+    w[..., 3] = z[..., 3] + z[..., 2] * log_l0
+    return w
+
+
+def from_limit(w: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`to_limit` (``ln beta`` is ``-inf`` where it underflows)."""
+    w = np.asarray(w, dtype=float)
+    z = w.copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        l0 = np.exp(w[..., 1])
+        alpha = w[..., 2] * l0
+        z[..., 1], z[..., 2], z[..., 3] = l0, alpha, w[..., 3] - alpha * w[..., 1]
+    return z
+
+
+def limit_terms(x: np.ndarray, w: np.ndarray, *, start=None):
+    """``ln L`` at inputs ``x`` (a, n), its Jacobian in the limit coordinates of
+    :func:`to_limit` (a, n, 5) and the logit roots ``u`` (a, n), for parameters
+    ``w`` (a, 5); ``start``: roots at nearby parameters (see :func:`solve_logit`).
+
+    With ``delta = Linf / L0`` the root's right-hand side is ``k = w3 - c ln x -
+    ln b + alpha ln(1 - delta)``; every term stays finite as ``L0 -> inf``.
+    """
+    linf, log_l0, kappa, log_beta_l, c = (w[..., j:j + 1] for j in range(5))
+    log_x = np.log(x)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        l0 = np.exp(log_l0)
+        alpha = kappa * l0
+        b = l0 - linf
+        log_b = np.log(b)
+        shrink = np.log1p(-linf / l0)                # ln(b / L0)
+        k = log_beta_l - c * log_x - log_b + alpha * shrink
+        u = solve_logit(np.where(b > 0, k, 0.0), alpha, start=start)
+        log_l = np.where(b > 0, np.logaddexp(np.log(linf), log_b - np.logaddexp(0.0, -u)),
+                         np.nan)
+        s, rest = _sigmoid(u), _sigmoid(-u)
+        scale = np.exp(-log_l)
+        dl_dk = b * s * rest / np.maximum(rest + alpha * s, 1e-300)
+        softplus = np.logaddexp(0.0, u)
+        ratio = linf / b                             # delta / (1 - delta)
+        rows = np.empty((5,) + log_l.shape)
+        rows[0] = (1.0 - s + dl_dk * (1.0 - alpha) / b) * scale
+        rows[1] = (s * l0 - dl_dk * softplus * alpha
+                   + dl_dk * (alpha * (ratio + shrink) - l0 / b)) * scale
+        rows[2] = l0 * dl_dk * (shrink - softplus) * scale
+        rows[3] = dl_dk * scale
+        rows[4] = -dl_dk * log_x * scale
+    return log_l, np.moveaxis(rows, 0, -1), u
 
 
 def _function(X, theta, name):

@@ -58,7 +58,11 @@ class PaperM4(Surrogate):
     Attributes
     ----------
     values_ : dict
-        Fitted ``Linf``, ``L0``, ``alpha``, ``beta``, ``c``.
+        Fitted ``Linf``, ``L0``, ``alpha``, ``beta``, ``c`` (far along M4's valley
+        toward its limit ``L0 -> inf``, ``beta`` underflows to 0).
+    coef_ : ndarray (5,)
+        The fit in the limit coordinates of :func:`scalekit.laws.m4.to_limit`, which
+        the forecasts use.
     converged_ : bool
         Whether the best start met the engine's stopping rule.
     sigma_ : float
@@ -73,8 +77,8 @@ class PaperM4(Surrogate):
 
     def _fit(self, x, loss):
         law, starts = self._problem(x, loss)
-        (z, converged), = _best_rows([(x, loss, law, starts)])
-        self._adopt(x, loss, law, z, converged)
+        (w, converged), = _best_rows([(x, loss, law, starts)])
+        self._adopt(x, loss, law, w, converged)
 
     def _problem(self, x, loss):
         """The law with this curve's bounds, and its starts inside them."""
@@ -89,15 +93,24 @@ class PaperM4(Surrogate):
                             law.start_grid({"x": x}, loss)])
         return law, np.clip(starts, *law.fitting_bounds())
 
-    def _adopt(self, x, loss, law, z, converged):
-        residuals = np.log(loss) - law.log_predict_fitting({"x": x}, z)
+    def _adopt(self, x, loss, law, w, converged):
+        from scalekit.laws.m4 import from_limit
+
         self.law_ = law
-        self.values_ = dict(zip(law.param_names, law.to_natural(z).tolist()))
+        self.coef_ = w
+        with np.errstate(over="ignore"):
+            self.values_ = dict(zip(law.param_names, law.to_natural(from_limit(w)).tolist()))
         self.converged_ = bool(converged)
+        residuals = np.log(loss) - self._log_median(x)
         self.sigma_ = float(np.sqrt((residuals ** 2).sum() / max(x.size - len(law.params), 1)))
 
+    def _log_median(self, x):
+        from scalekit.laws.m4 import limit_terms
+
+        return limit_terms(x[None, :], self.coef_[None, :])[0][0]
+
     def _log_mixture(self, x):
-        log_l = np.log(self.law_.predict({"x": x}, self.values_))
+        log_l = self._log_median(x)
         return log_l[:, None], np.ones((x.size, 1)), np.full(x.size, max(self.sigma_, 1e-6))
 
 
@@ -113,33 +126,65 @@ def fit_paper_m4(models: Sequence[PaperM4], curves: Sequence[tuple]) -> list[Pap
         x, y, loss = model._checked_curve(x, y)
         problems.append((model, x, y, loss, *model._problem(x, loss)))
     fits = _best_rows([(x, loss, law, starts) for _, x, _, loss, law, starts in problems])
-    for (model, x, y, loss, law, _), (z, converged) in zip(problems, fits):
-        model._adopt(x, loss, law, z, converged)
+    for (model, x, y, loss, law, _), (w, converged) in zip(problems, fits):
+        model._adopt(x, loss, law, w, converged)
         model._remember(x, y)
     return list(models)
 
 
 def _best_rows(problems) -> list[tuple[np.ndarray, bool]]:
-    """The best start of each problem ``(x, loss, law, starts)`` (``z`` and whether it
-    converged), every problem's starts minimised in one batch as per-row data."""
-    from scalekit.fit.multistart import minimize_batch
+    """The best start of each problem ``(x, loss, law, starts)`` (its parameters in the
+    limit coordinates of :func:`scalekit.laws.m4.to_limit`, and whether it converged).
+
+    Every problem's starts are minimised at once by
+    :func:`scalekit.fit.least_squares.least_squares_batch` in limit coordinates,
+    problems of similar length together (each group padded to its longest curve
+    with points of weight 0); rows never interact, so a problem's fit does not
+    depend on the others. The roots of M4's equation at each row's last
+    parameters start the next evaluation's.
+    """
+    out: list = [None] * len(problems)
+    groups: dict[int, list[int]] = {}
+    for i, (x, *_) in enumerate(problems):
+        groups.setdefault(int(np.ceil(np.log2(x.size))), []).append(i)
+    for members in groups.values():
+        for i, best in zip(members, _fit_group([problems[i] for i in members])):
+            out[i] = best
+    return out
+
+
+def _fit_group(problems) -> list[tuple[np.ndarray, bool]]:
+    from scalekit.fit.least_squares import least_squares_batch
+    from scalekit.laws.m4 import limit_terms, to_limit
 
     sizes = [len(starts) for *_, starts in problems]
     n = max(x.size for x, *_ in problems)
-    rows = np.repeat(np.arange(len(problems)), sizes)
-    x_rows, log_y_rows, weights = np.ones((len(problems), n)), np.zeros((len(problems), n)), None
+    x_rows, log_y_rows, mask = (np.ones((len(problems), n)), np.zeros((len(problems), n)),
+                                np.zeros((len(problems), n)))
     for i, (x, loss, _, _) in enumerate(problems):
-        x_rows[i, :x.size], log_y_rows[i, :x.size] = x, np.log(loss)
-    if any(x.size < n for x, *_ in problems):
-        weights = (np.arange(n) < np.array([x.size for x, *_ in problems])[:, None])[rows]
+        x_rows[i, :x.size], log_y_rows[i, :x.size], mask[i, :x.size] = x, np.log(loss), 1.0
+    rows = np.repeat(np.arange(len(problems)), sizes)
+    x_rows, log_y_rows, mask = x_rows[rows], log_y_rows[rows], mask[rows]
     lower, upper = (np.vstack([np.broadcast_to(law.fitting_bounds()[side], starts.shape)
                                for _, _, law, starts in problems]) for side in (0, 1))
-    batch = minimize_batch(problems[0][2], {"x": x_rows[rows]}, log_y_rows[rows],
-                           np.vstack([starts for *_, starts in problems]), loss="squared",
-                           delta=1.0, weights=None if weights is None else weights.astype(float),
-                           bounds=(lower, upper))
+    starts = np.clip(np.vstack([starts for *_, starts in problems]), lower, upper)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lower, upper = to_limit(lower), to_limit(upper)
+    lower[:, 2:4], upper[:, 2:4] = (0.0, -np.inf), (np.inf, np.inf)
+    roots = None
+
+    def evaluate(w, which):
+        nonlocal roots
+        log_l, J, u = limit_terms(x_rows[which], w,
+                                  start=None if roots is None else roots[which])
+        if roots is None:
+            roots = np.empty_like(x_rows)
+        roots[which] = u
+        return (log_l - log_y_rows[which]) * mask[which], J * mask[which][..., None]
+
+    fit = least_squares_batch(evaluate, to_limit(starts), lower, upper)
     out = []
     for first, size in zip(np.cumsum([0] + sizes[:-1]), sizes):
-        best = first + int(np.argmin(batch.objective[first:first + size]))
-        out.append((batch.z[best], batch.converged[best]))
+        best = first + int(np.argmin(fit.objective[first:first + size]))
+        out.append((fit.z[best], bool(fit.converged[best])))
     return out
