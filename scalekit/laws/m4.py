@@ -57,26 +57,35 @@ def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60,
     """
     k, alpha = np.broadcast_arrays(np.asarray(k, float), np.asarray(alpha, float))
     zero = alpha <= 0
-    a = np.where(zero, 1.0, alpha)
-    lo = np.minimum(k, k / a) - np.maximum(a - 1.0, 0.0) * _LN2 - 1e-12
-    hi = np.maximum(k, k / a) + np.maximum(1.0 - a, 0.0) * _LN2 / a + 1e-12
-    u = np.where(k < 0, k, k / a)
+    a = np.where(zero, 1.0, alpha).ravel()
+    flat_k = k.ravel()
+    lo = np.minimum(flat_k, flat_k / a) - np.maximum(a - 1.0, 0.0) * _LN2 - 1e-12
+    hi = np.maximum(flat_k, flat_k / a) + np.maximum(1.0 - a, 0.0) * _LN2 / a + 1e-12
+    u = np.where(flat_k < 0, flat_k, flat_k / a)
     if start is not None:
+        start = np.broadcast_to(start, k.shape).ravel()
         u = np.where((start >= lo) & (start <= hi), start, u)
+    active = np.arange(u.size)      # points still moving; each stops on its own
     for _ in range(iterations):
-        s = _sigmoid(u)
-        g = -np.logaddexp(0.0, -u) + a * np.logaddexp(0.0, u) - k
+        ua, aa = u[active], a[active]
+        # g = ln s(u) - a ln s(-u) - k = a softplus(u) - softplus(-u) - k, with one exp
+        e = np.exp(-np.abs(ua))
+        tail = np.log1p(e)
+        g = aa * (tail + np.maximum(ua, 0.0)) - (tail + np.maximum(-ua, 0.0)) - flat_k[active]
+        s = np.where(ua >= 0, 1.0, e) / (1.0 + e)
         below = g < 0
-        lo = np.where(below, u, lo)
-        hi = np.where(below, hi, u)
+        la = np.where(below, ua, lo[active])
+        ha = np.where(below, hi[active], ua)
+        lo[active], hi[active] = la, ha
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = u - g / ((1.0 - s) + a * s)
-        inside = np.isfinite(step) & (step >= lo) & (step <= hi)
-        new = np.where(inside, step, 0.5 * (lo + hi))
-        moved = np.abs(new - u)
-        u = new
-        if np.all(moved <= 1e-12 * (1.0 + np.abs(u))):
+            step = ua - g / ((1.0 - s) + aa * s)
+        inside = np.isfinite(step) & (step >= la) & (step <= ha)
+        new = np.where(inside, step, 0.5 * (la + ha))
+        u[active] = new
+        active = active[np.abs(new - ua) > 1e-12 * (1.0 + np.abs(new))]
+        if active.size == 0:
             break
+    u = u.reshape(k.shape)
     with np.errstate(invalid="ignore", divide="ignore"):
         saturated = np.where(k < 0, k - np.log1p(-np.exp(np.minimum(k, -1e-300))), 40.0)
     return np.where(zero, saturated, u)
