@@ -65,7 +65,7 @@ def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60,
     if start is not None:
         start = np.broadcast_to(start, k.shape).ravel()
         u = np.where((start >= lo) & (start <= hi), start, u)
-    active = np.arange(u.size)      # points still moving; each stops on its own
+    active = slice(None)            # points still moving; each stops on its own
     for _ in range(iterations):
         ua, aa = u[active], a[active]
         # g = ln s(u) - a ln s(-u) - k = a softplus(u) - softplus(-u) - k, with one exp
@@ -81,14 +81,18 @@ def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60,
             step = ua - g / ((1.0 - s) + aa * s)
         inside = np.isfinite(step) & (step >= la) & (step <= ha)
         new = np.where(inside, step, 0.5 * (la + ha))
+        moving = np.abs(new - ua) > 1e-12 * (1.0 + np.abs(new))
         u[active] = new
-        active = active[np.abs(new - ua) > 1e-12 * (1.0 + np.abs(new))]
+        active = np.flatnonzero(moving) if isinstance(active, slice) else active[moving]
         if active.size == 0:
             break
-    u = u.reshape(k.shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        saturated = np.where(k < 0, k - np.log1p(-np.exp(np.minimum(k, -1e-300))), 40.0)
-    return np.where(zero, saturated, u)
+    flat_zero = zero.ravel()
+    if flat_zero.any():
+        kz = flat_k[flat_zero]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            u[flat_zero] = np.where(kz < 0, kz - np.log1p(-np.exp(np.minimum(kz, -1e-300))),
+                                    40.0)
+    return u.reshape(k.shape)
 
 
 def _parts(X, z, name):
@@ -173,12 +177,17 @@ def limit_terms(x: np.ndarray, w: np.ndarray, *, start=None):
         shrink = np.log1p(-linf / l0)                # ln(b / L0)
         k = log_beta_l - c * log_x - log_b + alpha * shrink
         u = solve_logit(np.where(b > 0, k, 0.0), alpha, start=start)
-        log_l = np.where(b > 0, np.logaddexp(np.log(linf), log_b - np.logaddexp(0.0, -u)),
-                         np.nan)
-        s, rest = _sigmoid(u), _sigmoid(-u)
+        e = np.exp(-np.abs(u))                       # s(u), s(-u), softplus(+-u) from one exp
+        tail = np.log1p(e)
+        positive = u >= 0
+        s = np.where(positive, 1.0, e) / (1.0 + e)
+        rest = np.where(positive, e, 1.0) / (1.0 + e)
+        softplus = tail + np.maximum(u, 0.0)
+        log_l = np.where(b > 0, np.logaddexp(np.log(linf), log_b - (softplus - u)), np.nan)
         scale = np.exp(-log_l)
-        dl_dk = b * s * rest / np.maximum(rest + alpha * s, 1e-300)
-        softplus = np.logaddexp(0.0, u)
+        # dL/dk = b s(u) s(-u) / g'(u); 0 where the law saturates at L0 (alpha = 0, k >= 0)
+        dl_dk = np.where((alpha <= 0) & (k >= 0), 0.0,
+                         b * s * rest / np.maximum(rest + alpha * s, 1e-300))
         ratio = linf / b                             # delta / (1 - delta)
         rows = np.empty((5,) + log_l.shape)
         rows[0] = (1.0 - s + dl_dk * (1.0 - alpha) / b) * scale

@@ -66,3 +66,20 @@ def test_limit_coordinates_give_m4_and_its_jacobian():
         down[:, j:j + 1] -= h
         central = (limit_terms(x, up)[0] - limit_terms(x, down)[0]) / (2 * h)
         np.testing.assert_allclose(J[..., j], central, rtol=1e-5, atol=1e-8)
+
+
+def test_limit_jacobian_where_m4_saturates_at_l0():
+    """alpha = 0: L = min(Linf + beta x^-c, L0), flat in beta and c where it sits at L0."""
+    x = np.geomspace(10.0, 1e4, 9)[None, :]
+    w = to_limit(np.array([[1.0, 3.0, 0.0, np.log(10.0), 0.5]]))
+    log_l, J, _ = limit_terms(x, w)
+    saturated = 1.0 + 10.0 * x[0] ** -0.5 >= 3.0
+    assert saturated.any() and not saturated.all()
+    np.testing.assert_allclose(log_l[0, saturated], np.log(3.0))
+    np.testing.assert_allclose(J[0, saturated][:, [0, 3, 4]], 0.0, atol=1e-12)
+    for j in (0, 1, 3, 4):
+        up, down = w.copy(), w.copy()
+        up[0, j] += 1e-7
+        down[0, j] -= 1e-7
+        central = (limit_terms(x, up)[0] - limit_terms(x, down)[0]) / 2e-7
+        np.testing.assert_allclose(J[..., j], central, rtol=1e-5, atol=1e-7)
