@@ -182,8 +182,10 @@ def limit_terms(x: np.ndarray, w: np.ndarray, *, start=None):
         positive = u >= 0
         s = np.where(positive, 1.0, e) / (1.0 + e)
         rest = np.where(positive, e, 1.0) / (1.0 + e)
-        softplus = tail + np.maximum(u, 0.0)
-        log_l = np.where(b > 0, np.logaddexp(np.log(linf), log_b - (softplus - u)), np.nan)
+        # u = inf where a tiny alpha puts L at L0: there dL/dk = 0, and so is its product
+        softplus = np.where(np.isinf(u), 0.0, tail + np.maximum(u, 0.0))
+        log_l = np.where(b > 0, np.logaddexp(np.log(linf), log_b - tail - np.maximum(-u, 0.0)),
+                         np.nan)
         scale = np.exp(-log_l)
         # dL/dk = b s(u) s(-u) / g'(u); 0 where the law saturates at L0 (alpha = 0, k >= 0)
         dl_dk = np.where((alpha <= 0) & (k >= 0), 0.0,

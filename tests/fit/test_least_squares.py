@@ -83,3 +83,9 @@ def test_limit_jacobian_where_m4_saturates_at_l0():
         down[0, j] -= 1e-7
         central = (limit_terms(x, up)[0] - limit_terms(x, down)[0]) / 2e-7
         np.testing.assert_allclose(J[..., j], central, rtol=1e-5, atol=1e-7)
+    # an alpha that underflows (u = inf) gives the alpha = 0 law and a finite Jacobian
+    tiny = w.copy()
+    tiny[0, 2] = 1e-320
+    log_tiny, J_tiny, _ = limit_terms(x, tiny)
+    np.testing.assert_allclose(log_tiny, log_l, rtol=1e-12)
+    np.testing.assert_allclose(J_tiny[..., [0, 1, 3, 4]], J[..., [0, 1, 3, 4]], atol=1e-12)
