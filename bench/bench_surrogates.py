@@ -98,14 +98,12 @@ def reference_m4(problems):
     stops short along that valley)."""
     from scipy.optimize import least_squares
 
-    from scalekit.laws.m4 import limit_terms, to_limit
+    from scalekit.laws.m4 import limit_bounds, limit_terms, to_limit
 
     out = []
     for law, x, log_y, starts in problems:
         lower, upper = law.fitting_bounds()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            w_lower, w_upper = to_limit(lower), to_limit(upper)
-        w_lower[2:4], w_upper[2:4] = (0.0, -np.inf), (np.inf, np.inf)
+        w_lower, w_upper = limit_bounds(lower, upper)
 
         def residuals(w, x=x, log_y=log_y):
             return limit_terms(x[None], w[None])[0][0] - log_y

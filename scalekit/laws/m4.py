@@ -159,6 +159,23 @@ def from_limit(w: np.ndarray) -> np.ndarray:
     return z
 
 
+#: How far (in ln L0) above its lower bound ``L0`` may go in limit coordinates: there
+#: ``L / L0 < e^-40`` and M4 equals its limit ``L0 -> inf`` to double precision.
+LIMIT_SPAN = 40.0
+
+
+def limit_bounds(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The box of :func:`to_limit`'s coordinates for fitting-space bounds (rows of)
+    ``lower``, ``upper``: ``ln L0`` at most :data:`LIMIT_SPAN` above its lower bound,
+    ``alpha / L0 >= 0``, ``ln beta + alpha ln L0`` free."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_lower, w_upper = to_limit(lower), to_limit(upper)
+    w_upper[..., 1] = np.minimum(w_upper[..., 1], w_lower[..., 1] + LIMIT_SPAN)
+    w_lower[..., 2], w_upper[..., 2] = 0.0, np.inf
+    w_lower[..., 3], w_upper[..., 3] = -np.inf, np.inf
+    return w_lower, w_upper
+
+
 def limit_terms(x: np.ndarray, w: np.ndarray, *, start=None):
     """``ln L`` at inputs ``x`` (a, n), its Jacobian in the limit coordinates of
     :func:`to_limit` (a, n, 5) and the logit roots ``u`` (a, n), for parameters

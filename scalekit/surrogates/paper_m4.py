@@ -156,7 +156,7 @@ def _best_rows(problems) -> list[tuple[np.ndarray, bool]]:
 
 def _fit_group(problems) -> list[tuple[np.ndarray, bool]]:
     from scalekit.fit.least_squares import least_squares_batch
-    from scalekit.laws.m4 import limit_terms, to_limit
+    from scalekit.laws.m4 import limit_bounds, limit_terms, to_limit
 
     sizes = [len(starts) for *_, starts in problems]
     n = max(x.size for x, *_ in problems)
@@ -169,9 +169,7 @@ def _fit_group(problems) -> list[tuple[np.ndarray, bool]]:
     lower, upper = (np.vstack([np.broadcast_to(law.fitting_bounds()[side], starts.shape)
                                for _, _, law, starts in problems]) for side in (0, 1))
     starts = np.clip(np.vstack([starts for *_, starts in problems]), lower, upper)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lower, upper = to_limit(lower), to_limit(upper)
-    lower[:, 2:4], upper[:, 2:4] = (0.0, -np.inf), (np.inf, np.inf)
+    lower, upper = limit_bounds(lower, upper)
     roots = None
 
     def evaluate(w, which):
