@@ -29,38 +29,18 @@ damping reaches ``1e16`` (no step lowers ``f`` any more).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from scalekit.fit.multistart import BatchResult
 
 _MU_START = 1e-3
 _MU_MAX = 1e16
 _F_EXACT = 1e-30   # objectives below this count as exact
 
 
-@dataclass(frozen=True)
-class LeastSquaresResult:
-    """Outcome of :func:`least_squares_batch`, one row per start.
-
-    Attributes
-    ----------
-    z : ndarray (S, P)
-    objective : ndarray (S,)
-        ``1/2 |r|^2`` at ``z`` (``inf`` where the model is not finite).
-    converged : ndarray of bool (S,)
-        Whether the row met a stopping rule before ``max_iter``.
-    evaluations : ndarray of int (S,)
-    """
-
-    z: np.ndarray
-    objective: np.ndarray
-    converged: np.ndarray
-    evaluations: np.ndarray
-
-
 def least_squares_batch(evaluate, starts: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                         *, max_iter: int = 1000, ftol: float = 1e-13,
-                        xtol: float = 1e-12) -> LeastSquaresResult:
+                        xtol: float = 1e-12) -> BatchResult:
     """Minimise ``1/2 |r(z)|^2`` from every row of ``starts`` within ``[lower, upper]``.
 
     Parameters
@@ -72,6 +52,13 @@ def least_squares_batch(evaluate, starts: np.ndarray, lower: np.ndarray, upper: 
         Starting points (projected into the box) and the box, per row.
     max_iter, ftol, xtol
         Iteration cap and stopping tolerances (see the module docstring).
+
+    Returns
+    -------
+    BatchResult
+        Per row: ``z``, ``objective`` (``1/2 |r|^2``, ``inf`` where not finite), whether
+        it ``converged`` (met a stopping rule before ``max_iter``), its ``iterations``
+        (one evaluation each).
     """
     z_out = np.clip(np.asarray(starts, dtype=float), lower, upper)
     S, P = z_out.shape
@@ -80,7 +67,7 @@ def least_squares_batch(evaluate, starts: np.ndarray, lower: np.ndarray, upper: 
         r, J = evaluate(z_out, rows)
         f = _objective(r)
     f_out, converged = f.copy(), np.zeros(S, dtype=bool)
-    evaluations = np.ones(S, dtype=int)
+    iterations = np.zeros(S, dtype=int)
     live = np.isfinite(f)
     rows, z, f, r, J = rows[live], z_out[live], f[live], r[live], J[live]
     lower, upper = np.asarray(lower, float)[live], np.asarray(upper, float)[live]
@@ -107,7 +94,7 @@ def least_squares_batch(evaluate, starts: np.ndarray, lower: np.ndarray, upper: 
                           + 0.5 * np.einsum("ap,apq,aq->a", s, H, s))
             r_try, J_try = evaluate(z_try, rows)
             f_try = _objective(r_try)
-            evaluations[rows] += 1
+            iterations[rows] += 1
             gain = f - f_try
             rho = np.where(predicted > 0, gain / predicted, -1.0)
             accept = (rho > 0) & (gain > 0)
@@ -137,7 +124,7 @@ def least_squares_batch(evaluate, starts: np.ndarray, lower: np.ndarray, upper: 
             rows, z, f, mu, nu, H, g, d2 = (a[keep] for a in (rows, z, f, mu, nu, H, g, d2))
             lower, upper = lower[keep], upper[keep]
     z_out[rows], f_out[rows] = z, f
-    return LeastSquaresResult(z_out, f_out, converged, evaluations)
+    return BatchResult(z_out, f_out, converged, iterations)
 
 
 def _objective(r: np.ndarray) -> np.ndarray:

@@ -33,7 +33,7 @@ def test_solver_reaches_scipys_optimum_on_m4():
         return log_l - log_y[rows[which]], J
 
     fit = least_squares_batch(evaluate, starts.reshape(-1, 5), lower, upper)
-    assert fit.converged.all() and fit.evaluations.max() < 300
+    assert fit.converged.all() and fit.iterations.max() < 300
     for i in range(3):
         def residuals(z, i=i):
             return M4.log_predict_fitting({"x": x}, z) - log_y[i]
