@@ -166,6 +166,7 @@ def _fit_group(problems) -> list[tuple[np.ndarray, bool]]:
         x_rows[i, :x.size], log_y_rows[i, :x.size], mask[i, :x.size] = x, np.log(loss), 1.0
     rows = np.repeat(np.arange(len(problems)), sizes)
     x_rows, log_y_rows, mask = x_rows[rows], log_y_rows[rows], mask[rows]
+    padded = not mask.all()
     lower, upper = (np.vstack([np.broadcast_to(law.fitting_bounds()[side], starts.shape)
                                for _, _, law, starts in problems]) for side in (0, 1))
     starts = np.clip(np.vstack([starts for *_, starts in problems]), lower, upper)
@@ -179,7 +180,9 @@ def _fit_group(problems) -> list[tuple[np.ndarray, bool]]:
         if roots is None:
             roots = np.empty_like(x_rows)
         roots[which] = u
-        return (log_l - log_y_rows[which]) * mask[which], J * mask[which][..., None]
+        if padded:
+            return (log_l - log_y_rows[which]) * mask[which], J * mask[which][..., None]
+        return log_l - log_y_rows[which], J
 
     fit = least_squares_batch(evaluate, to_limit(starts), lower, upper)
     out = []
