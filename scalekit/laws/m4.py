@@ -166,11 +166,13 @@ LIMIT_SPAN = 40.0
 
 def limit_bounds(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The box of :func:`to_limit`'s coordinates for fitting-space bounds (rows of)
-    ``lower``, ``upper``: ``ln L0`` at most :data:`LIMIT_SPAN` above its lower bound,
-    ``alpha / L0 >= 0``, ``ln beta + alpha ln L0`` free."""
+    ``lower``, ``upper``: ``ln L0`` at most :data:`LIMIT_SPAN` above its lower bound
+    (where that is positive), ``alpha / L0 >= 0``, ``ln beta + alpha ln L0`` free."""
     with np.errstate(divide="ignore", invalid="ignore"):
         w_lower, w_upper = to_limit(lower), to_limit(upper)
-    w_upper[..., 1] = np.minimum(w_upper[..., 1], w_lower[..., 1] + LIMIT_SPAN)
+    w_upper[..., 1] = np.where(np.isfinite(w_lower[..., 1]),
+                               np.minimum(w_upper[..., 1], w_lower[..., 1] + LIMIT_SPAN),
+                               w_upper[..., 1])
     w_lower[..., 2], w_upper[..., 2] = 0.0, np.inf
     w_lower[..., 3], w_upper[..., 3] = -np.inf, np.inf
     return w_lower, w_upper
