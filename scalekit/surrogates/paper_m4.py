@@ -155,6 +155,7 @@ def _best_rows(problems) -> list[tuple[np.ndarray, bool]]:
 
 
 def _fit_group(problems) -> list[tuple[np.ndarray, bool]]:
+    """:func:`_best_rows` for one group of problems, all their starts in one batch."""
     from scalekit.fit.least_squares import least_squares_batch
     from scalekit.laws.m4 import limit_bounds, limit_terms, to_limit
 
