@@ -41,7 +41,8 @@ def _sigmoid(u):
     return 0.5 * (1.0 + np.tanh(0.5 * u))
 
 
-def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60) -> np.ndarray:
+def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60,
+                start: np.ndarray | None = None) -> np.ndarray:
     """The root ``u`` of ``ln s(u) - alpha ln s(-u) = k`` (broadcast arrays, alpha >= 0).
 
     ``g(u) = ln s(u) - alpha ln s(-u) - k`` is concave for alpha < 1 and convex
@@ -51,30 +52,47 @@ def solve_logit(k: np.ndarray, alpha: np.ndarray, *, iterations: int = 60) -> np
     max(1 - a, 0) ln 2 / a]`` (bisection where one would leave it) and stop
     once none moves by more than 1e-12 (1 + |u|). With alpha = 0 the root is
     ``logit(e^k)`` where k < 0; where k >= 0 there is none and L = L0 (u = 40).
+    ``start`` (a nearby root, e.g. at the last parameters of an iteration) replaces
+    the asymptotic guess where it lies in the bracket; the root is the same.
     """
     k, alpha = np.broadcast_arrays(np.asarray(k, float), np.asarray(alpha, float))
     zero = alpha <= 0
-    a = np.where(zero, 1.0, alpha)
-    lo = np.minimum(k, k / a) - np.maximum(a - 1.0, 0.0) * _LN2 - 1e-12
-    hi = np.maximum(k, k / a) + np.maximum(1.0 - a, 0.0) * _LN2 / a + 1e-12
-    u = np.where(k < 0, k, k / a)
+    a = np.where(zero, 1.0, alpha).ravel()
+    flat_k = k.ravel()
+    lo = np.minimum(flat_k, flat_k / a) - np.maximum(a - 1.0, 0.0) * _LN2 - 1e-12
+    hi = np.maximum(flat_k, flat_k / a) + np.maximum(1.0 - a, 0.0) * _LN2 / a + 1e-12
+    u = np.where(flat_k < 0, flat_k, flat_k / a)
+    if start is not None:
+        start = np.broadcast_to(start, k.shape).ravel()
+        u = np.where((start >= lo) & (start <= hi), start, u)
+    active = slice(None)            # points still moving; each stops on its own
     for _ in range(iterations):
-        s = _sigmoid(u)
-        g = -np.logaddexp(0.0, -u) + a * np.logaddexp(0.0, u) - k
+        ua, aa = u[active], a[active]
+        # g = ln s(u) - a ln s(-u) - k = a softplus(u) - softplus(-u) - k, with one exp
+        e = np.exp(-np.abs(ua))
+        tail = np.log1p(e)
+        g = aa * (tail + np.maximum(ua, 0.0)) - (tail + np.maximum(-ua, 0.0)) - flat_k[active]
+        s = np.where(ua >= 0, 1.0, e) / (1.0 + e)
         below = g < 0
-        lo = np.where(below, u, lo)
-        hi = np.where(below, hi, u)
+        la = np.where(below, ua, lo[active])
+        ha = np.where(below, hi[active], ua)
+        lo[active], hi[active] = la, ha
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = u - g / ((1.0 - s) + a * s)
-        inside = np.isfinite(step) & (step >= lo) & (step <= hi)
-        new = np.where(inside, step, 0.5 * (lo + hi))
-        moved = np.abs(new - u)
-        u = new
-        if np.all(moved <= 1e-12 * (1.0 + np.abs(u))):
+            step = ua - g / ((1.0 - s) + aa * s)
+        inside = np.isfinite(step) & (step >= la) & (step <= ha)
+        new = np.where(inside, step, 0.5 * (la + ha))
+        moving = np.abs(new - ua) > 1e-12 * (1.0 + np.abs(new))
+        u[active] = new
+        active = np.flatnonzero(moving) if isinstance(active, slice) else active[moving]
+        if active.size == 0:
             break
-    with np.errstate(invalid="ignore", divide="ignore"):
-        saturated = np.where(k < 0, k - np.log1p(-np.exp(np.minimum(k, -1e-300))), 40.0)
-    return np.where(zero, saturated, u)
+    flat_zero = zero.ravel()
+    if flat_zero.any():
+        kz = flat_k[flat_zero]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            u[flat_zero] = np.where(kz < 0, kz - np.log1p(-np.exp(np.minimum(kz, -1e-300))),
+                                    40.0)
+    return u.reshape(k.shape)
 
 
 def _parts(X, z, name):
@@ -110,6 +128,96 @@ def _log_value_and_jacobian(X, z, name):
         rows[3] = dl_dk * scale
         rows[4] = -dl_dk * log_x * scale
     return log_l, np.moveaxis(rows, 0, -1)
+
+
+def to_limit(z: np.ndarray) -> np.ndarray:
+    """Fitting-space parameters ``(Linf, L0, alpha, ln beta, c)`` in limit coordinates
+    ``(Linf, ln L0, kappa = alpha / L0, ln beta + alpha ln L0, c)`` (rows of ``z``).
+
+    Along M4's valley ``L0`` and ``alpha`` grow together toward the limit
+    ``(L0 - L)^alpha -> L0^alpha e^(-kappa L)`` of ``L0 -> inf`` at fixed ``kappa``;
+    in these coordinates that valley is a straight line (``ln L0`` alone moves), so
+    a fit walks it in steps that grow geometrically, and the law is computed
+    there without the cancellation of ``ln beta ~ -alpha ln L0``.
+    """
+    z = np.asarray(z, dtype=float)
+    w = z.copy()
+    log_l0 = np.log(z[..., 1])
+    w[..., 1], w[..., 2] = log_l0, z[..., 2] / z[..., 1]
+    w[..., 3] = z[..., 3] + z[..., 2] * log_l0
+    return w
+
+
+def from_limit(w: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`to_limit` (``ln beta`` is ``-inf`` where it underflows)."""
+    w = np.asarray(w, dtype=float)
+    z = w.copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        l0 = np.exp(w[..., 1])
+        alpha = w[..., 2] * l0
+        z[..., 1], z[..., 2], z[..., 3] = l0, alpha, w[..., 3] - alpha * w[..., 1]
+    return z
+
+
+#: How far (in ln L0) above its lower bound ``L0`` may go in limit coordinates: there
+#: ``L / L0 < e^-40`` and M4 equals its limit ``L0 -> inf`` to double precision.
+LIMIT_SPAN = 40.0
+
+
+def limit_bounds(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The box of :func:`to_limit`'s coordinates for fitting-space bounds (rows of)
+    ``lower``, ``upper``: ``ln L0`` at most :data:`LIMIT_SPAN` above its lower bound
+    (where that is positive), ``alpha / L0 >= 0``, ``ln beta + alpha ln L0`` free."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_lower, w_upper = to_limit(lower), to_limit(upper)
+    w_upper[..., 1] = np.where(np.isfinite(w_lower[..., 1]),
+                               np.minimum(w_upper[..., 1], w_lower[..., 1] + LIMIT_SPAN),
+                               w_upper[..., 1])
+    w_lower[..., 2], w_upper[..., 2] = 0.0, np.inf
+    w_lower[..., 3], w_upper[..., 3] = -np.inf, np.inf
+    return w_lower, w_upper
+
+
+def limit_terms(x: np.ndarray, w: np.ndarray, *, start=None):
+    """``ln L`` at inputs ``x`` (a, n), its Jacobian in the limit coordinates of
+    :func:`to_limit` (a, n, 5) and the logit roots ``u`` (a, n), for parameters
+    ``w`` (a, 5); ``start``: roots at nearby parameters (see :func:`solve_logit`).
+
+    With ``delta = Linf / L0`` the root's right-hand side is ``k = w3 - c ln x -
+    ln b + alpha ln(1 - delta)``; every term stays finite as ``L0 -> inf``.
+    """
+    linf, log_l0, kappa, log_beta_l, c = (w[..., j:j + 1] for j in range(5))
+    log_x = np.log(x)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        l0 = np.exp(log_l0)
+        alpha = kappa * l0
+        b = l0 - linf
+        log_b = np.log(b)
+        shrink = np.log1p(-linf / l0)                # ln(b / L0)
+        k = log_beta_l - c * log_x - log_b + alpha * shrink
+        u = solve_logit(np.where(b > 0, k, 0.0), alpha, start=start)
+        e = np.exp(-np.abs(u))                       # s(u), s(-u), softplus(+-u) from one exp
+        tail = np.log1p(e)
+        positive = u >= 0
+        s = np.where(positive, 1.0, e) / (1.0 + e)
+        rest = np.where(positive, e, 1.0) / (1.0 + e)
+        # u = inf where a tiny alpha puts L at L0: there dL/dk = 0, and so is its product
+        softplus = np.where(np.isinf(u), 0.0, tail + np.maximum(u, 0.0))
+        log_l = np.where(b > 0, np.logaddexp(np.log(linf), log_b - tail - np.maximum(-u, 0.0)),
+                         np.nan)
+        scale = np.exp(-log_l)
+        # dL/dk = b s(u) s(-u) / g'(u); 0 where the law saturates at L0 (alpha = 0, k >= 0)
+        dl_dk = np.where((alpha <= 0) & (k >= 0), 0.0,
+                         b * s * rest / np.maximum(rest + alpha * s, 1e-300))
+        ratio = linf / b                             # delta / (1 - delta)
+        rows = np.empty((5,) + log_l.shape)
+        rows[0] = (1.0 - s + dl_dk * (1.0 - alpha) / b) * scale
+        rows[1] = (s * l0 - dl_dk * softplus * alpha
+                   + dl_dk * (alpha * (ratio + shrink) - l0 / b)) * scale
+        rows[2] = l0 * dl_dk * (shrink - softplus) * scale
+        rows[3] = dl_dk * scale
+        rows[4] = -dl_dk * log_x * scale
+    return log_l, np.moveaxis(rows, 0, -1), u
 
 
 def _function(X, theta, name):

@@ -98,34 +98,40 @@ def mixture_quantiles(means: np.ndarray, weights: np.ndarray, sd: np.ndarray,
     ndarray (..., Q)
         Exact to about 1e-9 of ``sd``: each step is a Newton step on the mixture
         CDF, replaced by bisection of the bracket whenever it would leave it;
-        the steps stop once none moves by more than 1e-10 ``sd`` (at most
-        ``iterations``; between far-apart components Newton may need dozens).
+        each (point, level) stops once its step moves by at most 1e-10 ``sd`` (at
+        most ``iterations``; between far-apart components Newton may need dozens),
+        and only those still moving are iterated.
     """
-    sd = np.maximum(sd, 1e-9)[..., None, None]
-    mu = means[..., None, :]
-    w = weights[..., None, :]
-    z = ndtri(qs)[:, None]
-    lo = np.min(np.where(w > 0, mu, np.inf), axis=-1, keepdims=True) + z * sd - 1e-12
-    hi = np.max(np.where(w > 0, mu, -np.inf), axis=-1, keepdims=True) + z * sd + 1e-12
-    target = qs[:, None]
-    guess = (w * mu).sum(axis=-1, keepdims=True) + z * sd
-    guess = np.clip(guess, lo, hi)
+    shape = means.shape[:-1] + (len(qs),)
+    K = means.shape[-1]
+    # one row per (point, level); each row stops once its own step is below the tolerance
+    sd = np.broadcast_to(np.maximum(sd, 1e-9)[..., None], shape).reshape(-1)
+    mu = np.broadcast_to(means[..., None, :], shape + (K,)).reshape(-1, K)
+    w = np.broadcast_to(weights[..., None, :], shape + (K,)).reshape(-1, K)
+    z = np.broadcast_to(ndtri(qs), shape).reshape(-1)
+    target = np.broadcast_to(qs, shape).reshape(-1)
+    lo = np.min(np.where(w > 0, mu, np.inf), axis=-1) + z * sd - 1e-12
+    hi = np.max(np.where(w > 0, mu, -np.inf), axis=-1) + z * sd + 1e-12
+    guess = np.clip((w * mu).sum(axis=-1) + z * sd, lo, hi)
+    active = np.arange(guess.size)
     for _ in range(iterations):
-        u = (guess - mu) / sd
-        cdf = (w * ndtr(u)).sum(axis=-1, keepdims=True)
-        pdf = (w * np.exp(-0.5 * u * u)).sum(axis=-1, keepdims=True) / (sd * np.sqrt(2 * np.pi))
-        below = cdf < target
-        lo = np.where(below, guess, lo)
-        hi = np.where(below, hi, guess)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = guess - (cdf - target) / pdf
-        inside = np.isfinite(step) & (step > lo) & (step < hi)
-        new = np.where(inside, step, 0.5 * (lo + hi))
-        moved = np.abs(new - guess)
-        guess = new
-        if np.all(moved <= 1e-10 * sd):
+        g, m, wa, sa = guess[active], mu[active], w[active], sd[active]
+        u = (g[:, None] - m) / sa[:, None]
+        cdf = (wa * ndtr(u)).sum(axis=-1)
+        pdf = (wa * np.exp(-0.5 * u * u)).sum(axis=-1) / (sa * np.sqrt(2 * np.pi))
+        below = cdf < target[active]
+        la = np.where(below, g, lo[active])
+        ha = np.where(below, hi[active], g)
+        lo[active], hi[active] = la, ha
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            step = g - (cdf - target[active]) / pdf
+        inside = np.isfinite(step) & (step > la) & (step < ha)
+        new = np.where(inside, step, 0.5 * (la + ha))
+        guess[active] = new
+        active = active[np.abs(new - g) > 1e-10 * sa]
+        if active.size == 0:
             break
-    return guess[..., 0]
+    return guess.reshape(shape)
 
 
 def horizon_rate(errors: np.ndarray, horizons: np.ndarray, mask: np.ndarray, sigma: np.ndarray, *,

@@ -1,23 +1,24 @@
 """M4 fitted as Alabdulmohsin, Neyshabur and Zhai (2022) fit it: the benchmark's reference.
 
-The law is :mod:`scalekit.laws.m4`; the fit is the shared engine's batched
-multi-start Levenberg-Marquardt (:func:`scalekit.fit.multistart.minimize_batch`,
-squared error of ln L) under the paper's
-settings for one curve: ``0 <= Linf <= min L - 1e-3``, ``L0 >= max L + 1e-3``,
-and ``L0 <= 1 + 1e-3`` where the metric is bounded by 1 (their image
-classification error rates and BIG-bench scores; not for log-perplexity and
-language-model loss). The starts are the law's grid plus the paper's own
-first iterate: ``Linf = min L - 1e-3``, ``L0`` at the paper's initial value
-(1, or 1.001 on BIG-bench) moved into its bounds, and ``(beta, c, alpha)`` from
-the least-squares problem the paper alternates with (``ln(L - Linf) = ln beta -
-c ln x + alpha ln(L0 - L)``, ``c, alpha >= 0``). The paper then alternates that
-step with gradient and Newton steps on ``Linf, L0`` in the same transformed
-space; here every parameter moves at once on ln L, the scale its benchmark
-scores. (:func:`scalekit.fit.fit_law` would also polish the best starts with
-L-BFGS-B at a relative tolerance of 1e-15, which creeps for minutes along the
-nearly flat L0-alpha valley of M4 on the language-model curves for no change
-in the forecast; it is left out.) The interval is a normal in ln L with the fit's residual scale
-(in-sample scatter only; the reference is scored by its median).
+The law is :mod:`scalekit.laws.m4`; the fit minimises the squared error of ln L
+from many starts under the paper's settings for one curve: ``0 <= Linf <= min L -
+1e-3``, ``L0 >= max L + 1e-3``, and ``L0 <= 1 + 1e-3`` where the metric is bounded
+by 1 (their image classification error rates and BIG-bench scores; not for
+log-perplexity and language-model loss). The starts are the law's grid plus the
+paper's own first iterate: ``Linf = min L - 1e-3``, ``L0`` at the paper's initial
+value (1, or 1.001 on BIG-bench) moved into its bounds, and ``(beta, c, alpha)``
+from the least-squares problem the paper alternates with (``ln(L - Linf) = ln beta
+- c ln x + alpha ln(L0 - L)``, ``c, alpha >= 0``). The paper then alternates that
+step with gradient and Newton steps on ``Linf, L0`` in the same transformed space;
+here every parameter moves at once on ln L, the scale its benchmark scores, by the
+batched trust-region solver :func:`scalekit.fit.least_squares.least_squares_batch`
+in the limit coordinates of :func:`scalekit.laws.m4.to_limit` (``Linf, ln L0,
+alpha / L0, ln beta + alpha ln L0, c``). M4's nearly flat valley is the approach
+to the limit ``L0 -> inf`` at fixed ``alpha / L0``; in those coordinates it is a
+straight line that the solver walks in geometric steps, so every start converges
+(where the data prefer the limit, ``L0`` ends near 1e11 and the forecast is the
+limit's to about 1e-9). The interval is a normal in ln L with the fit's residual
+scale (in-sample scatter only; the reference is scored by its median).
 """
 
 from __future__ import annotations
@@ -58,7 +59,11 @@ class PaperM4(Surrogate):
     Attributes
     ----------
     values_ : dict
-        Fitted ``Linf``, ``L0``, ``alpha``, ``beta``, ``c``.
+        Fitted ``Linf``, ``L0``, ``alpha``, ``beta``, ``c`` (far along M4's valley
+        toward its limit ``L0 -> inf``, ``beta`` underflows to 0).
+    coef_ : ndarray (5,)
+        The fit in the limit coordinates of :func:`scalekit.laws.m4.to_limit`, which
+        the forecasts use.
     converged_ : bool
         Whether the best start met the engine's stopping rule.
     sigma_ : float
@@ -73,8 +78,8 @@ class PaperM4(Surrogate):
 
     def _fit(self, x, loss):
         law, starts = self._problem(x, loss)
-        (z, converged), = _best_rows([(x, loss, law, starts)])
-        self._adopt(x, loss, law, z, converged)
+        (w, converged), = _best_rows([(x, loss, law, starts)])
+        self._adopt(x, loss, law, w, converged)
 
     def _problem(self, x, loss):
         """The law with this curve's bounds, and its starts inside them."""
@@ -89,15 +94,24 @@ class PaperM4(Surrogate):
                             law.start_grid({"x": x}, loss)])
         return law, np.clip(starts, *law.fitting_bounds())
 
-    def _adopt(self, x, loss, law, z, converged):
-        residuals = np.log(loss) - law.log_predict_fitting({"x": x}, z)
+    def _adopt(self, x, loss, law, w, converged):
+        from scalekit.laws.m4 import from_limit
+
         self.law_ = law
-        self.values_ = dict(zip(law.param_names, law.to_natural(z).tolist()))
+        self.coef_ = w
+        with np.errstate(over="ignore"):
+            self.values_ = dict(zip(law.param_names, law.to_natural(from_limit(w)).tolist()))
         self.converged_ = bool(converged)
+        residuals = np.log(loss) - self._log_median(x)
         self.sigma_ = float(np.sqrt((residuals ** 2).sum() / max(x.size - len(law.params), 1)))
 
+    def _log_median(self, x):
+        from scalekit.laws.m4 import limit_terms
+
+        return limit_terms(x[None, :], self.coef_[None, :])[0][0]
+
     def _log_mixture(self, x):
-        log_l = np.log(self.law_.predict({"x": x}, self.values_))
+        log_l = self._log_median(x)
         return log_l[:, None], np.ones((x.size, 1)), np.full(x.size, max(self.sigma_, 1e-6))
 
 
@@ -113,33 +127,67 @@ def fit_paper_m4(models: Sequence[PaperM4], curves: Sequence[tuple]) -> list[Pap
         x, y, loss = model._checked_curve(x, y)
         problems.append((model, x, y, loss, *model._problem(x, loss)))
     fits = _best_rows([(x, loss, law, starts) for _, x, _, loss, law, starts in problems])
-    for (model, x, y, loss, law, _), (z, converged) in zip(problems, fits):
-        model._adopt(x, loss, law, z, converged)
+    for (model, x, y, loss, law, _), (w, converged) in zip(problems, fits):
+        model._adopt(x, loss, law, w, converged)
         model._remember(x, y)
     return list(models)
 
 
 def _best_rows(problems) -> list[tuple[np.ndarray, bool]]:
-    """The best start of each problem ``(x, loss, law, starts)`` (``z`` and whether it
-    converged), every problem's starts minimised in one batch as per-row data."""
-    from scalekit.fit.multistart import minimize_batch
+    """The best start of each problem ``(x, loss, law, starts)`` (its parameters in the
+    limit coordinates of :func:`scalekit.laws.m4.to_limit`, and whether it converged).
+
+    Every problem's starts are minimised at once by
+    :func:`scalekit.fit.least_squares.least_squares_batch` in limit coordinates,
+    problems of similar length together (each group padded to its longest curve
+    with points of weight 0); rows never interact, so a problem's fit does not
+    depend on the others. The roots of M4's equation at each row's last
+    parameters start the next evaluation's.
+    """
+    out: list = [None] * len(problems)
+    groups: dict[int, list[int]] = {}
+    for i, (x, *_) in enumerate(problems):
+        groups.setdefault(int(np.ceil(np.log2(x.size))), []).append(i)
+    for members in groups.values():
+        for i, best in zip(members, _fit_group([problems[i] for i in members])):
+            out[i] = best
+    return out
+
+
+def _fit_group(problems) -> list[tuple[np.ndarray, bool]]:
+    """:func:`_best_rows` for one group of problems, all their starts in one batch."""
+    from scalekit.fit.least_squares import least_squares_batch
+    from scalekit.laws.m4 import limit_bounds, limit_terms, to_limit
 
     sizes = [len(starts) for *_, starts in problems]
     n = max(x.size for x, *_ in problems)
-    rows = np.repeat(np.arange(len(problems)), sizes)
-    x_rows, log_y_rows, weights = np.ones((len(problems), n)), np.zeros((len(problems), n)), None
+    x_rows, log_y_rows, mask = (np.ones((len(problems), n)), np.zeros((len(problems), n)),
+                                np.zeros((len(problems), n)))
     for i, (x, loss, _, _) in enumerate(problems):
-        x_rows[i, :x.size], log_y_rows[i, :x.size] = x, np.log(loss)
-    if any(x.size < n for x, *_ in problems):
-        weights = (np.arange(n) < np.array([x.size for x, *_ in problems])[:, None])[rows]
+        x_rows[i, :x.size], log_y_rows[i, :x.size], mask[i, :x.size] = x, np.log(loss), 1.0
+    rows = np.repeat(np.arange(len(problems)), sizes)
+    x_rows, log_y_rows, mask = x_rows[rows], log_y_rows[rows], mask[rows]
+    padded = not mask.all()
     lower, upper = (np.vstack([np.broadcast_to(law.fitting_bounds()[side], starts.shape)
                                for _, _, law, starts in problems]) for side in (0, 1))
-    batch = minimize_batch(problems[0][2], {"x": x_rows[rows]}, log_y_rows[rows],
-                           np.vstack([starts for *_, starts in problems]), loss="squared",
-                           delta=1.0, weights=None if weights is None else weights.astype(float),
-                           bounds=(lower, upper))
+    starts = np.clip(np.vstack([starts for *_, starts in problems]), lower, upper)
+    lower, upper = limit_bounds(lower, upper)
+    roots = None
+
+    def evaluate(w, which):
+        nonlocal roots
+        log_l, J, u = limit_terms(x_rows[which], w,
+                                  start=None if roots is None else roots[which])
+        if roots is None:
+            roots = np.empty_like(x_rows)
+        roots[which] = u
+        if padded:
+            return (log_l - log_y_rows[which]) * mask[which], J * mask[which][..., None]
+        return log_l - log_y_rows[which], J
+
+    fit = least_squares_batch(evaluate, to_limit(starts), lower, upper)
     out = []
     for first, size in zip(np.cumsum([0] + sizes[:-1]), sizes):
-        best = first + int(np.argmin(batch.objective[first:first + size]))
-        out.append((batch.z[best], batch.converged[best]))
+        best = first + int(np.argmin(fit.objective[first:first + size]))
+        out.append((fit.z[best], bool(fit.converged[best])))
     return out
