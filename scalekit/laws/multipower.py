@@ -51,9 +51,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import math
+
 import numpy as np
-from scipy import sparse
-from scipy.special import comb, digamma, gammaln
 
 from scalekit.laws.base import Law, Param
 
@@ -64,7 +64,7 @@ _STRIP, _TOL = 1.2, 1e-13
 #: ``_SERIES + 1`` terms (remainder below (2 * 0.05)^11 / 11! ~ 3e-19).
 _LEFT, _SERIES = 0.05, 10
 _N = np.arange(_SERIES + 1)
-_BINOMIAL = comb(_N[None, :], _N[:, None])          # [i, n] = C(n, i)
+_BINOMIAL = np.array([[math.comb(n, i) for n in _N] for i in _N], dtype=float)  # [i, n] = C(n, i)
 
 
 class ScheduleTerms:
@@ -142,8 +142,10 @@ def loss_drop_sums(terms: ScheduleTerms, C: float, beta: float, gamma: float,
             S[3] = -gamma * (explicit[3] @ u - beta * explicit[2].sum(axis=1) + left[3])
             S[2] = (explicit[0] @ x - np.log(C) * explicit[0].sum(axis=1)
                     + gamma * explicit[2].sum(axis=1) + left[2])
-        S *= h * np.exp(-gammaln(beta))
+        S *= h * np.exp(-math.lgamma(beta))
         if derivatives:
+            from scipy.special import digamma  # scipy.special is loaded only when fitting
+
             S[2] = beta * (S[2] - digamma(beta) * S[0])
     out = -S
     out[0] += terms.total_drop - terms.flat_drop
@@ -154,6 +156,8 @@ def loss_drop_sums(terms: ScheduleTerms, C: float, beta: float, gamma: float,
 def _segment_matrix(terms, weights):
     """Sparse (len(weights) M x K): row ``r M + m`` sums the sources of segment ``m`` (those
     in ``(t_{m-1}, t_m]``) times ``drop_k`` and the ``r``-th weight."""
+    from scipy import sparse  # loaded on first use: the laws face stays light
+
     M, K = terms.t.size, terms.drop.size
     rows = len(weights)
     data = np.concatenate([terms.drop * w for w in weights])
@@ -185,7 +189,7 @@ def _left(terms, segments, beta, h, log_u0, log_c, inv_c, C, gamma):
     omega = np.exp(beta * (log_u0 - log_c))                  # (U0 / c_k)^beta
     v = u0 * (inv_c - terms.p_before)
     growth = np.expm1((beta + _N) * h)
-    coef = (-1.0) ** _N * np.exp(-gammaln(_N + 1)) / growth
+    coef = (-1.0) ** _N / np.array([math.factorial(n) for n in _N], dtype=float) / growth
     # phi[m, i] = sum_{n >= i} coef_n C(n, i) y_m^(n - i), y = U0 P_t: the series in v
     shift = np.clip(_N[None, :] - _N[:, None], 0, None)
     ypow = (u0 * terms.p_t)[:, None, None] ** shift[None]   # (M, i, n)
