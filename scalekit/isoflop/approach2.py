@@ -181,10 +181,7 @@ class IsoFLOPProfiles(AllocationEstimator):
             replicates, weights = _bootstrap(x, y, groups, noise, ~excluded, self.n_boot, rng)
             wild = np.abs(replicates - centre) > 3 * half
             replicates = np.where(wild | excluded[None, :], np.nan, replicates)
-        budget = points["budget"].to_numpy()[groups.starts]
-        if self.budgets is None:  # rounded labels: use the points' own (geometric mean) compute
-            budget = np.exp(np.add.reduceat(np.log(points["compute"].to_numpy()), groups.starts)
-                            / groups.sizes)
+        budget = _budget_labels(points, groups, nominal=self.budgets is not None)
 
         # The other variable at the vertex: a line of log other on log x within each budget
         # (exact under C = k·N·D, close to it for counted FLOPs).
@@ -193,18 +190,12 @@ class IsoFLOPProfiles(AllocationEstimator):
         other_star = intercept + slope * x_star
         other_reps = None if replicates is None else intercept + slope * replicates
 
-        tails = [50 * (1 - self.ci_level), 50 * (1 + self.ci_level)]
         table = pd.DataFrame({"budget": budget, "n_sampled": n_sampled, "n_points": groups.sizes,
                               f"{self.profile}_min": np.exp(centre - half),
                               f"{self.profile}_max": np.exp(centre + half)})
         for name, log_opt, reps in ((self.profile, x_star, replicates),
                                     (other, other_star, other_reps)):
-            table[f"{name}_opt"] = np.exp(log_opt)
-            if reps is not None:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)  # budgets left out: all nan
-                    lo_ci, hi_ci = np.nanpercentile(reps, tails, axis=0)
-                table[f"{name}_lo"], table[f"{name}_hi"] = np.exp(lo_ci), np.exp(hi_ci)
+            _add_optimum_columns(table, name, log_opt, reps, ci_level=self.ci_level)
         if replicates is not None:
             table["boot_no_vertex"] = np.isnan(replicates).mean(axis=0)
         table["loss_opt"] = np.where(excluded, np.nan, loss_star)
@@ -416,3 +407,23 @@ def _lines_per_group(x, y, groups):
     slope = np.add.reduceat(dx * dy, groups.starts) / np.add.reduceat(dx * dx, groups.starts)
     return slope, my - slope * mx
 
+
+def _budget_labels(points, groups, *, nominal: bool) -> np.ndarray:
+    """Each budget's label: the nominal budget, or for rounded labels the geometric mean
+    compute of its points."""
+    if nominal:
+        return points["budget"].to_numpy()[groups.starts]
+    return np.exp(np.add.reduceat(np.log(points["compute"].to_numpy()), groups.starts)
+                  / groups.sizes)
+
+
+def _add_optimum_columns(table, name: str, log_opt, reps, *, ci_level: float) -> None:
+    """``{name}_opt`` and, with bootstrap replicates, its interval ``{name}_lo/_hi``."""
+    table[f"{name}_opt"] = np.exp(log_opt)
+    if reps is None:
+        return
+    tails = [50 * (1 - ci_level), 50 * (1 + ci_level)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # budgets left out: all nan
+        lo_ci, hi_ci = np.nanpercentile(reps, tails, axis=0)
+    table[f"{name}_lo"], table[f"{name}_hi"] = np.exp(lo_ci), np.exp(hi_ci)
