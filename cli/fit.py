@@ -115,7 +115,7 @@ def fit(
     verbose: bool = verbose_option(),
 ) -> None:
     """Fit a scaling law, with standard errors, bootstrap intervals and a compute plan."""
-    from scalekit.fit.compute_optimal import plan_for_compute
+    from scalekit.fit import plan_for_compute
     from scalekit import serialise
     from scalekit.report.fit_report import fit_renderables
 

@@ -180,8 +180,7 @@ def plan_body(result, notes, *, compute, target_loss, compare, k: float) -> dict
     question asked, with diagnostics (the fit's, which start with the reader's, then the
     plan's)."""
     from scalekit.fit import PlanReport
-    from scalekit.fit.compute_optimal import plan_for_compute
-    from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
+    from scalekit.fit import compare_allocation, plan_for_compute, plan_for_loss
 
     report = PlanReport(result, flops_rule(k), notes=list(notes),
                         diagnostics=list(result.diagnostics))

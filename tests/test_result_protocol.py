@@ -265,7 +265,7 @@ def chinchilla_fit():
 
 def test_compute_plans_follow_the_protocol_and_read_as_their_mapping(chinchilla_fit):
     from scalekit.fit import plan_for_compute
-    from scalekit.fit.compute_plan import ComputePlan
+    from scalekit.fit.plans import ComputePlan
     from scalekit.isoflop import compare_allocation, plan_for_loss
 
     plans = {"compute": plan_for_compute(chinchilla_fit, 1e22),

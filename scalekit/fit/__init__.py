@@ -7,8 +7,8 @@ the profile likelihood, which needs scipy, loads when first used.
 from __future__ import annotations
 
 from scalekit.fit.bootstrap import bootstrap_fits, resample_counts
-from scalekit.fit.compute_optimal import EXTRAPOLATION_WARN, optimal_params, plan_for_compute
-from scalekit.fit.compute_plan import ComputePlan
+from scalekit.fit.plans import (EXTRAPOLATION_WARN, ComputePlan, compare_allocation,
+                                optimal_params, plan_for_compute, plan_for_loss)
 from scalekit.fit.engine import RESAMPLE, fit_law
 from scalekit.fit.frame import fit_frame, last_points, prepare_fit, resolve_law
 from scalekit.fit.inputs import law_inputs
@@ -21,9 +21,10 @@ from scalekit.fit.select import compare_laws
 from scalekit.lazy import lazy_names
 
 __all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "last_points",
-           "plan_for_compute", "prepare_fit", "resolve_law",
+           "plan_for_compute", "plan_for_loss", "compare_allocation", "ComputePlan",
+           "prepare_fit", "resolve_law",
            # for the other packages and the CLI
-           "ComputePlan", "EXTRAPOLATION_WARN", "LOSSES", "RESAMPLE", "bootstrap_fits",
+           "EXTRAPOLATION_WARN", "LOSSES", "RESAMPLE", "bootstrap_fits",
            "irls_weights", "law_inputs", "log_residuals", "log_value_and_jacobian",
            "minimize_batch", "multistart", "optimal_params", "resample_counts", "robust_scale"]
 

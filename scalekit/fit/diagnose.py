@@ -21,7 +21,7 @@ are documented in ``docs/diagnostics.md``):
   parameters.
 * ``not_converged`` — the optimiser, or some bootstrap resamples, failed.
 
-``extrapolation`` is raised by the plans (:mod:`scalekit.fit.compute_optimal`) and
+``extrapolation`` is raised by the plans (:mod:`scalekit.fit.plans`) and
 ``outliers_dropped`` by :func:`~scalekit.fit.prepare_fit`.
 """
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scalekit.diagnostics import Diagnostic
-from scalekit.fit.compute_plan import ComputePlan
+from scalekit.fit.plans import ComputePlan
 from scalekit.fit.result import FitResult
 from scalekit.results import ResultProtocol
 

@@ -5,7 +5,7 @@
 * approach 3 — the parametric Chinchilla law (:class:`ParametricOptimum`);
 * :func:`comparison_table`, :func:`spread_explained` — the approaches side by side;
 * :func:`plan_for_loss`, :func:`compare_allocation` — plans from a fitted law (the plan
-  for a compute budget is :func:`scalekit.fit.compute_optimal.plan_for_compute`);
+  for a compute budget is :func:`scalekit.fit.plan_for_compute`; all three live in ``scalekit.fit``);
 * :func:`compare_metrics` — the allocations of several metrics compared, paired
   (:class:`MetricComparison`); :func:`isoflop_sweep` draws a synthetic sweep to test it.
 """
@@ -16,7 +16,7 @@ from scalekit.isoflop.approach2 import PROFILES, IsoFLOPProfiles
 from scalekit.isoflop.approach3 import ParametricOptimum
 from scalekit.isoflop.budgets import assign_budgets, round_significant
 from scalekit.isoflop.compare import comparison_table, spread_explained
-from scalekit.isoflop.compute_for_loss import compare_allocation, plan_for_loss
+from scalekit.fit import compare_allocation, plan_for_loss
 from scalekit.isoflop.points import CONVENTIONS
 from scalekit.isoflop.per_metric import MetricComparison, compare_metrics, pair_line
 from scalekit.isoflop.powerfit import PowerLawFit, fit_power_law

@@ -10,7 +10,7 @@ import pandas as pd
 from scalekit.checks import check_choice, check_number
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import NotFittedError
-from scalekit.fit.compute_optimal import EXTRAPOLATION_WARN
+from scalekit.fit import EXTRAPOLATION_WARN
 from scalekit.formatting import format_interval, format_number
 from scalekit.isoflop.points import CONVENTIONS, convention_text, isoflop_points
 from scalekit.isoflop.powerfit import PowerLawFit, allocation_json

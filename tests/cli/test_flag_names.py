@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from scalekit.errors import InputError
-from scalekit.fit.compute_optimal import plan_for_compute
+from scalekit.fit.plans import plan_for_compute
 from scalekit.fit.engine import fit_law
 from scalekit.fit.frame import prepare_fit
 from scalekit_cli.app import main
