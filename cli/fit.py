@@ -77,17 +77,17 @@ def fit_settings(*, law, y, all_points, drop_top, loss, delta, bootstrap, ci_lev
 def fit_rows(rows, settings: dict, *, x=None, seed: int, n_jobs):
     """:func:`scalekit.fit.fit_frame` of ``rows`` with the shared settings; the fit's note
     that fewer bootstrap workers ran than ``--n-jobs`` asked for joins the notes."""
-    from scalekit.fit.frame import fit_frame
+    from scalekit.fit import fit_frame
 
-    result, prepared = fit_frame(rows, law=settings["law"], x=x, y=settings["y"],
-                                 all_points=settings["all_points"], drop_top=settings["drop_top"],
-                                 loss=settings["loss"], delta=settings["delta"],
-                                 bootstrap=settings["bootstrap"], ci_level=settings["ci_level"],
-                                 seed=seed, n_jobs=n_jobs, resample=settings["resample"])
+    result = fit_frame(rows, law=settings["law"], x=x, y=settings["y"],
+                        all_points=settings["all_points"], drop_top=settings["drop_top"],
+                        loss=settings["loss"], delta=settings["delta"],
+                        bootstrap=settings["bootstrap"], ci_level=settings["ci_level"],
+                        seed=seed, n_jobs=n_jobs, resample=settings["resample"])
     if "workers_note" in result.stats:
-        prepared.notes.append(f"bootstrap: {result.stats['workers_note']} (--n-jobs {n_jobs})")
+        result.points.notes.append(f"bootstrap: {result.stats['workers_note']} (--n-jobs {n_jobs})")
     result.diagnostics[:] = [replace(d, message=in_flags(d.message)) for d in result.diagnostics]
-    return result, prepared
+    return result
 
 
 def fit(
@@ -128,8 +128,8 @@ def fit(
     groups = [(None, curves)] if group is None else _groups(curves, group)
     bodies = []
     for value, rows in groups:
-        result, prepared = fit_rows(rows, shared, x=x, seed=seed, n_jobs=n_jobs)
-        notes = notes_in_flags(prepared.notes)  # the reader's among them, as its diagnostics
+        result = fit_rows(rows, shared, x=x, seed=seed, n_jobs=n_jobs)
+        notes = notes_in_flags(result.points.notes)  # the reader's among them, as its diagnostics
         plan = None if target_compute is None else plan_for_compute(result, target_compute)
         diagnostics = all_diagnostics(result, plan)
         bodies.append(fit_body(result, notes, plan, diagnostics, group, value))
@@ -138,10 +138,10 @@ def fit(
             print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title,
                                              verbose=verbose, more=MORE))
         if plot is not None:
-            _plot(result, prepared, _plot_path(plot, value), target_compute, plan,
+            _plot(result, _plot_path(plot, value), target_compute, plan,
                   None if value is None else f"{group} = {value}")
         if html is not None:
-            figure = _plot(result, prepared, None, target_compute, plan,
+            figure = _plot(result, None, target_compute, plan,
                            None if value is None else f"{group} = {value}")
             _plot_path(html, value).write_text(fit_page(result, bodies[-1], settings, figure),
                                               encoding="utf-8")
@@ -205,9 +205,11 @@ def fit_page(result, body: dict, settings: dict, figure=None) -> str:
                      settings=settings)
 
 
-def _plot(result, prepared, path: Path | None, target_compute: float | None, plan, title):
+def _plot(result, path: Path | None, target_compute: float | None, plan, title):
     """Draw the fit with its data (to ``path`` when given); return the figure."""
     from scalekit.report.fit_plots import plot_curve, plot_surface
+
+    prepared = result.points
 
     if set(result.law.inputs) == {"params", "tokens"}:
         return plot_surface(result, prepared.X, prepared.y, path, plan=plan, title=title).figure

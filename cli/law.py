@@ -78,7 +78,7 @@ def depth(
     from scalekit.planners.measured_laws import fit_depth_law, plan_depth_in_data
 
     curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
-    result, prepared = fit_depth_law(curves, y=y, keep_lowest=keep_lowest,
+    result = fit_depth_law(curves, y=y, keep_lowest=keep_lowest,
                                      exclude_end_layers=exclude_end_layers, source=_source(file),
                                      loss=loss, bootstrap=bootstrap, seed=seed)
     planned = None
@@ -92,7 +92,7 @@ def depth(
             shape = (spec["width"], spec["depth"])
         with _plan_terms(params_budget="params", tokens="tokens"):
             planned, found = plan_depth_in_data(
-                result, prepared, spec["params"], spec["tokens"],
+                result, spec["params"], spec["tokens"],
                 param_count=param_count_from_expression(param_count), shape=shape,
                 integer_depth=bool(spec.get("integer", 0)), exclude_end_layers=exclude_end_layers,
                 alpha_l_interval=tuple(result.ci["alpha_l"]))
@@ -105,8 +105,8 @@ def depth(
     if plot is not None or html is not None:
         from scalekit.report.law_plots import plot_depth_fit
 
-        figure = plot_depth_fit(result, prepared.X, prepared.y, plot, plan=planned)
-    _finish("law.depth", result, prepared.notes, planned, "Plan: loss-optimal shape", digest, seed,
+        figure = plot_depth_fit(result, result.points.X, result.points.y, plot, plan=planned)
+    _finish("law.depth", result, result.points.notes, planned, "Plan: loss-optimal shape", digest, seed,
             settings, json_out, quiet, html=html, figure=figure)
 
 
@@ -130,13 +130,13 @@ def classes(
     from scalekit.planners.measured_laws import fit_class_count_law, plan_tree_in_data
 
     curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
-    result, prepared = fit_class_count_law(curves, y=y, source=_source(file), loss=loss,
+    result = fit_class_count_law(curves, y=y, source=_source(file), loss=loss,
                                            bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("classes",), optional=())
         with _plan_terms(classes="classes"):
-            planned, found = plan_tree_in_data(result, prepared, spec["classes"])
+            planned, found = plan_tree_in_data(result, spec["classes"])
             planned = planned.to_dict()
             result.diagnostics.extend(found)
     settings = {"y": y, "loss": loss, "bootstrap": bootstrap, "plan": plan,
@@ -145,9 +145,9 @@ def classes(
     if plot is not None or html is not None:
         from scalekit.report.fit_plots import plot_curve
 
-        figure = plot_curve(result, prepared.X["classes"], prepared.y, plot, x_label="classes K",
+        figure = plot_curve(result, result.points.X["classes"], result.points.y, plot, x_label="classes K",
                             y_label=y).figure
-    _finish("law.classes", result, prepared.notes, planned, "Plan: least-error tree of steps",
+    _finish("law.classes", result, result.points.notes, planned, "Plan: least-error tree of steps",
             digest, seed, settings, json_out, quiet, html=html, figure=figure)
 
 
@@ -193,7 +193,7 @@ def inference_k(
     from scalekit.planners.measured_laws import fit_inference_k_law
 
     curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
-    result, prepared = fit_inference_k_law(curves, y=y, source=_source(file), loss=loss,
+    result = fit_inference_k_law(curves, y=y, source=_source(file), loss=loss,
                                            bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:
@@ -207,9 +207,9 @@ def inference_k(
     if plot is not None or html is not None:
         from scalekit.report.law_plots import plot_inference_k
 
-        figure = plot_inference_k(prepared.X["k"], prepared.y, plot, result=result,
+        figure = plot_inference_k(result.points.X["k"], result.points.y, plot, result=result,
                                   plan=planned).figure
-    _finish("law.inference_k", result, prepared.notes, planned, "Plan: samples per query",
+    _finish("law.inference_k", result, result.points.notes, planned, "Plan: samples per query",
             digest, seed, settings, json_out, quiet, html=html, figure=figure)
 
 

@@ -99,8 +99,8 @@ def plan(
         result, notes, input_sha = _read_fit(from_fit)
     else:
         curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=y)
-        result, prepared = fit_rows(curves, shared, seed=seed, n_jobs=n_jobs)
-        notes = notes_in_flags(prepared.notes)  # the reader's notes and diagnostics travel in
+        result = fit_rows(curves, shared, seed=seed, n_jobs=n_jobs)
+        notes = notes_in_flags(result.points.notes)  # the reader's notes and diagnostics travel in
     settings = {**shared, "from": None if from_fit is None else str(from_fit),
                 "compute": compute, "target_loss": target_loss, "compare": pair,
                 "flops_per_param_token": flops_per_param_token}

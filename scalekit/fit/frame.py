@@ -4,7 +4,7 @@ This is what ``scalekit fit`` does between reading a file and printing a report,
 kept here so that a notebook gets the same result in one call::
 
     curves = read_curves("curves.csv")
-    result, prepared = fit_frame(curves, drop_top=5)
+    result = fit_frame(curves, drop_top=5)   # result.points: what it fitted
 """
 
 from __future__ import annotations
@@ -198,9 +198,8 @@ def fit_frame(frame: Curves | pd.DataFrame, *, law: Law | str | None = None, x: 
 
     Returns
     -------
-    result : FitResult
-    prepared : FitInput
-        The law, points and notes the fit used.
+    FitResult
+        With ``points``: the law, points and notes the fit used (a :class:`FitInput`).
     """
     from scalekit.curves.curve_set import Curves
     from scalekit.fit import fit_law
@@ -217,4 +216,5 @@ def fit_frame(frame: Curves | pd.DataFrame, *, law: Law | str | None = None, x: 
         raise InputError(exc.reason, source=source, line=exc.line,
                          column=exc.column) from None
     result.diagnostics[:0] = prepared.diagnostics
-    return result, prepared
+    result.points = prepared
+    return result

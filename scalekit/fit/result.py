@@ -57,6 +57,9 @@ class FitResult(ResultProtocol):
         Parameters (natural units) of every bootstrap resample.
     covariance : ndarray (P, P) or None
         Asymptotic covariance in the fitting space (see :mod:`scalekit.fit.uncertainty`).
+    points : FitInput or None
+        The law, points and notes the fit used, when it was fitted from curves by
+        :func:`~scalekit.fit.fit_frame` (not written by ``to_dict``).
     """
 
     law: Law
@@ -70,6 +73,7 @@ class FitResult(ResultProtocol):
     diagnostics: list[Diagnostic] = field(default_factory=list)
     bootstrap_values: np.ndarray | None = None
     covariance: np.ndarray | None = None
+    points: Any = field(default=None, compare=False)
 
     @property
     def warnings(self) -> list[str]:

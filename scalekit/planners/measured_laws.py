@@ -52,8 +52,8 @@ def fit_depth_law(frame: Curves | pd.DataFrame, *, y: str = "loss",
 
     Returns
     -------
-    result : FitResult
-    prepared : FitInput
+    FitResult
+        With ``points``, the points it fitted.
     """
     curves = Curves.of(frame)
     rows = last_points(curves.frame)
@@ -73,16 +73,15 @@ def fit_depth_law(frame: Curves | pd.DataFrame, *, y: str = "loss",
 def fit_class_count_law(frame: Curves | pd.DataFrame, *, y: str = "error",
                         source: str | None = None, **fit_options):
     """Fit the class-count law ``class_count`` to each run's last point (classes >= 2,
-    error strictly between 0 and 1); returns ``(result, prepared)`` as
-    :func:`fit_depth_law`."""
+    error strictly between 0 and 1); returns a result as :func:`fit_depth_law`."""
     curves = Curves.of(frame)
     rows = last_points(curves.frame)
     _require_columns(rows, ["classes", y], source)
     _check_range(rows, "classes", rows["classes"] < 2, "at least 2", source, curves.source_lines)
     _check_range(rows, y, (rows[y] <= 0) | (rows[y] >= 1), "strictly between 0 and 1", source,
                  curves.source_lines)
-    result, prepared = _fit(curves.with_frame(rows), "class_count", y, source, **fit_options)
-    classes = prepared.X["classes"]
+    result = _fit(curves.with_frame(rows), "class_count", y, source, **fit_options)
+    classes = result.points.X["classes"]
     if result.derived.get("saturation_classes") is not None and not _inside(
             result, "saturation_classes", classes):
         result.derived["saturation_classes"] = None
@@ -90,20 +89,20 @@ def fit_class_count_law(frame: Curves | pd.DataFrame, *, y: str = "error",
         result.diagnostics.append(_no_optimum(
             "the class count where the error reaches chance", "classes", classes,
             "`saturation_classes`", "add runs with more classes"))
-    return result, prepared
+    return result
 
 
-def plan_depth_in_data(result, prepared, params_budget: float, tokens: float, **plan_options):
+def plan_depth_in_data(result, params_budget: float, tokens: float, **plan_options):
     """:func:`scalekit.planners.depth.plan_depth` searching only the depths of the data.
 
-    ``result, prepared`` are :func:`fit_depth_law`'s. A best depth on an edge of the
+    ``result`` is :func:`fit_depth_law`'s. A best depth on an edge of the
     data's depths is no optimum found inside the data: it comes with a ``no_optimum``
     diagnostic (the plan is then the best shape the data cover). Returns
     ``(plan, diagnostics)``.
     """
     from scalekit.planners.depth import plan_depth
 
-    depths = np.asarray(prepared.frame["depth"], dtype=float)    # every layer counted:
+    depths = np.asarray(result.points.frame["depth"], dtype=float)    # every layer counted:
     depths = depths + (2.0 if plan_options.get("exclude_end_layers") else 0.0)
     low, high = float(depths.min()), float(depths.max())
     plan = plan_depth(result.values, params_budget, tokens, depth_range=(low, high),
@@ -119,14 +118,14 @@ def plan_depth_in_data(result, prepared, params_budget: float, tokens: float, **
     return plan, diagnostics
 
 
-def plan_tree_in_data(result, prepared, classes: int):
+def plan_tree_in_data(result, classes: int):
     """:func:`scalekit.planners.cot.plan_tree` for a fitted ``class_count`` law, with a
     ``no_optimum`` diagnostic when its critical degree lies outside the data's class
     counts (the law is carried beyond them there). Returns ``(plan, diagnostics)``."""
     from scalekit.planners.cot import plan_tree
 
     plan = plan_tree(classes, result.values)
-    data = prepared.X["classes"]
+    data = result.points.X["classes"]
     if data.min() <= plan.critical_degree <= data.max():
         return plan, []
     return plan, [Diagnostic(
@@ -153,14 +152,14 @@ def _no_optimum(what, column, data, name, remedy) -> Diagnostic:
 def fit_inference_k_law(frame: Curves | pd.DataFrame, *, y: str = "error",
                         source: str | None = None, **fit_options):
     """Fit the law ``inference_k`` to each run's last point (k >= 1, error > 0); returns
-    ``(result, prepared)`` as :func:`fit_depth_law`."""
+    a result as :func:`fit_depth_law`."""
     curves = Curves.of(frame)
     rows = last_points(curves.frame)
     _require_columns(rows, ["k", y], source)
     _check_range(rows, "k", rows["k"] < 1, "at least 1", source, curves.source_lines)
     _check_range(rows, y, rows[y] <= 0, "positive", source, curves.source_lines)
-    result, prepared = _fit(curves.with_frame(rows), "inference_k", y, source, **fit_options)
-    k = prepared.X["k"]
+    result = _fit(curves.with_frame(rows), "inference_k", y, source, **fit_options)
+    k = result.points.X["k"]
     if result.derived.get("shape") == "U-shaped" and not _inside(result, "k_opt", k):
         result.derived.update(k_opt=None, error_at_opt=None,
                               shape=f"monotone within the data (k ≤ {k.max():g}); no optimum found")
@@ -169,7 +168,7 @@ def fit_inference_k_law(frame: Curves | pd.DataFrame, *, y: str = "error",
         result.diagnostics.append(_no_optimum(
             "the fitted curve's least error", "k", k, "`k_opt`", "add runs at larger k to "
             "see whether the error turns up"))
-    return result, prepared
+    return result
 
 
 def _fit(curves, law, y, source, *, drop_top=0, **fit_options):

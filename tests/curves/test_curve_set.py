@@ -66,12 +66,12 @@ def test_the_reader_returns_curves_with_its_notes_and_metric_choice(tmp_path):
 
 def test_the_reader_diagnostic_and_notes_reach_the_fit_result(tmp_path):
     curves = read_curves(_surface(tmp_path))
-    result, prepared = fit_frame(curves, law="chinchilla", bootstrap=0)
+    result = fit_frame(curves, law="chinchilla", bootstrap=0)
     assert result.diagnostics[0].code == "metric_choice"
     assert "val_loss" in result.diagnostics[0].message
     # the choice is said once: by its diagnostic, not again among the notes
-    assert not any("val_loss" in note for note in prepared.notes)
-    plain, _ = fit_frame(curves.frame, law="chinchilla", bootstrap=0)
+    assert not any("val_loss" in note for note in result.points.notes)
+    plain = fit_frame(curves.frame, law="chinchilla", bootstrap=0)
     assert "metric_choice" not in [d.code for d in plain.diagnostics]
     assert plain.values == pytest.approx(result.values)
 

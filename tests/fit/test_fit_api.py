@@ -93,8 +93,8 @@ def test_runs_with_several_points_are_resampled_as_runs():
                          "loss": (1.0 + 30.0 * (size * tokens) ** -0.2) * np.exp(offset)})
     frame = pd.DataFrame(rows)
     options = dict(law="saturating_power", x="x", all_points=True, bootstrap=60, n_jobs=1)
-    by_runs, _ = fit_frame(frame, **options)
-    by_points, _ = fit_frame(frame, resample="points", **options)
+    by_runs = fit_frame(frame, **options)
+    by_points = fit_frame(frame, resample="points", **options)
     assert by_runs.stats["resample"] == "runs" and by_runs.stats["n_runs"] == 12
     assert by_points.stats["resample"] == "points"
     width = {name: r.ci["E"][1] - r.ci["E"][0] for name, r in

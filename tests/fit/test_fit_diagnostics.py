@@ -46,7 +46,7 @@ def test_sizes_spanning_1_2x_leave_alpha_not_identified(narrow):
 def test_the_bundled_sample_fit_has_e_on_its_bound(published_data):
     """Issue 13: E's interval [6e-19, 0.089] reached its bound 0 without a word."""
     sample = published_data.parent / "sample_curves.csv"
-    result, _ = fit_frame(read_curves(sample), bootstrap=1000, n_jobs=2)   # fit's defaults
+    result = fit_frame(read_curves(sample), bootstrap=1000, n_jobs=2)   # fit's defaults
     assert "E" in codes(result, "on_bound")
     assert "E" in codes(result, "not_identified")               # the interval spans decades
     assert result.ci["E"][0] < 1e-6 * result.values["E"]

@@ -27,8 +27,8 @@ def _k_frame(ks=(1, 2, 4, 8, 16, 32, 64, 128, 256)):
 def test_the_inference_k_law_recovers_its_truth_from_the_last_point_of_each_run():
     frame = _k_frame()
     early = frame.assign(step=1, error=frame.error * 3)      # an earlier, worse point per run
-    result, prepared = fit_inference_k_law(pd.concat([early, frame.assign(step=2)]))
-    assert len(prepared.y) == len(frame)
+    result = fit_inference_k_law(pd.concat([early, frame.assign(step=2)]))
+    assert len(result.points.y) == len(frame)
     for name, value in K_TRUTH.items():
         assert result.values[name] == pytest.approx(value, rel=1e-3, abs=1e-4)
 

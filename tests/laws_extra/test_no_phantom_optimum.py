@@ -26,7 +26,7 @@ def _codes(diagnostics):
 
 
 def test_inference_k_on_monotone_data_states_no_optimum():
-    result, _ = fit_inference_k_law(_frame(k=KS, error=0.05 + 0.4 / KS ** 2.0))
+    result = fit_inference_k_law(_frame(k=KS, error=0.05 + 0.4 / KS ** 2.0))
     assert result.derived["k_opt"] is None and "k_opt" not in result.derived_ci
     assert result.derived["shape"] == "monotone within the data (k ≤ 256); no optimum found"
     assert "no_optimum" in _codes(result.diagnostics)
@@ -34,7 +34,7 @@ def test_inference_k_on_monotone_data_states_no_optimum():
 
 def test_inference_k_on_u_shaped_data_states_its_optimum():
     E, A, a, B, b = 0.05, 0.4, 1.0, 0.1, 0.3
-    result, _ = fit_inference_k_law(_frame(k=KS, error=E + A * KS ** -a + B * (1 - KS ** -b)))
+    result = fit_inference_k_law(_frame(k=KS, error=E + A * KS ** -a + B * (1 - KS ** -b)))
     k_star = (a * A / (b * B)) ** (1 / (a - b))           # 40.6, inside 1..256
     assert result.derived["shape"] == "U-shaped"
     assert result.derived["k_opt"] == pytest.approx(k_star, rel=0.02)
@@ -46,7 +46,7 @@ def test_inference_k_on_u_shaped_data_states_its_optimum():
 def test_class_count_saturation_only_inside_the_data(classes, inside):
     c, gamma = 0.01, 0.8
     error = get_law("class_count").predict({"classes": classes}, {"c": c, "gamma": gamma})
-    result, _ = fit_class_count_law(_frame(classes=classes, error=error))
+    result = fit_class_count_law(_frame(classes=classes, error=error))
     saturation = result.derived["saturation_classes"]
     if inside:  # c K^gamma = 1 - 1/K at K near 316
         root = next(K for K in np.arange(2, 2000) if c * K ** gamma >= 1 - 1 / K)
@@ -61,8 +61,8 @@ def test_class_count_saturation_only_inside_the_data(classes, inside):
 def test_critical_degree_is_flagged_outside_the_data(classes, inside):
     c, gamma = 0.01, 0.3
     error = get_law("class_count").predict({"classes": classes}, {"c": c, "gamma": gamma})
-    result, prepared = fit_class_count_law(_frame(classes=classes, error=error))
-    plan, diagnostics = plan_tree_in_data(result, prepared, 1000)
+    result = fit_class_count_law(_frame(classes=classes, error=error))
+    plan, diagnostics = plan_tree_in_data(result, 1000)
     degrees = np.arange(2, 1001)                         # f(d) = -log(1 - eps(d)) / log d
     assert plan.critical_degree == degrees[np.argmin(-np.log1p(-c * degrees ** gamma)
                                                      / np.log(degrees))]      # 27
@@ -80,8 +80,8 @@ def test_depth_optimum_only_inside_the_data(depths, inside):
     X = {"width": grid[:, 0], "depth": grid[:, 1], "tokens": grid[:, 2]}
     law = get_law("depth_width_data")
     loss = law.predict(X, np.array([TRUTH[n] for n in law.param_names]))
-    result, prepared = fit_depth_law(_frame(**X, loss=loss))
-    plan, diagnostics = plan_depth_in_data(result, prepared, 1e9, 1e10)
+    result = fit_depth_law(_frame(**X, loss=loss))
+    plan, diagnostics = plan_depth_in_data(result, 1e9, 1e10)
     # with N = 12 m^2 l: L(l) = c_m (N/12)^(-a_m/2) l^(a_m/2) + c_l l^-a_l + ...; dL/dl = 0 at
     # l^(a_l + a_m/2) = a_l c_l / ((a_m/2) c_m (N/12)^(-a_m/2))
     l_star = (1.0 * 2.0 / (0.3 * 5.0 * (1e9 / 12) ** -0.3)) ** (1 / 1.3)      # about 84
