@@ -10,6 +10,7 @@ import typer
 from .common import (EXPORT_SUFFIXES, checked_number, choice_argument, choice_option,
                      library_choices, on_interrupt, output_option, points_kept, print_tables,
                      quiet_option, store_option)
+from .options import json_option
 
 
 def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
@@ -124,10 +125,11 @@ def train(
                                                "(default: STORE.checkpoints); rerun to resume."),
     export: Optional[Path] = output_option("--export", EXPORT_SUFFIXES, "Also write the store's "
                                            "curves to this CSV/Parquet/JSONL file."),
+    json_out: Optional[Path] = json_option(),
     quiet: bool = quiet_option(),
 ) -> None:
     """Train a sweep (every combination of the grids) and log each evaluation to the store."""
-    from scalekit.train.sweep import SweepSpec, run_sweep
+    from scalekit.train import SweepResult, SweepSpec, run_sweep
 
     settings = _read_config(config) if config is not None else {}
     settings["task"] = task
@@ -171,8 +173,14 @@ def train(
 
         with CurveStore(store) as opened:
             opened.export(export)
+    result = SweepResult.from_frame(frame, task=task, store=str(store))
+    if json_out is not None:
+        from scalekit import serialise
+
+        serialise.write_report(json_out, "train", result, input_sha256=None, seed=None,
+                               settings=settings)
     if not quiet:
-        print_tables([_summary(frame, store)], "table")
+        print_tables([_table(result)], "table")
 
 
 def _remove_if_empty(store: Path, checkpoint_dir: Path, made: dict) -> None:
@@ -199,22 +207,13 @@ def _checkpoints_of(store) -> Path:
     return Path(urlsplit(store).path.strip("/") + ".checkpoints")
 
 
-def _summary(frame, store: Path) -> dict:
+def _table(result) -> dict:
     """The last point of every run, with the settings that vary across the sweep."""
     from scalekit.report.tables import table_data
 
-    last = frame.sort_values("step").groupby("run", sort=False).tail(1).sort_values(["params", "step", "run"])
-    varied = [c for c in ("width", "depth", "data", "steps", "lr", "seed", "dropout", "dropout_schedule")
-              if c in last and last[c].astype(str).nunique(dropna=False) > 1]
-    shown = [*varied, "params", "tokens", "compute", "compute_6nd", "loss"]
-    return table_data(f"{len(last)} runs → {store} (compute: counted FLOPs)", shown,
-                      [[_whole(row[c]) for c in shown] for _, row in last.iterrows()])
-
-
-def _whole(value):
-    """A float holding a whole number below 1e6 (a width, a step) as an int."""
-    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 1e6 \
-        else value
+    shown = [*result.varied, "params", "tokens", "compute", "compute_6nd", "loss"]
+    return table_data(f"{len(result.runs)} runs → {result.store} (compute: counted FLOPs)",
+                      shown, [[run.get(c) for c in shown] for run in result.runs])
 
 
 def register(app: typer.Typer) -> None:

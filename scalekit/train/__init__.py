@@ -14,6 +14,7 @@ _LAZY = {
     "SweepSpec": "scalekit.train.sweep",
     "StoreLog": "scalekit.train.sweep",
     "run_sweep": "scalekit.train.sweep",
+    "SweepResult": "scalekit.train.result",
     "available_tasks": "scalekit.train.tasks",
     "train": "scalekit.train.loop",
     "TrainedRun": "scalekit.train.loop",

@@ -109,3 +109,33 @@ def test_device_and_compile_of_a_config_file_are_kept_unless_given_on_the_comman
     (from_file,), (given,) = seen
     assert (from_file.device, from_file.compile) == ("cpu", True)
     assert (given.device, given.compile) == ("auto", True)
+
+
+def test_the_json_of_train_is_a_sweep_result_that_matches_the_store(tmp_path):
+    """`train --json` writes a SweepResult: it reads back with from_dict, writes the same dict
+    again, and each run's last loss and step are the store's own last point of that run."""
+    import json
+
+    from scalekit.curves import CurveStore
+    from scalekit.serialise import dumps
+    from scalekit.train import SweepResult
+
+    store, out = tmp_path / "a.db", tmp_path / "train.json"
+    assert main(["train", "teacher_student", "--widths", "8,16", "--steps", "6", "--evals", "3",
+                 "--eval-size", "8", "--batch-size", "4", "--store", str(store),
+                 "--json", str(out), "-q"]) == 0
+    report = json.loads(out.read_text())
+    assert report["format"].startswith("scalekit.train/")
+    result = SweepResult.from_dict(report)
+    written = json.loads(dumps(result.to_dict()))
+    assert all(report[k] == v for k, v in written.items() if k != "diagnostics")
+    with CurveStore(store) as opened:
+        frame = opened.curves().frame
+    last = frame.sort_values("step").groupby("run").tail(1).set_index("run")
+    assert {r["run"] for r in result.runs} == set(last.index) and len(result.runs) == 2
+    assert result.varied == ["width"] and result.n_points == len(frame)
+    for run in result.runs:
+        assert run["loss"] == pytest.approx(last.loc[run["run"], "loss"], rel=1e-12)
+        assert run["step"] == last.loc[run["run"], "step"]
+    table = result.to_frame()
+    assert list(table.columns[:3]) == ["run", "width", "step"] and len(table) == 2
