@@ -17,7 +17,6 @@ ladders", step 2, as their repository (allenai/OLMo-ladder, ``src/scripts/step2.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 from scalekit.laws.base import Law, Param
 from scalekit.laws.registry import register_law
@@ -77,7 +76,8 @@ def _log_sigmoid_log_value_and_jacobian(X, z):
     a, x0, k = (z[..., j:j + 1] for j in range(3))
     gap = X["x"] - x0
     u = k * gap
-    softplus, s = np.logaddexp(0.0, u), expit(u)
+    softplus = np.logaddexp(0.0, u)
+    s = np.exp(u - softplus)                        # the logistic sigmoid, from the softplus
     y = 1.0 - a * softplus
     with np.errstate(divide="ignore", invalid="ignore"):
         inverse = 1.0 / y
