@@ -66,6 +66,8 @@ class Forecasts:
 
 
 Method = Callable[[Sequence[Task]], list[np.ndarray]]
+# A method may also offer ``medians(tasks)``: its median forecasts alone, (m,) per task,
+# cheaper than all its quantiles (read by the backtest stacker where present).
 
 
 def _curves(frame: pd.DataFrame, run: str, x: str, y: str):
