@@ -53,6 +53,16 @@ def backtest_task(task: Task, *, min_points: int) -> Task | None:
                 group=task.group, size=task.size)
 
 
+def candidate_medians(method: Method, tasks: Sequence[Task]) -> list[np.ndarray]:
+    """The median forecast of each task by ``method``: from its ``medians`` where it has one
+    (the median alone, e.g. :func:`scalekit.surrogates.evaluate.ensemble_methods`), else
+    the median column of its quantiles."""
+    medians = getattr(method, "medians", None)
+    if medians is not None:
+        return [np.asarray(m)[: t.x_target.size] for m, t in zip(medians(tasks), tasks)]
+    return [np.asarray(q)[: t.x_target.size, _MEDIAN] for q, t in zip(method(tasks), tasks)]
+
+
 def curve_rmse_weights(blocks: Sequence[np.ndarray]) -> np.ndarray:
     """Simplex weights minimising the mean over curves of each curve's RMSE.
 
@@ -121,7 +131,8 @@ class BacktestStacked:
     Parameters
     ----------
     candidates : mapping of str to method
-        The methods to combine.
+        The methods to combine; only their medians are read
+        (:func:`candidate_medians`).
     min_points : int
         Fewest points a backtest's head keeps; shorter tasks take no part in
         learning (they are still forecast).
@@ -159,10 +170,9 @@ class BacktestStacked:
         names = list(self.candidates)
         jobs = [("full", n, tasks) for n in names] + [("back", n, pseudo) for n in names
                                                       if pseudo]
-        medians = {}
-        for phase, name, batch in track(jobs, "forecast"):  # the CLI's progress bar
-            medians[phase, name] = [np.log(np.asarray(q)[: t.x_target.size, _MEDIAN])
-                                    for q, t in zip(self.candidates[name](batch), batch)]
+        medians = {(phase, name): [np.log(m) for m in candidate_medians(self.candidates[name],
+                                                                         batch)]
+                   for phase, name, batch in track(jobs, "forecast")}  # the CLI's progress bar
         levels = sorted({_level(q) for q in QUANTILES} - {0.0})
         signs = np.sign(QUANTILES - 0.5)
         self.weights_, self.share_, self.widths_ = {}, {}, {}

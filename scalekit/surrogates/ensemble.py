@@ -84,19 +84,39 @@ class EnsembleState:
         sd = np.sqrt(self.sigma[:, None] ** 2 + (self.rate[:, None] * h) ** 2) * self.interval_scale
         return means, w, np.maximum(sd, 1e-6)
 
+    def quantiles(self, x_new: np.ndarray, qs: np.ndarray) -> np.ndarray:
+        """Quantiles (B, m, Q) of the forecast at ``x_new`` (B, m), in units of loss."""
+        means, weights, sd = self.log_mixture(x_new)
+        return np.exp(mixture_quantiles(means, weights, sd, np.asarray(qs, dtype=float)))
+
 
 def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
-                 families: Sequence[str], holdout: float = 0.3, temperature: float = 1.0,
-                 prior_rate: float = 0.02, prior_points: float = 2.0, min_fit: int = 5,
-                 interval_scale: float = 1.0, pool: bool = False,
-                 weighting: str = "backtest") -> EnsembleState:
+                 weighting: str = "backtest", **settings) -> EnsembleState:
     """Fit the ensemble to B padded curves at once (see the module docstring).
 
-    With ``pool`` the B curves are taken as one sweep: each family's backtest
-    scores are averaged over the curves, and every curve gets the same weights,
-    as sharp as the evidence of B curves allows (``_pooled_weights``). The points of
-    a row may come in any order (they are sorted by x, padding last).
+    ``settings`` are those of :func:`fit_ensembles`; this is its one-weighting case.
     """
+    return fit_ensembles(x, y, mask, weightings=(weighting,), **settings)[0]
+
+
+def fit_ensembles(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
+                  families: Sequence[str] | None = None, weightings: Sequence[str] = ("backtest",),
+                  holdout: float = 0.3, temperature: float = 1.0, prior_rate: float = 0.02,
+                  prior_points: float = 2.0, min_fit: int = 5, interval_scale: float = 1.0,
+                  pool: bool = False) -> tuple[EnsembleState, ...]:
+    """The ensemble of B padded curves under each weighting, the families fitted once.
+
+    The families' fits and backtest scores do not depend on the weighting, so
+    the ensembles ``"backtest"`` and ``"equal"`` of the same curves share them;
+    each state equals the one fitted alone. With ``pool`` the B curves are taken
+    as one sweep: each family's backtest scores are averaged over the curves,
+    and every curve gets the same weights, as sharp as the evidence of B curves
+    allows (``_pooled_weights``). The points of a row may come in any order
+    (they are sorted by x, padding last).
+    """
+    families = _check_families(families)
+    for weighting in weightings:
+        check_choice("weighting", weighting, WEIGHTINGS)
     x, y, mask = np.asarray(x, float), np.asarray(y, float), np.asarray(mask, bool)
     order = np.argsort(np.where(mask, x, np.inf), axis=1, kind="stable")
     x, y, mask = (np.take_along_axis(a, order, axis=1) for a in (x, y, mask))
@@ -130,6 +150,26 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
     usable = np.isfinite(rms)
     best_rms = np.min(np.where(usable, rms, np.inf), axis=1)
     sigma0 = np.where(np.isfinite(best_rms), best_rms, 0.0)
+    errs = np.stack(errors, axis=-1)                  # (B, n, K)
+    fin = np.isfinite(errs)
+    states = []
+    for weighting in weightings:
+        weights = _weights(scores, sigma0, has_tail, usable, temperature=temperature,
+                           pool=pool, weighting=weighting)
+        sigma = np.sqrt(np.where(usable, weights * np.where(usable, rms, 0.0) ** 2,
+                                 0.0).sum(axis=1))
+        w_err = np.where(fin, weights[:, None, :], 0.0)
+        ens_err = (np.where(fin, errs, 0.0) * w_err).sum(-1) / np.maximum(w_err.sum(-1), 1e-300)
+        rate = horizon_rate(ens_err, horizons, tail & (w_err.sum(-1) > 0), sigma,
+                            prior_rate=prior_rate, prior_points=prior_points)
+        states.append(EnsembleState(tuple(fits), weights, sigma, rate, x[rows, last],
+                                    y[rows, last], interval_scale))
+    return tuple(states)
+
+
+def _weights(scores: np.ndarray, sigma0: np.ndarray, has_tail: np.ndarray, usable: np.ndarray,
+             *, temperature: float, pool: bool, weighting: str) -> np.ndarray:
+    """The families' weights (B, K) from their backtest scores (module docstring)."""
     best = np.min(scores, axis=1)
     spread = 2.0 * temperature * (np.where(np.isfinite(best), best, 0.0) + sigma0 ** 2) + 1e-12
     with np.errstate(invalid="ignore"):
@@ -141,17 +181,7 @@ def fit_ensemble(x: np.ndarray, y: np.ndarray, mask: np.ndarray, *,
         weights = _pooled_weights(scores[has_tail], sigma0[has_tail], temperature) * usable
     no_score = ~has_tail | (weights.sum(axis=1) <= 0)
     weights = np.where(no_score[:, None], usable.astype(float), weights)
-    weights /= np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
-    sigma = np.sqrt(np.where(usable, weights * np.where(usable, rms, 0.0) ** 2, 0.0).sum(axis=1))
-
-    errs = np.stack(errors, axis=-1)                  # (B, n, K)
-    fin = np.isfinite(errs)
-    w_err = np.where(fin, weights[:, None, :], 0.0)
-    ens_err = (np.where(fin, errs, 0.0) * w_err).sum(-1) / np.maximum(w_err.sum(-1), 1e-300)
-    rate = horizon_rate(ens_err, horizons, tail & (w_err.sum(-1) > 0), sigma,
-                        prior_rate=prior_rate, prior_points=prior_points)
-    return EnsembleState(tuple(fits), weights, sigma, rate, x[rows, last], y[rows, last],
-                         interval_scale)
+    return weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
 
 
 def _pooled_weights(scores: np.ndarray, sigma: np.ndarray, temperature: float) -> np.ndarray:
@@ -253,9 +283,4 @@ def forecast_batch(x: np.ndarray, y: np.ndarray, mask: np.ndarray, x_new: np.nda
     The same computation as :class:`ParametricEnsemble`, vectorised across
     curves; ``settings`` are its settings (``families`` as a tuple of names).
     """
-    settings = dict(settings)
-    settings["families"] = _check_families(settings.get("families"))
-    check_choice("weighting", settings.get("weighting", "backtest"), WEIGHTINGS)
-    state = fit_ensemble(x, y, mask, **settings)
-    means, weights, sd = state.log_mixture(x_new)
-    return np.exp(mixture_quantiles(means, weights, sd, np.asarray(qs, dtype=float)))
+    return fit_ensemble(x, y, mask, **settings).quantiles(x_new, qs)

@@ -66,6 +66,8 @@ class Forecasts:
 
 
 Method = Callable[[Sequence[Task]], list[np.ndarray]]
+# A method may also offer ``medians(tasks)``: its median forecasts alone, (m,) per task,
+# cheaper than all its quantiles (read by the backtest stacker where present).
 
 
 def _curves(frame: pd.DataFrame, run: str, x: str, y: str):
@@ -296,13 +298,37 @@ def evaluate(tasks: Sequence[Task], methods: Mapping[str, Method], *,
 
 def ensemble_method(**settings) -> Method:
     """Forecast every task with the parametric ensemble, vectorised across tasks."""
-    from scalekit.surrogates.ensemble import forecast_batch
+    weighting = settings.pop("weighting", "backtest")
+    return ensemble_methods(weighting, **settings)[0]
 
-    def method(tasks):
+
+def ensemble_methods(*weightings: str, **settings) -> tuple[Method, ...]:
+    """The ensemble under each of ``weightings`` (``"backtest"``, ``"equal"``), one method each.
+
+    A task list asked of several of them is fitted once: the families' fits do
+    not depend on the weighting (:func:`scalekit.surrogates.ensemble.fit_ensembles`).
+    Each method's ``medians(tasks)`` gives its median forecasts alone, without
+    the other quantiles.
+    """
+    from scalekit.surrogates.ensemble import fit_ensembles
+
+    def fitted(tasks):
         x, y, mask, xt = pad(tasks)
-        q = forecast_batch(x, y, mask, xt, QUANTILES, **settings)
-        return [q[i, : t.x_target.size] for i, t in enumerate(tasks)]
-    return method
+        return xt, fit_ensembles(x, y, mask, weightings=weightings, **settings)
+    if len(weightings) > 1:
+        fitted = remembered(fitted)
+
+    def member(k: int) -> Method:
+        def answer(tasks, qs):
+            xt, states = fitted(tasks)
+            q = states[k].quantiles(xt, qs)
+            return [q[i, : t.x_target.size] for i, t in enumerate(tasks)]
+
+        def method(tasks):
+            return answer(tasks, QUANTILES)
+        method.medians = lambda tasks: [q[:, 0] for q in answer(tasks, np.array([0.5]))]
+        return method
+    return tuple(member(k) for k in range(len(weightings)))
 
 
 def estimator_method(make: Callable[[], object]) -> Method:
@@ -345,14 +371,18 @@ def paper_m4_method() -> Method:
     """
     from scalekit.surrogates.paper_m4 import PAPER_SETTINGS, PaperM4, fit_paper_m4
 
-    def method(tasks):
+    def fitted(tasks):
         if not tasks:
             return []
         settings = [PAPER_SETTINGS.get(t.group.split("|")[0], (1.0, None)) for t in tasks]
-        models = fit_paper_m4([PaperM4(upper=upper, l0_start=l0_start)
-                               for l0_start, upper in settings], [(t.x, t.y) for t in tasks])
+        return fit_paper_m4([PaperM4(upper=upper, l0_start=l0_start)
+                             for l0_start, upper in settings], [(t.x, t.y) for t in tasks])
+
+    def method(tasks):
         return [model.predict_quantiles(t.x_target, QUANTILES)
-                for model, t in zip(models, tasks)]
+                for model, t in zip(fitted(tasks), tasks)]
+    method.medians = lambda tasks: [model.predict(t.x_target)
+                                    for model, t in zip(fitted(tasks), tasks)]
     return method
 
 

@@ -23,7 +23,8 @@ from scalekit.surrogates.base import check_curve
 from scalekit.surrogates.curve_families import FAMILIES
 from scalekit.surrogates.scores import ForecastScores
 from scalekit.surrogates.evaluate import (QUANTILES, Task, averaged_method, cut_curves,
-                                          ensemble_method, estimator_method, evaluate,
+                                          ensemble_method, ensemble_methods,
+                                          estimator_method, evaluate,
                                           holdout_benchmark, joint_method, paper_m4_method,
                                           remembered, split_tasks)
 
@@ -61,9 +62,8 @@ def default_method(candidates=None):
     from scalekit.surrogates.backtest_stack import BacktestStacked
 
     if candidates is None:
-        candidates = {"m4-paper": remembered(paper_m4_method()),
-                      "ensemble": remembered(ensemble_method()),
-                      "average": remembered(ensemble_method(weighting="equal"))}
+        ensemble, average = ensemble_methods("backtest", "equal")  # the families fitted once
+        candidates = {"m4-paper": paper_m4_method(), "ensemble": ensemble, "average": average}
     return BacktestStacked(candidates)
 
 

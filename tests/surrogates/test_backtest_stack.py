@@ -139,3 +139,37 @@ def test_a_backtest_with_a_non_finite_forecast_takes_no_part():
     out = stack(tasks)
     assert all(np.isfinite(q).all() for q in out)
     assert stack.weights_["A"]["flaky"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_default_forecaster_from_medians_and_shared_fits_equals_the_quantile_path():
+    """The default stack reads its candidates' medians alone and fits the ensemble's families
+    once for ``ensemble`` and ``average``; the same stack over candidates fitted apart, read
+    from their full quantiles (no ``medians``), must give the same forecasts."""
+    from scalekit.surrogates.evaluate import (ensemble_method, ensemble_methods,
+                                              paper_m4_method)
+    from scalekit.surrogates.forecast import default_method
+
+    rng = np.random.default_rng(5)
+    x = np.arange(1, 41) * 10.0
+    xt = np.geomspace(450.0, 4000.0, 6)
+    tasks = []
+    for i in range(6):
+        e, a, alpha = rng.uniform(1.5, 2.5), rng.uniform(2, 6), rng.uniform(0.3, 0.8)
+        y, truth = (e + a * (s / 10) ** -alpha for s in (x, xt))
+        tasks.append(Task(str(i), x, y * np.exp(rng.normal(0, 0.01, x.size)), xt, truth,
+                          group="ab"[i % 2]))
+    apart = {"m4-paper": lambda t: paper_m4_method()(t),
+             "ensemble": lambda t: ensemble_method()(t),
+             "average": lambda t: ensemble_method(weighting="equal")(t)}
+    shared, reference = default_method(), BacktestStacked(apart)
+    for g, w in zip(shared(tasks), reference(tasks), strict=True):
+        np.testing.assert_allclose(np.log(g), np.log(w), rtol=0, atol=1e-9)
+    assert set(reference.weights_) == {"a", "b"}
+    for label, weights in reference.weights_.items():
+        assert shared.weights_[label] == pytest.approx(weights, abs=1e-12)
+    # each shared member, in either order, equals its ensemble fitted alone
+    equal, backtest = ensemble_methods("equal", "backtest")
+    for member, alone in ((equal, ensemble_method(weighting="equal")),
+                          (backtest, ensemble_method())):
+        for g, w in zip(member(tasks), alone(tasks), strict=True):
+            np.testing.assert_allclose(np.log(g), np.log(w), rtol=0, atol=1e-12)
