@@ -340,7 +340,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
         plot_allocations(result.example_sweep,
                          {name: pair for (b, name), pair in result.examples.items() if b == last},
                          plot, rung_policy="forecast", title=f"budget {_share(last)}, first seed")
-    report = {"mode": "replay", **result.to_dict(), "rung_tables": rung_tables, "warnings": []}
+    report = {"mode": "replay", **result.to_dict(), "rung_tables": rung_tables}
     shown = [f"rungs at budget {b}:\n{t}" for b, t in rung_tables.items()][:1]
     return report, (shown, [table])
 
@@ -362,7 +362,7 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
     header = ([format_rung_table(plan.bracket, unit=sweep.resource_name)] if plan.bracket
               else [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} ({d['why']})"
                     for d in plan.decisions])
-    return {"mode": "plan", **plan.to_dict(), "warnings": []}, (header, [table])
+    return {"mode": "plan", **plan.to_dict()}, (header, [table])
 
 
 def _trainer(task: str, *, seed: int, store: Path):
@@ -413,12 +413,11 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
         f"from the store; spent {allocation.spent:.4g} of {budget:.4g} FLOPs; " + (
             f"best run {best[1]} (loss {best[0]:.4f})" if best[1] is not None else
             "no run has logged a point yet (the budget ends before the first one)"))
-    report = {"mode": "run", "task": task, "spent_flops": allocation.spent,
-              "budget_flops": budget, "promotions": allocation.promotions,
-              "best_run": best[1], "best_loss": best[0],
+    # the result (reads back with AllocationRunResult.from_dict) and what a reader looks for
+    report = {**result.to_dict(), "mode": "run", "task": task, "spent_flops": allocation.spent,
+              "budget_flops": budget, "best_run": best[1], "best_loss": best[0],
               "rungs": [{"rung": r.index, "runs": r.runs, "resource": r.resource}
-                        for r in result.bracket.rungs] if result.bracket else [],
-              "decisions": result.decisions, "warnings": []}
+                        for r in result.bracket.rungs] if result.bracket else []}
     lines = [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} ({d['why']})"
              for d in result.decisions]
     return report, (lines + text.splitlines(), []), result

@@ -148,8 +148,7 @@ def replay_page(result, body: dict, settings: dict) -> str:
     return html_page(f"Allocation replay (exhaustive sweep {format_number(result.exhaustive_compute)}"
                      " FLOPs)", answer=answer,
                      figures=[("Best loss against compute used, by policy", figure)],
-                     tables=[("Averages over seeds", averages)],
-                     notes=body.get("warnings", []), settings=settings)
+                     tables=[("Averages over seeds", averages)], settings=settings)
 
 
 def result_page(result, body: dict, settings: dict, figures=(), table=None) -> str:

@@ -11,21 +11,36 @@ import pandas as pd
 import pytest
 
 from scalekit.allocate.next_actions import Plan
+from scalekit.allocate.runner import AllocationRunResult
+from scalekit.design.result import DesignResult
 from scalekit.allocate.replay import ReplayResult
 from scalekit.allocate.synthetic import early_leader_frame
 from scalekit.fit import FitResult
 from scalekit.fit.plan_report import PlanReport
 from scalekit.isoflop.analysis import IsoFLOPReport
 from scalekit.laws import get_law
+from scalekit.laws.multipower import ScheduleTerms, multipower_value_and_jacobian
 from scalekit.planners.cot import TreePlan
+from scalekit.planners.data_constrained import DataConstrainedPlan
 from scalekit.planners.inference_k import SampleSimulation, SamplesPlan
+from scalekit.planners.task_law import TaskLawResult
+from scalekit.schedules import parse_schedule
 from scalekit.serialise import dumps
 from scalekit.surrogates.forecast import Forecast
+from scalekit.surrogates.schedule_forecast import ScheduleForecast
+from scalekit.surrogates.schedule_search import ScheduleSearch
 from scalekit.surrogates.scores import ForecastScores
+from scalekit.train import SweepResult
 from scalekit_cli.app import main
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published"
 CHINCHILLA = str(PUBLISHED / "chinchilla_epoch_svg.csv")
+LADDER = PUBLISHED / "olmo_ladder"
+#: Schedules of three short runs whose losses follow a multi-power law (Luo et al. 2025).
+SCHEDULES = {"cos": "cosine:warmup=100,peak=1e-3,final=1e-4,total=3000",
+             "const": "constant:warmup=100,peak=1e-3,total=3000",
+             "two": "two_stage:warmup=100,peak=1e-3,second=3e-4,switch=1500,total=2500"}
+MULTIPOWER = np.array([2.0, 0.6, 0.5, 400.0, 2.0, 0.6, 0.6])   # L0, A, alpha, B, C, beta, gamma
 
 
 def _curves(tmp_path) -> str:
@@ -61,6 +76,40 @@ def _samples(tmp_path) -> str:
                      {"E": 0.05, "A": 0.6, "a": 1.2, "B": 0.3, "b": 0.4})
 
 
+def _schedule_runs(tmp_path) -> list[str]:
+    paths = []
+    for name, spec in SCHEDULES.items():
+        rates = parse_schedule(spec).rates
+        steps = np.arange(100, rates.size, 50)
+        loss = multipower_value_and_jacobian(ScheduleTerms(rates, steps), MULTIPOWER,
+                                             jacobian=False)
+        path = tmp_path / f"{name}.csv"
+        pd.DataFrame({"step": steps, "lr": rates[steps], "loss": loss}).to_csv(path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def _multipower_fit(tmp_path) -> str:
+    out = tmp_path / "multipower.json"
+    assert main(["forecast", *_schedule_runs(tmp_path), "--method", "multipower", "--fit-on",
+                 "cos,const,two", "--json", str(out), "--quiet",
+                 "--predict-schedule", SCHEDULES["cos"]]) == 0
+    return str(out)
+
+
+def _constrained(tmp_path) -> str:
+    rng = np.random.default_rng(0)
+    n, u = 10 ** rng.uniform(7, 9.5, 60), 10 ** rng.uniform(8, 10, 60)
+    d = u * 10 ** rng.uniform(-0.3, 2.2, 60)
+    truth = {"E": 1.87, "A": 521.0, "B": 1488.0, "alpha": 0.353, "beta": 0.353,
+             "rstar_d": 15.39, "rstar_n": 5.31}
+    loss = get_law("data_constrained").predict({"params": n, "tokens": d, "unique_tokens": u},
+                                               truth)
+    path = tmp_path / "constrained.csv"
+    pd.DataFrame({"params": n, "tokens": d, "U": u, "loss": loss}).to_csv(path, index=False)
+    return str(path)
+
+
 # (command line, result class, where its dict sits in the report, to_frame's first columns)
 CASES = {
     "fit": (lambda t: ["fit", CHINCHILLA, "--drop-top", "5", "--bootstrap", "20"],
@@ -93,6 +142,28 @@ CASES = {
                                    SampleSimulation, None, []),
     "allocate plan": (lambda t: ["allocate", "plan", "--budget", "1e30", "--curves", _sweep(t),
                                  "--policy", "loss"], Plan, None, []),
+    "allocate run": (lambda t: ["allocate", "run", "synthetic", "--budget", "3e18", "--store",
+                                str(t / "run.db")], AllocationRunResult, None, []),
+    "forecast --method multipower": (lambda t: ["forecast", *_schedule_runs(t), "--method",
+                                                "multipower", "--fit-on", "cos,const",
+                                                "--evaluate"], ScheduleForecast, None, []),
+    "plan --schedule-search": (lambda t: ["plan", "--schedule-search", "--from",
+                                          _multipower_fit(t), "--total-steps", "3000"],
+                               ScheduleSearch, None, []),
+    "plan --law data_constrained": (lambda t: ["plan", _constrained(t), "--law",
+                                               "data_constrained", "--compute", "1e21",
+                                               "--unique-tokens", "1e9", "--bootstrap", "0"],
+                                    DataConstrainedPlan, "data_constrained", []),
+    "law task": (lambda t: ["law", "task", *map(str, sorted(LADDER.glob("*xC.csv"))), "--runs",
+                            str(LADDER / "final.json"), "--predict", "N=6.89e9,D=3.95e12",
+                            "--task", "piqa_val_5shot", "--bootstrap", "0"],
+                 TaskLawResult, None, []),
+    "design": (lambda t: ["design", "--law", "chinchilla", "--grid", "N=1e7:1e9:4,D=1e8:1e10:4",
+                          "--target-compute", "1e21", "--budget", "1e18", "--batch", "3",
+                          "--method", "v_optimal"], DesignResult, None, []),
+    "train": (lambda t: ["train", "teacher_student", "--widths", "8,16", "--steps", "4",
+                         "--evals", "2", "--eval-size", "8", "--batch-size", "4", "--store",
+                         str(t / "train.db")], SweepResult, None, ["run", "width"]),
 }
 
 
