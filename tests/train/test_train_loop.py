@@ -63,10 +63,12 @@ def test_resume_after_a_kill_gives_the_uninterrupted_curve(tmp_path):
     assert [p["step"] for p in resumed_log] == [p["step"] for p in whole.points]
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.2])
-def test_batched_runs_follow_their_sequential_curves(dropout):
-    configs = [TrainConfig(width=16, steps=60, evals=3, device="cpu", seed=seed, lr=lr, dropout=dropout)
-               for seed, lr in [(0, 1e-3), (1, 3e-3), (2, 1e-2)]]
+@pytest.mark.parametrize("task, dropout", [("teacher_student", 0.0), ("teacher_student", 0.2),
+                                           ("residual_teacher", 0.0)])
+def test_batched_runs_follow_their_sequential_curves(task, dropout):
+    configs = [TrainConfig(task=task, width=16, steps=60, evals=3, device="cpu", seed=seed, lr=lr,
+                           dropout=dropout, weight_decay=decay)
+               for seed, lr, decay in [(0, 1e-3, 0.0), (1, 3e-3, 0.1), (2, 1e-2, 0.0)]]
     batched = train_batched(configs)
     for config, together in zip(configs, batched):
         alone = train(config)
