@@ -155,7 +155,7 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
             return forward(views, buffers, x)
 
     net.dropout_rate = 1.0 if any(c.dropout > 0 for c in configs) else 0.0
-    losses = vmap(data.loss_of, in_dims=(0, None))
+    losses = data.losses_of
     errors = None if data.error is None else vmap(data.error, in_dims=(0, None))
     optimizer = StackedAdamW(flat)
     batches = BatchStream([first.data_seed, 1], device)
