@@ -50,26 +50,38 @@ class FlatParameters:
                 zip(self.shapes.items(), self.data.split(sizes, dim=1))}
 
 
-class _StackedLinear(nn.Module):
+class _StackedLayer(nn.Module):
+    """A layer of M models whose ``weight`` and ``bias`` are the entries ``NAME.weight`` and
+    ``NAME.bias`` of the weights the :class:`StackedModel` is called with."""
+
+    def __init__(self, name: str, views: dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        self.keys, self.views = (f"{name}.weight", f"{name}.bias"), views
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.views[self.keys[0]]
+
+    @property
+    def bias(self) -> torch.Tensor:
+        return self.views[self.keys[1]]
+
+
+class _StackedLinear(_StackedLayer):
     """A linear layer of M models: ``(M, B, in)`` (or a shared ``(B, in)``) to ``(M, B, out)``."""
 
-    weight: torch.Tensor  # (M, out, in), set by StackedModel
-    bias: torch.Tensor  # (M, out)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = self.weight  # (M, out, in)
         if x.dim() == 2:
-            x = x.expand(self.weight.shape[0], *x.shape)
-        return torch.baddbmm(self.bias.unsqueeze(1), x, self.weight.transpose(1, 2))
+            x = x.expand(weight.shape[0], *x.shape)
+        return torch.baddbmm(self.bias.unsqueeze(1), x, weight.transpose(1, 2))
 
 
-class _StackedLayerNorm(nn.Module):
+class _StackedLayerNorm(_StackedLayer):
     """A layer norm of M models over the last dimension of ``(M, B, width)``."""
 
-    weight: torch.Tensor  # (M, width)
-    bias: torch.Tensor
-
-    def __init__(self, eps: float) -> None:
-        super().__init__()
+    def __init__(self, name: str, views: dict[str, torch.Tensor], eps: float) -> None:
+        super().__init__(name, views)
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -77,8 +89,8 @@ class _StackedLayerNorm(nn.Module):
         return torch.addcmul(self.bias.unsqueeze(1), normed, self.weight.unsqueeze(1))
 
 
-_STACKED = {nn.Linear: lambda layer: _StackedLinear(),
-            nn.LayerNorm: lambda layer: _StackedLayerNorm(layer.eps)}
+_STACKED = {nn.Linear: lambda name, views, layer: _StackedLinear(name, views),
+            nn.LayerNorm: lambda name, views, layer: _StackedLayerNorm(name, views, layer.eps)}
 
 
 def stackable(model: nn.Module) -> bool:
@@ -107,14 +119,13 @@ class StackedModel:
 
     def __init__(self, model: nn.Module) -> None:
         self.module = copy.deepcopy(model)
-        for parent in list(self.module.modules()):
-            for child_name, child in list(parent.named_children()):
-                if type(child) in _STACKED:
-                    setattr(parent, child_name, _STACKED[type(child)](child))
-        self._layers = [(name, layer) for name, layer in self.module.named_modules()
-                        if isinstance(layer, (_StackedLinear, _StackedLayerNorm))]
+        self._views: dict[str, torch.Tensor] = {}  # read by every stacked layer
+        for name, layer in list(self.module.named_modules()):
+            if type(layer) in _STACKED:
+                parent, _, child = name.rpartition(".")
+                setattr(self.module.get_submodule(parent), child,
+                        _STACKED[type(layer)](name, self._views, layer))
 
     def __call__(self, views: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        for name, layer in self._layers:
-            layer.weight, layer.bias = views[f"{name}.weight"], views[f"{name}.bias"]
+        self._views.update(views)
         return self.module(x)
