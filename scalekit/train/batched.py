@@ -2,9 +2,12 @@
 
 Runs that differ only in ``seed``, ``lr``, ``weight_decay``, ``dropout`` and
 ``dropout_schedule`` share the data and the architecture; their parameters are
-stacked with :func:`torch.func.stack_module_state` and one
-:func:`torch.func.vmap` of :func:`torch.func.functional_call` evaluates all of
-them on the same batch. AdamW is applied to the stacked tensors with a
+stacked with :func:`torch.func.stack_module_state` into one flat tensor
+(:class:`~scalekit.train.stacked.FlatParameters`) and all of them are evaluated
+on the same batch: an MLP or residual MLP by its own ``forward`` with batched
+layers (:class:`~scalekit.train.stacked.StackedModel`), any other model (the GPT)
+by one :func:`torch.func.vmap` of :func:`torch.func.functional_call`. AdamW is
+applied to the flat tensor with a
 learning rate per model, in the same arithmetic as :class:`torch.optim.AdamW`,
 so each run follows the curve it would have trained alone (up to
 floating-point reordering, and dropout masks, which are drawn differently).
@@ -28,6 +31,7 @@ from scalekit.train.config import TrainConfig
 from scalekit.train.flops import counted_step_flops
 from scalekit.train.loop import Log, TrainedRun, autocast, pick_device, run_attributes
 from scalekit.train.models import GPT
+from scalekit.train.stacked import FlatParameters, StackedModel, stackable
 from scalekit.train.tasks import get_task
 from scalekit.train.tasks.base import BatchStream
 from scalekit.train.threads import with_train_threads
@@ -63,18 +67,18 @@ class _OnDevice:
 
 
 class StackedAdamW:
-    """AdamW over stacked parameters with one learning rate and weight decay per model.
+    """AdamW over the flat parameters of M models (:class:`FlatParameters`) with one
+    learning rate and weight decay per model.
 
     Mirrors :class:`torch.optim.AdamW` (decoupled decay, bias-corrected moments).
     """
 
-    def __init__(self, params: dict[str, torch.Tensor]) -> None:
-        self.params = params
-        self.exp_avg = {k: torch.zeros_like(p) for k, p in params.items()}
-        self.exp_avg_sq = {k: torch.zeros_like(p) for k, p in params.items()}
+    def __init__(self, flat: FlatParameters) -> None:
+        self.param = flat.data
+        self.exp_avg = torch.zeros_like(self.param)
+        self.exp_avg_sq = torch.zeros_like(self.param)
         self.steps = 0
-        device = next(iter(params.values())).device
-        self._lrs, self._decays = _OnDevice(device), _OnDevice(device)
+        self._lrs, self._decays = _OnDevice(self.param.device), _OnDevice(self.param.device)
 
     @torch.no_grad()
     def step(self, lrs: Sequence[float], weight_decays: Sequence[float]) -> None:
@@ -82,16 +86,15 @@ class StackedAdamW:
         beta1, beta2 = BETAS
         correction1 = 1 - beta1 ** self.steps
         correction2_sqrt = math.sqrt(1 - beta2 ** self.steps)
-        lrs, weight_decays = self._lrs(lrs), self._decays(weight_decays)
-        for key, p in self.params.items():
-            grad = p.grad
-            lr = _per_model(lrs, p)
-            p.mul_(1 - lr * _per_model(weight_decays, p))
-            self.exp_avg[key].lerp_(grad, 1 - beta1)
-            self.exp_avg_sq[key].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denom = (self.exp_avg_sq[key].sqrt() / correction2_sqrt).add_(EPS)
-            p.sub_(lr / correction1 * self.exp_avg[key] / denom)
-            p.grad = None
+        p, grad = self.param, self.param.grad
+        lr = _per_model(self._lrs(lrs), p)
+        if any(weight_decays):  # (a factor of exactly 1 otherwise)
+            p.mul_(1 - lr * _per_model(self._decays(weight_decays), p))
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = (self.exp_avg_sq.sqrt() / correction2_sqrt).add_(EPS)
+        p.sub_(lr / correction1 * self.exp_avg / denom)
+        p.grad = None
 
 
 def _member(base: torch.nn.Module, params: dict[str, torch.Tensor],
@@ -134,45 +137,59 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
     flops_per_step = counted_step_flops(models[0], data.loss_of, probe_x, probe_y)
     attrs = [run_attributes(c, data, m, flops_per_step, device) for c, m in zip(configs, models)]
     params, buffers = stack_module_state(models)
-    base = copy.deepcopy(models[0]).to("meta")
-    base.dropout_rate = 1.0 if any(c.dropout > 0 for c in configs) else 0.0
+    flat = FlatParameters(params)
+    base = copy.deepcopy(models[0]).to("meta")  # model i for a task's metrics (_member)
     if isinstance(base, GPT):
         base.batched_attention()
+    if stackable(models[0]):  # one set of batched kernels, no vmap over the forward
+        stacked = StackedModel(models[0])
+        net, dropout_p = stacked.module, torch.zeros(len(configs), device=device)
+        net.dropout_p = dropout_p.view(-1, 1, 1)
+        outputs = stacked
+    else:
+        net, dropout_p = base, buffers["dropout_p"]
+        forward = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)),
+                       in_dims=(0, 0, None), randomness="different")
 
-    def one_loss(p, b, x, y):
-        return data.loss_of(functional_call(base, (p, b), (x,)), y)
+        def outputs(views, x):
+            return forward(views, buffers, x)
 
-    losses = vmap(one_loss, in_dims=(0, 0, None, None), randomness="different")
-    if data.error is not None:
-        errors = vmap(lambda p, b, x, y: data.error(functional_call(base, (p, b), (x,)), y),
-                      in_dims=(0, 0, None, None), randomness="different")
-    optimizer = StackedAdamW(params)
+    net.dropout_rate = 1.0 if any(c.dropout > 0 for c in configs) else 0.0
+    losses = data.losses_of
+    errors = None if data.error is None else vmap(data.error, in_dims=(0, None))
+    optimizer = StackedAdamW(flat)
     batches = BatchStream([first.data_seed, 1], device)
     torch.manual_seed(first.seed)
     evals = set(first.eval_steps())
     points: list[list[dict[str, float]]] = [[] for _ in configs]
     train_sum = torch.zeros(len(configs), device=device)
     since_eval, started = 0, time.perf_counter()
-    dropouts = _OnDevice(device)
+    dropouts, last_dropouts = _OnDevice(device), None
+    net.train()
 
     for step in range(first.steps):
-        buffers["dropout_p"].copy_(dropouts(c.dropout_at(step) for c in configs))
-        base.train()
+        rates = dropouts(c.dropout_at(step) for c in configs)
+        if rates is not last_dropouts:  # a new tensor only when a rate changes
+            dropout_p.copy_(rates)
+            last_dropouts = rates
         x, y = data.sample(batches, first.batch_size)  # drawn on the device
         with autocast(device, first.precision):
-            loss = losses(params, buffers, x, y)
+            loss = losses(outputs(flat.views(), x), y)
         loss.sum().backward()  # models share no parameters: each gets its own gradient
         optimizer.step([c.lr_at(step) for c in configs], [c.weight_decay for c in configs])
         train_sum += loss.detach()
         since_eval += 1
         if step + 1 in evals:
+            net.eval()
             base.eval()
             with torch.no_grad(), autocast(device, first.precision):
-                val_x, val_y = data.val
-                val = losses(params, buffers, val_x, val_y)
-                val_error = None if data.error is None else errors(params, buffers, val_x, val_y)
-                own = [{} if data.metrics is None else data.metrics(_member(base, params, buffers, i))
+                views, (val_x, val_y) = flat.views(), data.val
+                val_out = outputs(views, val_x)
+                val = losses(val_out, val_y)
+                val_error = None if errors is None else errors(val_out, val_y)
+                own = [{} if data.metrics is None else data.metrics(_member(base, views, buffers, i))
                        for i in range(len(configs))]
+            net.train()
             samples = (step + 1) * first.batch_size
             tokens = samples * data.tokens_per_sample
             wall = time.perf_counter() - started

@@ -1,8 +1,9 @@
 """FLOP accounting: counted by torch, estimated as 6·N·D, and a closed form.
 
-``counted_step_flops`` runs one forward and backward pass under
-:class:`torch.utils.flop_counter.FlopCounterMode`, which counts the matrix
-products (and attention) that autograd actually executes.
+``counted_step_flops`` runs one forward and backward pass under a dispatch mode
+that counts, with the formulas of :mod:`torch.utils.flop_counter` (those of its
+``FlopCounterMode``), the matrix products (and attention) that autograd actually
+executes.
 The usual ``6·N·D`` estimate (Kaplan et al. 2020, N the non-embedding
 parameters) is :func:`scalekit.compute.training_flops`. ``analytic_step_flops``
 is an independent closed form for the bundled models, used to check the counter.
@@ -14,7 +15,13 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import (
+    flop_registry,
+    sdpa_backward_flop_count,
+    sdpa_flop_count,
+    shape_wrapper,
+)
 
 
 def _cpu_attention(query, key, value, *args, out_shape=None, **kwargs) -> int:
@@ -30,6 +37,38 @@ _CPU_ATTENTION = {
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_attention,
     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_attention_backward,
 }
+_FORMULAS = {**flop_registry, **{op: shape_wrapper(f) for op, f in _CPU_ATTENTION.items()}}
+
+
+class _Counter(TorchDispatchMode):
+    """Adds up the FLOPs of every operator that has a formula in ``_FORMULAS``; an operator
+    without one is split into the operators it is made of where it can be (as
+    ``FlopCounterMode`` does).
+
+    torch wraps a dispatch mode's ``__torch_dispatch__`` so that ``torch.compile`` does not
+    trace into it, which imports ``torch._dynamo`` at the first operator (about 1 CPU-s,
+    more than the rest of a small run's start-up); the count runs eagerly, so this mode
+    asks not to be wrapped (if a later torch ignores the request, the count is unchanged).
+    """
+
+    total = 0
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        packet = func._overloadpacket
+        if packet not in _FORMULAS and func is not torch.ops.prim.device.default:
+            with self:
+                out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        out = func(*args, **kwargs)
+        if packet in _FORMULAS:
+            self.total += _FORMULAS[packet](*args, **kwargs, out_val=out)
+        return out
 
 
 def counted_step_flops(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
@@ -41,11 +80,11 @@ def counted_step_flops(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.
     """
     was_training = model.training
     model.eval()
-    with FlopCounterMode(display=False, custom_mapping=_CPU_ATTENTION) as counter:
+    with _Counter() as counter:
         loss_fn(model(x), y).backward()
     model.zero_grad(set_to_none=True)
     model.train(was_training)
-    return int(counter.get_total_flops())
+    return int(counter.total)
 
 
 def analytic_step_flops(model: nn.Module, batch: int, context: int = 1) -> int:

@@ -12,10 +12,10 @@ import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor, as_completed
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pandas as pd
 
@@ -77,25 +77,43 @@ class StoreLog:
 
     The first call for a run registers it (with its attributes) and reads the
     last step the store holds; later points at or before that step are skipped,
-    so a resumed run never duplicates a point.
+    so a resumed run never duplicates a point. The store is opened at the first
+    call and kept open until :meth:`close` (or the end of a ``with`` block): every
+    write is its own transaction, but the store is checked and its write-ahead log
+    folded once per job, not once per point of every run.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self._last: dict[str, int] = {}
+        self._store = None
 
     def __call__(self, name: str, attrs: dict[str, Any], points: list[dict[str, float]]) -> None:
-        from scalekit.curves import CurveStore
+        if self._store is None:
+            from scalekit.curves import CurveStore
 
-        with CurveStore(self.path) as store:
-            if name not in self._last:
-                store.add_run(name, source="scalekit train", attrs=attrs)
-                held = store.curves(runs=[name]).frame
-                self._last[name] = int(held["step"].max()) if len(held) else -1
-            new = [p for p in points if p["step"] > self._last[name]]
-            if new:
-                store.append_points(name, pd.DataFrame(new))
-                self._last[name] = int(new[-1]["step"])
+            self._store = CurveStore(self.path)
+        store = self._store
+        if name not in self._last:
+            store.add_run(name, source="scalekit train", attrs=attrs)
+            held = store.curves(runs=[name]).frame
+            self._last[name] = int(held["step"].max()) if len(held) else -1
+        new = [p for p in points if p["step"] > self._last[name]]
+        if new:
+            store.append_points(name, pd.DataFrame(new))
+            self._last[name] = int(new[-1]["step"])
+
+    def close(self) -> None:
+        """Close the store (opened again by a later call)."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 @contextmanager
@@ -125,7 +143,8 @@ def run_job(config: TrainConfig, store: str | None, checkpoint_dir: str | None) 
     if checkpoint_dir is not None:
         Path(checkpoint_dir).mkdir(parents=True, exist_ok=True)
         checkpoint = checkpoint_path(checkpoint_dir, config)
-    result = train(config, log=StoreLog(store) if store is not None else None, checkpoint=checkpoint)
+    with StoreLog(store) if store is not None else nullcontext() as log:
+        result = train(config, log=log, checkpoint=checkpoint)
     return {"name": result.name, "attrs": result.attrs, "points": result.points}
 
 
@@ -138,7 +157,8 @@ def run_batched_job(configs: list[TrainConfig], store: str | None) -> list[dict[
     """
     from scalekit.train.batched import train_batched
 
-    results = train_batched(configs, log=StoreLog(store) if store is not None else None)
+    with StoreLog(store) if store is not None else nullcontext() as log:
+        results = train_batched(configs, log=log)
     return [{"name": r.name, "attrs": r.attrs, "points": r.points} for r in results]
 
 

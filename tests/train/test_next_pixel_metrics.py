@@ -85,8 +85,10 @@ def test_greedy_completion_equals_a_slow_one_image_at_a_time_loop():
 
 def test_both_trainers_store_the_metrics_at_every_evaluation(tmp_path):
     path = tmp_path / "runs.db"
-    alone = train(TINY, log=StoreLog(path))
-    together = train_batched([TINY.replace(seed=1), TINY], log=StoreLog(tmp_path / "b.db"))[1]
+    with StoreLog(path) as log:
+        alone = train(TINY, log=log)
+    with StoreLog(tmp_path / "b.db") as log:
+        together = train_batched([TINY.replace(seed=1), TINY], log=log)[1]
     steps = TINY.eval_steps()
     with CurveStore(path) as store:
         for metric in OWN:

@@ -32,6 +32,24 @@ def test_counted_step_flops_within_5_percent_of_the_closed_form(model, batch, co
     assert counted == pytest.approx(analytic_step_flops(model, batch, context), rel=0.05)
 
 
+@pytest.mark.parametrize("model", [ResidualMLP(32, 1, width=64, depth=4), GPT(96, 64, width=64, depth=2)])
+def test_counted_step_flops_equal_torchs_flop_counter(model):
+    """The count is torch's own FlopCounterMode's (with the CPU attention kernel counted)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from scalekit.train.flops import _CPU_ATTENTION
+
+    if isinstance(model, GPT):
+        x = y = torch.randint(0, 96, (4, 64))
+        loss = _cross_entropy
+    else:
+        x, y, loss = torch.randn(16, 32), torch.randn(16, 1), F.mse_loss
+    counted = counted_step_flops(model, loss, x, y)
+    with FlopCounterMode(display=False, custom_mapping=_CPU_ATTENTION) as reference:
+        loss(model(x), y).backward()
+    assert counted == reference.get_total_flops() > 0
+
+
 def test_counted_compute_of_a_run_is_monotone_and_proportional_to_steps():
     result = train(TrainConfig(width=32, steps=40, evals=5, device="cpu"))
     steps = np.array([p["step"] for p in result.points])

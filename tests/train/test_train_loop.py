@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from scalekit.train.batched import train_batched
 from scalekit.train.config import TrainConfig
@@ -63,10 +64,12 @@ def test_resume_after_a_kill_gives_the_uninterrupted_curve(tmp_path):
     assert [p["step"] for p in resumed_log] == [p["step"] for p in whole.points]
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.2])
-def test_batched_runs_follow_their_sequential_curves(dropout):
-    configs = [TrainConfig(width=16, steps=60, evals=3, device="cpu", seed=seed, lr=lr, dropout=dropout)
-               for seed, lr in [(0, 1e-3), (1, 3e-3), (2, 1e-2)]]
+@pytest.mark.parametrize("task, dropout", [("teacher_student", 0.0), ("teacher_student", 0.2),
+                                           ("residual_teacher", 0.0)])
+def test_batched_runs_follow_their_sequential_curves(task, dropout):
+    configs = [TrainConfig(task=task, width=16, steps=60, evals=3, device="cpu", seed=seed, lr=lr,
+                           dropout=dropout, weight_decay=decay)
+               for seed, lr, decay in [(0, 1e-3, 0.0), (1, 3e-3, 0.1), (2, 1e-2, 0.0)]]
     batched = train_batched(configs)
     for config, together in zip(configs, batched):
         alone = train(config)
@@ -76,3 +79,17 @@ def test_batched_runs_follow_their_sequential_curves(dropout):
         else:  # other dropout masks: the same curve in distribution, not point by point
             assert _losses(together)[-1] == pytest.approx(_losses(alone)[-1], rel=0.25)
     assert len({tuple(_losses(r)) for r in batched}) == 3
+
+
+@pytest.mark.parametrize("task, options", [("teacher_student", {}),
+                                           ("char_lm", {"context": 8, "max_chars": 2000})])
+def test_the_losses_of_stacked_outputs_are_each_models_own_loss(task, options):
+    from scalekit.train.tasks import get_task
+
+    config = TrainConfig(task=task, width=32, depth=1, eval_size=16, options=options)
+    data = get_task(task).make_data(config)
+    y = data.val[1]
+    outputs = torch.randn(3, *y.shape, data.n_out) if data.loss == "cross_entropy" else \
+        torch.randn(3, *y.shape)
+    each = data.losses_of(outputs, y)
+    assert each.tolist() == pytest.approx([float(data.loss_of(o, y)) for o in outputs], rel=1e-6)

@@ -117,6 +117,17 @@ class TaskData:
             return F.mse_loss(output.float(), target)
         return F.cross_entropy(output.float().reshape(-1, output.shape[-1]), target.reshape(-1))
 
+    def losses_of(self, outputs: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Mean loss of each of M models' ``outputs`` (shape ``(M, *output)``) against the
+        one ``target``: :meth:`loss_of` of every model at once, shape ``(M,)``."""
+        models = len(outputs)
+        if self.loss == "mse":
+            each = F.mse_loss(outputs.float(), target.expand_as(outputs), reduction="none")
+        else:
+            each = F.cross_entropy(outputs.float().reshape(-1, outputs.shape[-1]),
+                                   target.expand(models, *target.shape).reshape(-1), reduction="none")
+        return each.reshape(models, -1).mean(dim=1)
+
 
 def task_options(config, defaults: dict[str, Any]) -> dict[str, Any]:
     """``defaults`` updated with ``config.options``; an option the task lacks is an error.
