@@ -12,6 +12,7 @@ from scalekit.fit.plans import (EXTRAPOLATION_WARN, ComputePlan, compare_allocat
 from scalekit.fit.engine import RESAMPLE, fit_law
 from scalekit.fit.frame import fit_frame, last_points, prepare_fit, resolve_law
 from scalekit.fit.inputs import law_inputs
+from scalekit.fit.least_squares import least_squares_batch
 from scalekit.fit.multistart import minimize_batch, multistart
 from scalekit.fit.objective import log_residuals, log_value_and_jacobian
 from scalekit.fit.plan_report import PlanReport
@@ -25,7 +26,7 @@ __all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "l
            "prepare_fit", "resolve_law",
            # for the other packages and the CLI
            "EXTRAPOLATION_WARN", "LOSSES", "RESAMPLE", "bootstrap_fits",
-           "irls_weights", "law_inputs", "log_residuals", "log_value_and_jacobian",
+           "irls_weights", "law_inputs", "least_squares_batch", "log_residuals", "log_value_and_jacobian",
            "minimize_batch", "multistart", "optimal_params", "resample_counts", "robust_scale"]
 
 _LAZY = {"profile_parameter": "scalekit.fit.profile"}

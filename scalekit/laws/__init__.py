@@ -10,7 +10,7 @@ from scalekit.laws.depth import TERMS as DEPTH_TERMS
 from scalekit.laws.expression import SYMBOLS as EXPRESSION_SYMBOLS
 from scalekit.laws.expression import check_expression, law_from_expression
 from scalekit.laws.inference_k import INFERENCE_K
-from scalekit.laws.m4 import m4_law, paper_bounds
+from scalekit.laws.m4 import from_limit, limit_bounds, limit_terms, m4_law, paper_bounds, to_limit
 from scalekit.laws.multipower import PARAMS as MULTIPOWER_PARAMS
 from scalekit.laws.multipower import ScheduleTerms, multipower_law, multipower_value_and_jacobian
 from scalekit.laws.registry import available_laws, get_law, register_law
@@ -22,4 +22,5 @@ __all__ = ["Law", "Param", "available_laws", "get_law", "law_from_expression", "
            "DEFAULT_RULE", "DEPTH_TERMS", "DEPTH_WIDTH_DATA", "EXPRESSION_SYMBOLS", "INFERENCE_K",
            "MULTIPOWER_PARAMS", "ScheduleTerms", "bnsl", "check_expression", "class_count_error",
            "data_constrained_law", "m4_law", "multipower_law", "multipower_value_and_jacobian",
-           "optimum_coefficients", "paper_bounds", "shared_curve_law"]
+           "optimum_coefficients", "paper_bounds", "shared_curve_law",
+           "from_limit", "limit_bounds", "limit_terms", "to_limit"]
