@@ -101,7 +101,6 @@ class ScheduleTerms:
         self.p_before = prefix[change[keep] - 1]
         self.segment = segment[keep]
         self.area_first = self.p_t[self.segment] - self.p_before   # S_k at its first step
-        self.n_sources = np.searchsorted(change[keep], self.t, side="right")  # k <= t_m
 
 
 def _lattice(beta: float, a_low: float, a_high: float):
@@ -131,11 +130,9 @@ def loss_drop_sums(terms: ScheduleTerms, C: float, beta: float, gamma: float,
         x = h * np.arange(j0, j1 + 1)
         u = np.exp(x)
         weights = [np.ones(K), inv_c, terms.log_rate, terms.log_rate * inv_c][:rows]
-        scaled = np.exp(-beta * log_c)                                   # c_k^-beta
-        explicit = _explicit(terms, _segment_matrix(terms, [w * scaled for w in weights]),
-                             beta, inv_c, u, x)                          # (rows, M, Q)
-        left = _left(terms, _segment_matrix(terms, weights), beta, h, j0 * h, log_c, inv_c,
-                     C, gamma)                                           # rows x (M,)
+        segments = _segment_matrix(terms, weights)
+        explicit = _explicit(terms, segments, beta, log_c, inv_c, u, x)   # (rows, M, Q)
+        left = _left(terms, segments, beta, h, j0 * h, log_c, inv_c, C, gamma)  # rows x (M,)
         S[0] = explicit[0].sum(axis=1) + left[0]
         if derivatives:
             S[1] = explicit[1] @ u - beta * explicit[0].sum(axis=1) + left[1]
@@ -165,15 +162,17 @@ def _segment_matrix(terms, weights):
     return sparse.csr_matrix((data, (index, np.tile(np.arange(K), rows))), shape=(rows * M, K))
 
 
-def _explicit(terms, segments, beta, inv_c, u, x):
+def _explicit(terms, segments, beta, log_c, inv_c, u, x):
     """The lattice sums over the explicit nodes at each step, for each weighting of the
-    sources (``segments`` holds ``drop_k w_k c_k^-beta``):
-    ``sum_{k <= t} drop_k w_k (u/c_k)^beta exp(-u (1/c_k + S_k(t)))``."""
+    sources (``segments`` holds ``drop_k w_k``):
+    ``sum_{k <= t} drop_k w_k (u/c_k)^beta exp(-u (1/c_k + S_k(t)))``.
+
+    ``(u/c_k)^beta`` stays inside the exponent: apart, ``c_k^-beta`` overflows for a tiny
+    ``c_k`` whose ``exp(-u/c_k)`` is 0 (inf times 0)."""
     M = terms.t.size
-    E = np.multiply.outer(-(inv_c + terms.area_first), u)
+    E = beta * np.subtract.outer(-log_c, -x) - np.multiply.outer(inv_c + terms.area_first, u)
     np.exp(E, out=E)
     fresh = (segments @ E).reshape(-1, M, u.size)            # the sources of each segment
-    fresh *= np.exp(beta * x)
     decay = np.exp(-np.multiply.outer(terms.gap, u))
     for m in range(1, M):
         fresh[:, m] += decay[m] * fresh[:, m - 1]

@@ -76,6 +76,19 @@ def test_lattice_form_agrees_with_the_direct_sum_to_1e_10(spec):
             assert abs(value - want) <= 1e-10 * abs(want) + 1e-15 * scale, (t, C, beta, gamma)
 
 
+@pytest.mark.parametrize("C, beta, gamma", [(1e-45, 9.9, 0.5), (1e-80, 5.0, 0.1)])
+def test_a_tiny_c_whose_power_overflows_gives_the_direct_sum_not_nan(C, beta, gamma):
+    """c_k^-beta is beyond a float here (it was computed apart from exp(-u/c_k): inf times 0,
+    every value NaN); the loss drop is then ~1e-50 of the rate drops, so agreement is to
+    the drops' rounding."""
+    rates = parse_schedule(SPECS["wsd_20000_24000"]).rates
+    steps = np.r_[1, 2160, 5000, 12000, rates.size - 1]
+    got = loss_drop_sums(ScheduleTerms(rates, steps), C, beta, gamma)
+    for value, t in zip(got, steps):
+        want, scale = _direct(rates, t, C, beta, gamma)
+        assert np.isfinite(value) and abs(value - want) <= 1e-12 * scale, (t, value, want)
+
+
 def test_jacobian_matches_central_differences():
     rates = parse_schedule("cosine:warmup=50,peak=1e-3,final=1e-4,total=600").rates
     terms = ScheduleTerms(rates, np.arange(60, 600, 40))
