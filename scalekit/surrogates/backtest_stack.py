@@ -112,11 +112,12 @@ def half_widths(ratios: np.ndarray, levels: Sequence[float], fallback: float) ->
     """Half-width per unit reach of each central ``level`` interval (module docstring)."""
     scores = np.sort(np.abs(ratios))
     spread = float(np.sqrt(np.mean(ratios ** 2))) if ratios.size else fallback
-    out = {}
-    for level in levels:
-        rank = int(np.ceil((scores.size + 1) * level)) - 1
-        out[level] = float(scores[rank]) if rank < scores.size \
+    out, widest = {}, 0.0
+    for level in sorted(levels):   # a wider level never gets a narrower interval (a normal
+        rank = int(np.ceil((scores.size + 1) * level)) - 1   # beyond the conformal ranks)
+        width = float(scores[rank]) if rank < scores.size \
             else spread * float(ndtri((1 + level) / 2))
+        out[level] = widest = max(widest, width)
     return out
 
 
@@ -194,7 +195,8 @@ class BacktestStacked:
             self.widths_[label] = widths
             offsets = signs * np.array([widths.get(_level(q), 0.0) for q in QUANTILES])
             for i in (i for i, t in enumerate(tasks) if t.group == label):
-                median = sum(w * medians["full", n][i] for w, n in zip(weights, names))
+                median = sum(w * medians["full", n][i] for w, n in zip(weights, names)
+                             if w > 0)   # a candidate left out may not poison it (0 * inf)
                 reach = horizon_reach(tasks[i], self.h0)
                 out[i] = np.exp(median[:, None] + reach[:, None] * offsets[None, :])
         return out

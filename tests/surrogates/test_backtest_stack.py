@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from scalekit.surrogates.backtest_stack import (BacktestStacked, backtest_task,
-                                                curve_rmse_weights, shrunk_weights)
+                                                curve_rmse_weights, half_widths, shrunk_weights)
 from scalekit.surrogates.evaluate import QUANTILES, Task, horizon_reach
 
 
@@ -173,3 +173,14 @@ def test_default_forecaster_from_medians_and_shared_fits_equals_the_quantile_pat
                           (backtest, ensemble_method())):
         for g, w in zip(member(tasks), alone(tasks), strict=True):
             np.testing.assert_allclose(np.log(g), np.log(w), rtol=0, atol=1e-12)
+
+
+def test_a_wider_level_never_gets_a_narrower_interval():
+    """10 scores give a conformal rank at 80% but not at 95%, whose normal interval from the
+    RMS (0.45 x 1.96 = 0.88) was narrower than the 80% one (1.0): quantiles crossed."""
+    ratios = np.r_[np.zeros(8), 1.0, 1.0]
+    widths = half_widths(ratios, [0.5, 0.8, 0.95], 0.1)
+    assert widths[0.8] == 1.0                          # the 9th of 10 sorted scores
+    assert widths[0.5] <= widths[0.8] <= widths[0.95]
+    assert widths[0.95] >= np.sqrt(np.mean(ratios ** 2)) * stats.norm.ppf(0.975)
+
