@@ -274,7 +274,8 @@ class CommitLoop:
                 yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
                 phase += 1
                 options = self._affordable()
-                cell = min(options, key=lambda r: (self._excess(r), r)) if options else None
+                cell = (min(options, key=lambda r: (self._excess(r), self._predicted(r), r))
+                        if options else None)   # without sizes every excess is 1: lowest forecast
         left = self.budget - self.state.spent
         if left > 1e-9 * self.budget and not self.state.exhausted:
             run = self._best_partial(left)
@@ -439,9 +440,11 @@ class CommitLoop:
                                  + left))
         if phase == 2:
             return f"lowest predicted end-of-schedule loss the budget can finish: {self._said(run)}"
-        above = f" ({self._excess(run) - 1:.1%})" if self.law else ""
+        if self.law is None:
+            return f"lowest predicted loss of what is left that it can finish: {self._said(run)}"
         return ("what is left maps the frontier: of what it can finish, predicted to end least "
-                f"above the law's loss-compute frontier{above}: {self._said(run)}")
+                f"above the law's loss-compute frontier ({self._excess(run) - 1:.1%}): "
+                f"{self._said(run)}")
 
     def _excess(self, run: str) -> float:
         """How far above the law's loss-compute frontier ``run`` is forecast to end: its

@@ -102,7 +102,7 @@ def plan_depth_in_data(result, params_budget: float, tokens: float, **plan_optio
     """
     from scalekit.planners.depth import plan_depth
 
-    depths = np.asarray(result.points.frame["depth"], dtype=float)    # every layer counted:
+    depths = np.asarray(_points(result, "fit_depth_law").frame["depth"], dtype=float)    # every layer counted:
     depths = depths + (2.0 if plan_options.get("exclude_end_layers") else 0.0)
     low, high = float(depths.min()), float(depths.max())
     plan = plan_depth(result.values, params_budget, tokens, depth_range=(low, high),
@@ -125,7 +125,7 @@ def plan_tree_in_data(result, classes: int):
     from scalekit.planners.cot import plan_tree
 
     plan = plan_tree(classes, result.values)
-    data = result.points.X["classes"]
+    data = _points(result, "fit_class_count_law").X["classes"]
     if data.min() <= plan.critical_degree <= data.max():
         return plan, []
     return plan, [Diagnostic(
@@ -169,6 +169,15 @@ def fit_inference_k_law(frame: Curves | pd.DataFrame, *, y: str = "error",
             "the fitted curve's least error", "k", k, "`k_opt`", "add runs at larger k to "
             "see whether the error turns up"))
     return result
+
+
+def _points(result, fitter: str):
+    """The points ``result`` was fitted to; a result without them (from ``fit_law`` or read
+    back from JSON) is refused."""
+    if result.points is None:
+        raise InputError(f"this plan searches the data a law was fitted to, but the result "
+                         f"carries no points: fit it with `{fitter}`")
+    return result.points
 
 
 def _fit(curves, law, y, source, *, drop_top=0, **fit_options):

@@ -89,3 +89,19 @@ def test_depth_optimum_only_inside_the_data(depths, inside):
         assert plan.depth == pytest.approx(l_star, rel=0.05) and diagnostics == []
     else:
         assert plan.depth == pytest.approx(16.0) and _codes(diagnostics) == ["no_optimum"]
+
+
+def test_a_plan_in_the_data_refuses_a_result_without_its_points():
+    """A FitResult read back from JSON carries no points: the plan says what to do instead of
+    failing on None."""
+    from scalekit.errors import InputError
+    from scalekit.fit import FitResult
+
+    classes = np.array([2, 4, 8, 16, 32, 64, 128, 256.0])
+    fitted = fit_class_count_law(_frame(classes=classes, error=np.minimum(
+        0.01 * classes ** 0.8, 1 - 1 / classes)))
+    plan, _ = plan_tree_in_data(fitted, 64)
+    read_back = FitResult.from_dict(fitted.to_dict())
+    assert read_back.points is None
+    with pytest.raises(InputError, match="fit_class_count_law"):
+        plan_tree_in_data(read_back, 64)
