@@ -41,16 +41,18 @@ def final_loss_and_gradient(theta, rates):
     area = np.cumsum(eta[::-1])[::-1][1:]                  # S_k, k = 1 … T
     k_eta = eta[1:]
     drop = eta[:-1] - k_eta
-    c = C * k_eta ** -gamma
-    x = c * area
+    # x in logs, capped where G is 1 to double precision: a rate near the floor makes
+    # eta^-gamma overflow, and g x would be 0 * inf
+    x = np.exp(np.minimum(np.log(C) - gamma * np.log(k_eta) + np.log(area), 700.0))
     G = -np.expm1(-beta * np.log1p(x))
     g = beta * np.exp(-(beta + 1) * np.log1p(x))
+    gx = g * x
     q = float(drop @ G)
     dq = np.zeros(eta.size)                                # d Q / d eta_tau, tau = 0 … T
     dq[:-1] += G                                           # eta_tau in drop_{tau+1}
     dq[1:] -= G                                            # and in drop_tau
-    dq[1:] -= gamma * drop * g * x / k_eta                 # through c_tau
-    dq[1:] += np.cumsum(drop * g * c)                      # through S_k, k <= tau
+    dq[1:] -= gamma * drop * gx / k_eta                    # through c_tau
+    dq[1:] += np.cumsum(drop * gx / area)                  # through S_k (g c = g x / S_k)
     d_eta = -alpha * A * s1 ** (-alpha - 1) - B * dq
     grad = d_eta[:-1].copy()
     grad[-1] += d_eta[-1]
@@ -78,6 +80,7 @@ def optimise_free_schedule(theta, start, *, warmup: int, peak: float):
         rates = rates_of(e)
         value, grad = final_loss_and_gradient(theta, rates)
         tail_grad = -grad[warmup:] * rates[warmup:]               # d L / d log eta_t
+        tail_grad[np.cumsum(e[step_block]) > _FLOOR] = 0.0     # at the floor eta is constant
         per_step = np.cumsum(tail_grad[::-1])[::-1]              # d L / d e_s, s >= warmup
         return value, np.bincount(step_block, per_step, minlength=e.size)
 

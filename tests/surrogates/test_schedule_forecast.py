@@ -194,3 +194,21 @@ def test_a_forecast_past_the_fitted_area_says_so(runs):
     # run's last logged step 2950 (its lr column read as a warm-up 1e-5 k over k = 0 … 100)
     spec_area = np.linspace(0, 1e-3, 100).sum() + 1e-3 * 8901
     assert notes[0].value == pytest.approx(spec_area / (1e-5 * 5050 + 1e-3 * 2850), rel=1e-9)
+
+
+def test_the_free_schedules_gradient_is_finite_at_the_floor_and_matches_differences():
+    """A rate at the floor (peak e^-600) with gamma 1.5 made eta^-gamma overflow and the
+    gradient NaN (0 * inf); elsewhere the gradient is the law's, by central differences."""
+    from scalekit.surrogates.free_schedule import final_loss_and_gradient
+
+    theta = [2.0, 0.6, 0.5, 400.0, 2.0, 0.6, 1.5]
+    floor = np.r_[np.full(50, 1e-3), 1e-3 * np.exp(-np.minimum(np.linspace(0, 700, 50), 600))]
+    value, grad = final_loss_and_gradient(theta, floor)
+    assert np.isfinite(value) and np.isfinite(grad).all()
+    rates = np.r_[np.full(30, 1e-3), np.linspace(1e-3, 1e-4, 70)]
+    _, grad = final_loss_and_gradient(theta, rates)
+    for j in (5, 40, 80, 99):
+        step = np.zeros(rates.size)
+        step[j] = 1e-9
+        up, down = (final_loss_and_gradient(theta, rates + s)[0] for s in (step, -step))
+        assert grad[j] == pytest.approx((up - down) / 2e-9, rel=1e-5)
