@@ -315,8 +315,8 @@ def ensemble_methods(*weightings: str, **settings) -> tuple[Method, ...]:
     def fitted(tasks):
         x, y, mask, xt = pad(tasks)
         return xt, fit_ensembles(x, y, mask, weightings=weightings, **settings)
-    if len(weightings) > 1:
-        fitted = remembered(fitted)
+    if len(weightings) > 1:   # the members ask of one list in turn: the last two suffice
+        fitted = remembered(fitted, last=2)
 
     def member(k: int) -> Method:
         def answer(tasks, qs):
@@ -386,14 +386,17 @@ def paper_m4_method() -> Method:
     return method
 
 
-def remembered(method: Method) -> Method:
-    """``method``, answering a repeated call on the same task list from memory."""
+def remembered(method: Method, *, last: int | None = None) -> Method:
+    """``method``, answering a repeated call on the same task list from memory (of the
+    ``last`` task lists asked, or of all)."""
     memory: dict[int, tuple[Sequence[Task], list[np.ndarray]]] = {}
 
     def wrapped(tasks):
         key = id(tasks)
         if key not in memory or memory[key][0] is not tasks:
             memory[key] = (tasks, method(tasks))
+            while last is not None and len(memory) > last:
+                memory.pop(next(iter(memory)))          # the oldest
         return memory[key][1]
     return wrapped
 

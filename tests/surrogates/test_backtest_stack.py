@@ -184,3 +184,13 @@ def test_a_wider_level_never_gets_a_narrower_interval():
     assert widths[0.5] <= widths[0.8] <= widths[0.95]
     assert widths[0.95] >= np.sqrt(np.mean(ratios ** 2)) * stats.norm.ppf(0.975)
 
+
+
+def test_remembered_keeps_only_the_last_task_lists_it_is_told_to():
+    from scalekit.surrogates.evaluate import remembered
+
+    calls = []
+    method = remembered(lambda tasks: calls.append(tasks) or [len(calls)], last=2)
+    a, b, c = [_task("a", "g")], [_task("b", "g")], [_task("c", "g")]
+    assert [method(t)[0] for t in (a, b, a, c, b, a)] == [1, 2, 1, 3, 2, 4]
+    assert calls == [a, b, c, a]          # a was dropped when c came, b was still held
