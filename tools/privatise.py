@@ -18,7 +18,7 @@ Two steps, each idempotent (a second run changes nothing):
     ``scalekit.fit.engine.fit_law`` becomes ``scalekit.fit.fit_law`` where the face gives it.
 
 Run from the repository root: ``python tools/privatise.py faces rename`` (``--dry-run``
-lists the renames only).
+lists what each step would change and changes nothing).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ PUBLIC = {
 #: Packages whose modules are plugins loaded by name (``get_task("char_lm")``).
 PUBLIC_PACKAGES = {"scalekit.train.tasks"}
 TEXT_SUFFIXES = {".py", ".md", ".ipynb", ".toml", ".txt", ".rst", ".cfg"}
-WIDTH = 100
+WIDTH = 110   # ruff's line length (pyproject.toml)
 
 
 def dotted(path: Path) -> str:
@@ -139,8 +139,9 @@ def _import_text(indent: str, module: str, names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def faces_step() -> int:
-    """Rewrite cross-package and CLI imports of implementation modules to the faces."""
+def faces_step(dry_run: bool = False) -> int:
+    """Rewrite cross-package and CLI imports of implementation modules to the faces (with
+    ``dry_run``, list the files it would rewrite)."""
     cache: dict[str, tuple[dict, set]] = {}
     missing: list[str] = []
     sources = sorted((ROOT / "scalekit").rglob("*.py")) + sorted((ROOT / "cli").rglob("*.py"))
@@ -180,7 +181,10 @@ def faces_step() -> int:
         if unit == "cli":
             new_text = _face_strings(new_text, cache, missing, path)
         if new_text != text:
-            path.write_text(new_text, encoding="utf-8")
+            if dry_run:
+                print(f"would rewrite {path.relative_to(ROOT)}")
+            else:
+                path.write_text(new_text, encoding="utf-8")
     for line in sorted(set(missing)):
         print(f"missing on the face {line}")
     return 1 if missing else 0
@@ -371,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     for step in args.steps:
         if step == "faces":
-            code = faces_step() or code
+            code = faces_step(args.dry_run) or code
         else:
             rename_step(args.dry_run)
     return code
