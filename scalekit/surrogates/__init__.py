@@ -23,6 +23,7 @@ from scalekit.surrogates.forecast import (METHODS, Forecast, evaluate_frame, for
 from scalekit.surrogates.gp import ExponentialDecay, GPSurrogate
 from scalekit.surrogates.joint import JointSurrogate
 from scalekit.surrogates.paper_m4 import PaperM4
+from scalekit.surrogates.schedule_axis import area_task
 from scalekit.surrogates.schedule_forecast import multipower_forecast
 from scalekit.surrogates.schedule_search import schedule_curves, search_schedule
 from scalekit.surrogates.scores import ForecastScores
@@ -31,4 +32,4 @@ __all__ = ["ParametricEnsemble", "GPSurrogate", "JointSurrogate", "ExponentialDe
            "PaperM4", "ForecastScores", "forecast_batch", "forecast_frame", "evaluate_frame", "holdout_frame",
            "StackedMethod", "cut_curves", "ensemble_method", "evaluate", "joint_method",
            "remembered", "Forecast", "METHODS", "multipower_forecast", "schedule_curves",
-           "search_schedule"]
+           "search_schedule", "area_task"]
