@@ -79,8 +79,8 @@ def depth(
 
     curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
     result = fit_depth_law(curves, y=y, keep_lowest=keep_lowest,
-                                     exclude_end_layers=exclude_end_layers, source=_source(file),
-                                     loss=loss, bootstrap=bootstrap, seed=seed)
+                           exclude_end_layers=exclude_end_layers, source=_source(file),
+                           loss=loss, bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("params", "tokens"),
@@ -131,7 +131,7 @@ def classes(
 
     curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
     result = fit_class_count_law(curves, y=y, source=_source(file), loss=loss,
-                                           bootstrap=bootstrap, seed=seed)
+                                 bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("classes",), optional=())
@@ -194,7 +194,7 @@ def inference_k(
 
     curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
     result = fit_inference_k_law(curves, y=y, source=_source(file), loss=loss,
-                                           bootstrap=bootstrap, seed=seed)
+                                 bootstrap=bootstrap, seed=seed)
     planned = None
     if plan is not None:
         spec = _parse_plan(plan, required=("cost",), optional=("k_max",))
