@@ -46,7 +46,7 @@ def _at_least(flag: str, low: int):
 
 
 def _eta(value: int) -> int:
-    from scalekit.allocate.schedules import check_eta
+    from scalekit.allocate import check_eta
     from scalekit.checks import fail
 
     try:
@@ -56,7 +56,7 @@ def _eta(value: int) -> int:
 
 
 def _tasks() -> tuple[str, ...]:
-    from scalekit.train.tasks import available_tasks
+    from scalekit.train import available_tasks
 
     return ("synthetic", *available_tasks())
 
@@ -71,15 +71,15 @@ _CURVES = typer.Option(None, "--curves", help="Curves file (CSV, JSONL, Parquet,
 _STORE = store_option(default=None)
 _POLICY_HELP = ("commit (default: probe cheap runs, fit L(N, D), finish what the budget "
                 "affords), loss (plain SH), forecast or frontier")
-_POLICIES = ("scalekit.allocate.policies", "ALLOCATION_POLICIES")
+_POLICIES = ("scalekit.allocate", "ALLOCATION_POLICIES")
 _ETA = typer.Option(3, "--eta", callback=_eta, help="Reduction factor of Successive Halving.")
 _MIN_RESOURCE = typer.Option(None, "--min-resource", callback=_positive("--min-resource"),
                              help="Resource of the first rung (default: fitted to the budget).")
 _RESOURCE = choice_option("compute", "--resource",
-                          library_choices("scalekit.allocate.sweep", "RESOURCES"),
+                          library_choices("scalekit.allocate", "RESOURCES"),
                           "Resource axis: compute, step or tokens.")
 _SURROGATE = choice_option("joint", "--surrogate",
-                           library_choices("scalekit.allocate.forecasters", "SURROGATES"),
+                           library_choices("scalekit.allocate", "SURROGATES"),
                            "Surrogate of the forecast and frontier policies: joint, ensemble "
                            "or gp.")
 _SEED = typer.Option(0, "--seed", callback=_at_least("--seed", 0),  # numpy seeds are >= 0
@@ -88,7 +88,7 @@ _GROUP = typer.Option(None, "--group", help="Columns whose values name a run, co
                       "(e.g. model,peak_lr,sweep).")
 _MAP = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role, as role=column (repeatable).")
 _DUPLICATES = choice_option("error", "--duplicates",
-                            library_choices("scalekit.curves.readers", "DUPLICATES"),
+                            library_choices("scalekit.curves", "DUPLICATES"),
                             "A step a run logs twice in --curves: error, or keep the first or "
                             "last one.")
 _JSON = json_option()
@@ -122,7 +122,7 @@ def replay_command(
     quiet: bool = _QUIET, fmt: str = _FORMAT,
 ) -> None:
     """Simulate the policies on complete curves at several budgets and seeds."""
-    from scalekit.allocate.budget import parse_budget
+    from scalekit.allocate import parse_budget
 
     budgets = [_budget(text, "replay", parse_budget) for text in budget]
     sweep, digest = _sweep(curves, store, mapping, group, resource, None, duplicates)
@@ -134,7 +134,7 @@ def replay_command(
                     frontier_min_compute=frontier_min_compute)
     _render("replay", report, shown, fmt, json_out, quiet, digest, seed, settings)
     if html is not None:
-        from scalekit.allocate.replay import ReplayResult
+        from scalekit.allocate import ReplayResult
 
         from .report import replay_page, write_page
 
@@ -157,7 +157,7 @@ def plan_command(
     html: Optional[Path] = html_option(),
 ) -> None:
     """Print the next actions for partial curves."""
-    from scalekit.allocate.budget import parse_budget
+    from scalekit.allocate import parse_budget
 
     flops = _budget(budget, "plan", parse_budget)
     sweep, digest = _sweep(curves, store, mapping, group, resource, max_resource, duplicates)
@@ -167,7 +167,7 @@ def plan_command(
                     group=group, duplicates=duplicates)
     _render("plan", report, shown, fmt, json_out, quiet, digest, seed, settings)
     if html is not None:
-        from scalekit.allocate.next_actions import Plan
+        from scalekit.allocate import Plan
 
         from .report import result_page, write_page
 
@@ -197,7 +197,7 @@ def run_command(
     html: Optional[Path] = html_option(),
 ) -> None:
     """Train the candidates of TASK through the allocation into --store (resumable)."""
-    from scalekit.allocate.budget import parse_budget
+    from scalekit.allocate import parse_budget
     from scalekit.errors import InputError
 
     if store is None:
@@ -280,7 +280,7 @@ def _budget(text: str, mode: str, parse_budget) -> float:
 
 
 def _sweep(curves, store, mapping, group, resource, max_resource, duplicates):
-    from scalekit.allocate.sweep import sweep_from_frame
+    from scalekit.allocate import sweep_from_frame
     from scalekit.errors import InputError
 
     read, digest = open_curves(curves, store, parse_mapping(mapping), duplicates=duplicates)
@@ -299,18 +299,18 @@ def _sweep(curves, store, mapping, group, resource, max_resource, duplicates):
 
 
 def _policy_factory(surrogate):
-    from scalekit.allocate.policies import get_policy
+    from scalekit.allocate import get_policy
 
     return lambda name, seed: get_policy(name, surrogate=surrogate, seed=seed)
 
 
 def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, candidates, plot,
             frontier_min_compute=0.0):
-    from scalekit.allocate.policies import ALLOCATION_POLICIES
-    from scalekit.allocate.replay import replay
-    from scalekit.allocate.schedules import format_rung_table
+    from scalekit.allocate import ALLOCATION_POLICIES
+    from scalekit.allocate import replay
+    from scalekit.allocate import format_rung_table
     from scalekit.formatting import format_number
-    from scalekit.report.tables import table_data
+    from scalekit.report import table_data
 
     # uniform and budget-matched plain SH (loss) are the two baselines every policy is read against
     wanted = ["uniform", *ALLOCATION_POLICIES] if policy is None else (
@@ -334,7 +334,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
     rung_tables = {_share(b): format_rung_table(br, unit=sweep.resource_name)
                    for b, br in brackets.items()}
     if plot is not None:
-        from scalekit.report.allocate_plots import plot_allocations
+        from scalekit.report import plot_allocations
 
         last = budgets[-1]
         plot_allocations(result.example_sweep,
@@ -346,10 +346,10 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
 
 
 def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
-    from scalekit.allocate.next_actions import plan_next
-    from scalekit.allocate.policies import get_policy
-    from scalekit.allocate.schedules import format_rung_table
-    from scalekit.report.tables import table_data
+    from scalekit.allocate import plan_next
+    from scalekit.allocate import get_policy
+    from scalekit.allocate import format_rung_table
+    from scalekit.report import table_data
 
     plan = plan_next(sweep, get_policy(policy, surrogate=surrogate, seed=seed), budget,
                      eta=eta, min_resource=min_resource, seed=seed)
@@ -368,10 +368,10 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
 def _trainer(task: str, *, seed: int, store: Path):
     """The trainer behind ``--run TASK``: ``synthetic`` (pure Python) or a bundled torch task."""
     if task == "synthetic":
-        from scalekit.allocate.toy import SyntheticTrainer
+        from scalekit.allocate import SyntheticTrainer
 
         return SyntheticTrainer(seed=seed, sizes=9, variants=3, max_compute=1e18, points=40)
-    from scalekit.train.allocation_trainer import task_trainer
+    from scalekit.train import task_trainer
 
     return task_trainer(task, seed=seed, store=store)
 
@@ -380,10 +380,10 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
          executor="local", ray_address=None):
     from rich.text import Text
 
-    from scalekit.allocate.policies import get_policy
-    from scalekit.allocate.replay import fit_bracket
-    from scalekit.allocate.runner import candidate_sweep, run_allocation
-    from scalekit.allocate.schedules import format_rung_table
+    from scalekit.allocate import get_policy
+    from scalekit.allocate import fit_bracket
+    from scalekit.allocate import candidate_sweep, run_allocation
+    from scalekit.allocate import format_rung_table
     trainer = _trainer(task, seed=seed, store=store)
     sweep = candidate_sweep(trainer)
     bracket = (None if policy == "commit" else
@@ -424,7 +424,7 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
 
 
 def _finished(store, task) -> str:
-    from scalekit.allocate.state import AllocationState
+    from scalekit.allocate import AllocationState
 
     if not Path(store).is_file():
         return "no finished advance"

@@ -76,7 +76,7 @@ def store_location(text: Any) -> Any:
 
 def is_server_url(value: Any) -> bool:
     """Whether a store location is a PostgreSQL URL (see :mod:`scalekit.curves.database`)."""
-    from scalekit.curves.database import is_server_url as server
+    from scalekit.curves import is_server_url as server
 
     return server(value)
 
@@ -209,7 +209,7 @@ def notes_in_flags(*groups) -> list[str]:
 def format_option() -> Any:
     """The ``--format table|tsv|json`` option of commands that print tables."""
     return choice_option("table", "--format",
-                         library_choices("scalekit.report.tables", "FORMATS"), "How to print the "
+                         library_choices("scalekit.report", "FORMATS"), "How to print the "
                          "tables: table (rich, for reading), tsv or json (for other programs).")
 
 
@@ -223,7 +223,7 @@ def print_tables(tables: list[dict], fmt: str, *, title: Optional[str] = None,
     tables do, and the other lines go to standard error.
     """
     from scalekit.formatting import collapse_notes
-    from scalekit.report.tables import render_tables
+    from scalekit.report import render_tables
 
     out = render_tables(tables, fmt, title=title, header=header, lines=lines)
     if fmt == "table":
@@ -273,7 +273,7 @@ def open_curves(file: Optional[Path], store: Optional[Path], mapping: dict[str, 
         raise InputError("give either a curves FILE or --store DB (one of them)")
     if file is not None:
         from scalekit.curves import read_curves
-        from scalekit.curves.readers import check_local_input
+        from scalekit.curves import check_local_input
 
         check_local_input(file)
         curves = read_curves(file, mapping=mapping, metric=metric, keep=[c for c in keep if c],

@@ -44,7 +44,7 @@ def design(
     batch: int = typer.Option(1, "--batch", help="Runs to propose.",
                               callback=checked_number("--batch", low=1, integer=True)),
     method: str = choice_option("ensemble", "--method",
-                                library_choices("scalekit.design.methods", "METHODS"),
+                                library_choices("scalekit.design", "METHODS"),
                                 "random, cheapest, cost_random, d_optimal, v_optimal or "
                                 "ensemble."),
     replay: bool = typer.Option(False, "--replay", metavar="", help="Replay on the pool's known losses "
@@ -76,7 +76,7 @@ def design(
                              "existing file.")
     from scalekit.design import Pool, grid_pool, propose, target_on_compute
     from scalekit.design import replay as run_replay
-    from scalekit.fit.frame import resolve_law
+    from scalekit.fit import resolve_law
 
     the_law = resolve_law(law)
     frame = _table(pool, "--pool") if pool is not None else grid_pool(grid)
@@ -102,7 +102,7 @@ def design(
         serialise.write_report(json_out, FORMAT, result, input_sha256=None, seed=seed,
                                settings=settings)
     if plot is not None:
-        from scalekit.report.design_plot import plot_design
+        from scalekit.report import plot_design
 
         plot_design(result.to_dict(), candidates.frame, goal, path=plot)
 
@@ -144,7 +144,7 @@ def _observed(observed: Path | None, store: Path | None, y: str):
         frame = _table(observed, "--observed")
     else:
         from scalekit.curves import CurveStore
-        from scalekit.fit.frame import last_points
+        from scalekit.fit import last_points
 
         with CurveStore(store) as opened:
             frame = opened.curves(metric=y).frame

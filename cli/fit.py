@@ -40,7 +40,7 @@ def drop_top_option():
 
 def objective_option():
     return choice_option("huber", "--objective",
-                         library_choices("scalekit.fit.robust", "LOSSES"),
+                         library_choices("scalekit.fit", "LOSSES"),
                          "Objective on log residuals: huber, squared or soft_l1.")
 
 
@@ -56,7 +56,7 @@ def n_jobs_option():
 
 
 def resample_option():
-    return choice_option(None, "--resample", library_choices("scalekit.fit.engine", "RESAMPLE"),
+    return choice_option(None, "--resample", library_choices("scalekit.fit", "RESAMPLE"),
                          "What a bootstrap resample draws: runs "
                          "(whole runs; the default when runs have several points) or points.")
 
@@ -117,7 +117,7 @@ def fit(
     """Fit a scaling law, with standard errors, bootstrap intervals and a compute plan."""
     from scalekit.fit import plan_for_compute
     from scalekit import serialise
-    from scalekit.report.fit_report import fit_renderables
+    from scalekit.report import fit_renderables
 
     shared = fit_settings(law=law, y=y, all_points=all_points, drop_top=drop_top, loss=loss,
                           delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample)
@@ -187,9 +187,9 @@ def fit_page(result, body: dict, settings: dict, figure=None) -> str:
     """The HTML page of one fit: the law and the plan, the figures (``figure``: the data's,
     when the data are at hand; the fitted law's always), parameters, diagnostics, settings."""
     from scalekit.formatting import format_number
-    from scalekit.report.fit_plots import plot_law
-    from scalekit.report.fit_report import plan_rows
-    from scalekit.report.html import html_page
+    from scalekit.report import plot_law
+    from scalekit.report import plan_rows
+    from scalekit.report import html_page
 
     plan = body.get("plan")
     answer = [result.equation()]
@@ -207,7 +207,7 @@ def fit_page(result, body: dict, settings: dict, figure=None) -> str:
 
 def _plot(result, path: Path | None, target_compute: float | None, plan, title):
     """Draw the fit with its data (to ``path`` when given); return the figure."""
-    from scalekit.report.fit_plots import plot_curve, plot_surface
+    from scalekit.report import plot_curve, plot_surface
 
     prepared = result.points
 

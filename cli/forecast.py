@@ -15,7 +15,7 @@ from .common import (choice_option, format_option, json_option,
 FORMAT = "forecast"
 
 
-_METHODS = ("scalekit.surrogates.forecast", "METHODS")
+_METHODS = ("scalekit.surrogates", "METHODS")
 
 
 def forecast(
@@ -57,7 +57,7 @@ def forecast(
                                    "--holdout-column: the method win rates and ratios compare "
                                    "with."),
     duplicates: str = choice_option("error", "--duplicates",
-                                    library_choices("scalekit.curves.readers", "DUPLICATES"),
+                                    library_choices("scalekit.curves", "DUPLICATES"),
                                     "A step a run logs twice: error, first or last."),
     runs: list[str] = typer.Option([], "--run", metavar="RUN", help="Only this run (repeatable)."),
     fit_on: Optional[str] = typer.Option(None, "--fit-on", help="With --method multipower: "
@@ -145,7 +145,7 @@ def forecast(
 
 def _benchmark(frame, method, holdout_column, axis, y, by, reference, settings, notes, read):
     """``--evaluate --holdout-column``: the benchmark's body and table."""
-    from scalekit.surrogates.forecast import METHODS, holdout_frame
+    from scalekit.surrogates import METHODS, holdout_frame
 
     methods = list(METHODS) if method == "all" else [method]
     table = holdout_frame(frame, methods=methods, train=holdout_column, x=axis, y=y, by=by,
@@ -163,7 +163,7 @@ def _benchmark(frame, method, holdout_column, axis, y, by, reference, settings, 
 
 def _evaluation(frame, method, axis, y, settings, notes, read, html):
     """``--evaluate``: the scores' body and table (and page)."""
-    from scalekit.surrogates.forecast import METHODS, evaluate_frame
+    from scalekit.surrogates import METHODS, evaluate_frame
 
     methods = list(METHODS) if method == "all" else [method]
     scores = evaluate_frame(frame, methods=methods, x=axis, y=y)
@@ -181,7 +181,7 @@ def _forecast(frame, method, target, axis, y, total_steps, runs, settings, notes
               plot):
     """``--to`` / ``--to-compute``: the forecast's body and table (and page, plot); the
     notes of runs skipped or not drawn join ``notes``."""
-    from scalekit.surrogates.forecast import forecast_frame
+    from scalekit.surrogates import forecast_frame
 
     result = forecast_frame(frame, to=target, x=axis, y=y, method=method,
                             total_steps=total_steps)
@@ -198,7 +198,7 @@ def _forecast(frame, method, target, axis, y, total_steps, runs, settings, notes
 
         write_page(html, forecast_page(result, body, settings, observed=observed))
     if plot is not None:
-        from scalekit.report.forecast_plots import drawn_runs, plot_forecasts
+        from scalekit.report import drawn_runs, plot_forecasts
 
         drawn, left_out = drawn_runs(table, runs)
         notes += notes_in_flags(left_out)
@@ -216,7 +216,7 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
     from scalekit import serialise
     from scalekit.errors import InputError
     from scalekit.formatting import collapse_notes, format_number
-    from scalekit.surrogates.schedule_forecast import multipower_forecast
+    from scalekit.surrogates import multipower_forecast
 
     if not fit_on:
         raise InputError("--method multipower needs --fit-on RUN,RUN,...")
@@ -289,7 +289,7 @@ def _groups(table, reference):
 
 
 def _table(title, table) -> dict:
-    from scalekit.report.tables import table_data
+    from scalekit.report import table_data
 
     return table_data(title, [str(c) for c in table.columns],
                       [list(row) for row in table.itertuples(index=False)])

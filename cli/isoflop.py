@@ -18,7 +18,7 @@ from .common import (bootstrap_option, checked_number, choice_option, ci_level_o
 
 def _convention_options():
     return (choice_option("6ND", "--convention",
-                          library_choices("scalekit.isoflop.points", "CONVENTIONS"),
+                          library_choices("scalekit.isoflop", "CONVENTIONS"),
                           "FLOPs: 6ND (C = k·N·D) "
                           "or counted (the compute column as logged)."),
             typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token",
@@ -58,11 +58,11 @@ def isoflop(
     file: Optional[Path] = file_argument("Points or curves file"),
     store: Optional[Path] = store_option(default=None),
     approach: str = choice_option("all", "--approach",
-                                  library_choices("scalekit.isoflop.analysis", "NAMES", "all"),
+                                  library_choices("scalekit.isoflop", "NAMES", "all"),
                                   "1 (envelope), 2 (IsoFLOP profiles), 3 (parametric law) or "
                                   "all."),
     profile: str = choice_option("params", "--in",
-                                 library_choices("scalekit.isoflop.approach2", "PROFILES"),
+                                 library_choices("scalekit.isoflop", "PROFILES"),
                                  "Approach 2: parabola in log params or log tokens."),
     figures: Optional[int] = typer.Option(None, "--figures", help="Round budgets to this many "
                                           "significant figures (default: find them as clusters "
@@ -105,7 +105,7 @@ def isoflop(
                                         "each on its own."),
 ) -> None:
     """Compute-optimal N*(C) = k_N·C^a and D*(C) = k_D·C^b by three approaches, with intervals."""
-    from scalekit.isoflop.analysis import NAMES, run_isoflop
+    from scalekit.isoflop import NAMES, run_isoflop
 
     if (higher_is_better or group) and len(set(metrics)) < 2:
         from scalekit.checks import fail
@@ -138,9 +138,9 @@ def isoflop(
 
         write_page(html, isoflop_page(report, report.to_dict(), settings))
     if plot is not None:
-        from scalekit.report.isoflop_plots import plot_isoflop
+        from scalekit.report import plot_isoflop
 
-        from scalekit.isoflop.analysis import NAMES
+        from scalekit.isoflop import NAMES
 
         plot_isoflop({NAMES[k]: m for k, m in report.fitted.items()}, plot,
                      target_compute=target_compute)
@@ -151,8 +151,8 @@ def _compare(file, store, mapping, metrics, higher_is_better, group, approach, s
     """Several --metric: each one's allocation and their paired comparison."""
     from scalekit import serialise
     from scalekit.formatting import format_number, format_with_interval
-    from scalekit.isoflop.analysis import NAMES
-    from scalekit.isoflop.per_metric import compare_metrics, pair_line
+    from scalekit.isoflop import NAMES
+    from scalekit.isoflop import compare_metrics, pair_line
 
     metrics = list(dict.fromkeys(metrics))
     curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=metrics[0],
@@ -199,7 +199,7 @@ def _compare(file, store, mapping, metrics, higher_is_better, group, approach, s
 
         write_page(html, metrics_page(result, result.to_dict(), settings))
     if plot is not None:
-        from scalekit.report.isoflop_plots import plot_metric_allocations
+        from scalekit.report import plot_metric_allocations
 
         plot_metric_allocations(result, plot)
 

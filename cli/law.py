@@ -38,7 +38,7 @@ _QUIET = quiet_option()
 def _param_count(text: str) -> str:
     """--param-count parses as a formula in m and l (checked as it is parsed, --plan or not)."""
     from scalekit.errors import InputError
-    from scalekit.planners.depth import param_count_from_expression
+    from scalekit.planners import param_count_from_expression
 
     try:
         count = float(param_count_from_expression(text)(64.0, 4.0))  # at width 64, depth 4
@@ -74,8 +74,8 @@ def depth(
     quiet: bool = _QUIET,
 ) -> None:
     """Fit L(m, l, D) = c_m m^-α_m + c_l l^-α_l + c_D D^-α_D + L0 and plan the model's shape."""
-    from scalekit.planners.depth import param_count_from_expression
-    from scalekit.planners.measured_laws import fit_depth_law, plan_depth_in_data
+    from scalekit.planners import param_count_from_expression
+    from scalekit.planners import fit_depth_law, plan_depth_in_data
 
     curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
     result = fit_depth_law(curves, y=y, keep_lowest=keep_lowest,
@@ -103,7 +103,7 @@ def depth(
                 "flops_convention": "none: the depth law is in width, depth and tokens"}
     figure = None
     if plot is not None or html is not None:
-        from scalekit.report.law_plots import plot_depth_fit
+        from scalekit.report import plot_depth_fit
 
         figure = plot_depth_fit(result, result.points.X, result.points.y, plot, plan=planned)
     _finish("law.depth", result, result.points.notes, planned, "Plan: loss-optimal shape", digest, seed,
@@ -127,7 +127,7 @@ def classes(
     quiet: bool = _QUIET,
 ) -> None:
     """Fit ε(K) = min(c K^γ, 1 − 1/K) and plan a chain-of-thought tree of steps."""
-    from scalekit.planners.measured_laws import fit_class_count_law, plan_tree_in_data
+    from scalekit.planners import fit_class_count_law, plan_tree_in_data
 
     curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
     result = fit_class_count_law(curves, y=y, source=_source(file), loss=loss,
@@ -143,7 +143,7 @@ def classes(
                 "flops_convention": "none: the class-count law is in classes"}
     figure = None
     if plot is not None or html is not None:
-        from scalekit.report.fit_plots import plot_curve
+        from scalekit.report import plot_curve
 
         figure = plot_curve(result, result.points.X["classes"], result.points.y, plot, x_label="classes K",
                             y_label=y).figure
@@ -189,8 +189,8 @@ def inference_k(
         _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test, repeats,
                   seed, json_out, plot, quiet)
         return
-    from scalekit.planners.inference_k import plan_samples
-    from scalekit.planners.measured_laws import fit_inference_k_law
+    from scalekit.planners import plan_samples
+    from scalekit.planners import fit_inference_k_law
 
     curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y)
     result = fit_inference_k_law(curves, y=y, source=_source(file), loss=loss,
@@ -205,7 +205,7 @@ def inference_k(
                 "flops_convention": "none: cost is per sample, in units of error"}
     figure = None
     if plot is not None or html is not None:
-        from scalekit.report.law_plots import plot_inference_k
+        from scalekit.report import plot_inference_k
 
         figure = plot_inference_k(result.points.X["k"], result.points.y, plot, result=result,
                                   plan=planned).figure
@@ -216,8 +216,8 @@ def inference_k(
 def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test, repeats, seed,
               json_out, plot, quiet) -> None:
     from scalekit import serialise
-    from scalekit.planners.inference_k import simulate_samples
-    from scalekit.planners.judge_model import JudgeModel
+    from scalekit.planners import simulate_samples
+    from scalekit.planners import JudgeModel
 
     model = JudgeModel(dim=dim, n_train=n_train, noise=noise, misspecification=misspecification,
                        n_test=n_test, seed=seed)
@@ -244,7 +244,7 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
                                simulation, input_sha256=None,
                                seed=seed, settings=settings)
     if plot is not None:
-        from scalekit.report.law_plots import plot_inference_k
+        from scalekit.report import plot_inference_k
 
         plot_inference_k(simulation.k, simulation.monte_carlo, plot,
                          stderr=simulation.monte_carlo_stderr, theory=simulation.quadrature,
@@ -318,7 +318,7 @@ def _text(value) -> str:
 def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, json_out, quiet, *,
             html=None, figure=None):
     from scalekit import serialise
-    from scalekit.report.fit_report import fit_renderables
+    from scalekit.report import fit_renderables
 
     from .fit import fit_body
 

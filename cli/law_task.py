@@ -65,9 +65,9 @@ def task(
 ) -> None:
     """Predict task accuracies of a target run from a ladder of small runs (two steps)."""
     from scalekit import serialise
-    from scalekit.curves.readers.ladder import read_ladder
+    from scalekit.curves import read_ladder
     from scalekit.errors import InputError
-    from scalekit.planners.task_law import TASKS, evaluate_holdout, predict_tasks
+    from scalekit.planners import TASKS, evaluate_holdout, predict_tasks
 
     if x not in X_CHOICES:
         raise InputError(f"The value of `--x` is {x!r}, but must be one of {', '.join(X_CHOICES)}.")
@@ -111,11 +111,11 @@ def task(
         serialise.write_report(json_out, "task_law", body, input_sha256=None, seed=seed,
                                settings=settings)
     if plot is not None and result is not None:
-        from scalekit.report.task_plots import plot_task_law
+        from scalekit.report import plot_task_law
 
         plot_task_law(result, plot)
     if html is not None:
-        from scalekit.report.task_plots import plot_task_law
+        from scalekit.report import plot_task_law
 
         from .report import result_page, write_page
 
@@ -127,9 +127,9 @@ def task(
 def _ladder_from_store(store, tasks, x):
     """The ladder imported into ``store`` (``store import FILES --runs TABLE``), with the
     columns of ``tasks`` for the intermediate ``x``."""
-    from scalekit.curves.readers.ladder import ladder_from_store
-    from scalekit.curves.store import CurveStore
-    from scalekit.planners.task_law import TASKS
+    from scalekit.curves import ladder_from_store
+    from scalekit.curves import CurveStore
+    from scalekit.planners import TASKS
 
     columns = sorted({c for name in tasks for part in TASKS[name].columns(x) for c in part})
     with CurveStore(store, create=False) as opened:

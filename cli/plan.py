@@ -133,7 +133,7 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_o
     from scalekit import serialise
     from scalekit.errors import InputError
     from scalekit.formatting import format_interval, format_number
-    from scalekit.report.tables import table_data
+    from scalekit.report import table_data
 
     from .common import input_sha256
 
@@ -151,7 +151,7 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_o
     except (ValueError, KeyError, TypeError):
         raise InputError("not the JSON of forecast --method multipower (no params, "
                          "stats.warmup_steps, stats.peak_rate)", source=str(from_fit)) from None
-    from scalekit.surrogates.schedule_search import schedule_curves, search_schedule
+    from scalekit.surrogates import schedule_curves, search_schedule
 
     result = search_schedule(params, total_steps=total_steps, warmup=warmup, peak=peak,
                              family=family, covariance=stats.get("covariance"))
@@ -163,7 +163,7 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_o
         print_tables([table_data(f"schedule search ({family}, {total_steps} steps)",
                                  ["", "schedule", "predicted final loss"], rows)], fmt)
     if plot is not None:
-        from scalekit.report.schedule_plots import plot_schedule_search
+        from scalekit.report import plot_schedule_search
 
         curves = schedule_curves(params, [result.best_schedule(), result.baseline],
                                  total_steps=total_steps)
@@ -248,8 +248,8 @@ def _pair(text: Optional[str]) -> Optional[tuple[float, float]]:
 
 def _print(body: dict, level: float, fmt: str, verbose: bool) -> None:
     from scalekit.diagnostics import Diagnostic
-    from scalekit.report.fit_report import diagnostic_lines
-    from scalekit.report.tables import table_data
+    from scalekit.report import diagnostic_lines
+    from scalekit.report import table_data
 
     rows = []
     if "by_compute" in body:

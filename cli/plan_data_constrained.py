@@ -33,7 +33,7 @@ def check_options(law: Optional[str], *, compute, unique_tokens, target_loss) ->
 def body(result, notes, read, *, compute: float, unique_tokens: float, compare,
          k: float) -> dict:
     """The plan report of the data-constrained law: the law, the plan and the diagnostics."""
-    from scalekit.planners.data_constrained import plan_data_constrained
+    from scalekit.planners import plan_data_constrained
 
     draws = result.bootstrap_values
     notes = list(notes)

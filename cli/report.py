@@ -24,9 +24,9 @@ def isoflop_page(result, body: dict, settings: dict, figure=None) -> str:
     """The page of an :class:`~scalekit.isoflop.analysis.IsoFLOPReport`: N* = k_N·C^a and
     D* = k_D·C^b by approach, the figure, the exponents, diagnostics."""
     from scalekit.formatting import format_with_interval
-    from scalekit.isoflop.analysis import NAMES
-    from scalekit.report.html import html_page
-    from scalekit.report.isoflop_plots import plot_isoflop
+    from scalekit.isoflop import NAMES
+    from scalekit.report import html_page
+    from scalekit.report import plot_isoflop
 
     frame = result.to_frame()
     answer = []
@@ -46,9 +46,9 @@ def isoflop_page(result, body: dict, settings: dict, figure=None) -> str:
 def metrics_page(result, body: dict, settings: dict) -> str:
     """The page of a :class:`~scalekit.isoflop.per_metric.MetricComparison`: one sentence per
     pair of metrics, N*(C) and D*(C) per metric, the pairs and the allocations."""
-    from scalekit.isoflop.per_metric import pair_line
-    from scalekit.report.html import html_page
-    from scalekit.report.isoflop_plots import plot_metric_allocations
+    from scalekit.isoflop import pair_line
+    from scalekit.report import html_page
+    from scalekit.report import plot_metric_allocations
 
     pct = f"{100 * result.ci_level:g}%"
     figures = [("N*(C) and D*(C) per metric", plot_metric_allocations(result))] \
@@ -68,8 +68,8 @@ def forecast_page(result, body: dict, settings: dict, observed=None) -> str:
     import pandas as pd
 
     from scalekit.formatting import format_number, format_with_interval
-    from scalekit.report.forecast_plots import plot_forecasts
-    from scalekit.report.html import html_page
+    from scalekit.report import plot_forecasts
+    from scalekit.report import html_page
 
     final = result.final
     answer = [f"{run}: {format_with_interval(median, (low, high))} (median, 80% interval)"
@@ -91,8 +91,8 @@ def law_page(result, body: dict, settings: dict, figure=None) -> str:
     """The page of a ``law depth|classes|inference-k`` fit: the law written out and its plan,
     the figure (``figure``: with the data, when at hand; else a law of one input drawn
     alone), parameters and derived quantities, diagnostics."""
-    from scalekit.report.fit_plots import plot_law
-    from scalekit.report.html import html_page
+    from scalekit.report import plot_law
+    from scalekit.report import html_page
 
     from .law import _text
 
@@ -113,8 +113,8 @@ def scores_page(result, body: dict, settings: dict) -> str:
     --evaluate``): the method with the lowest final error over all cuts and its 80% coverage,
     the figure by cut, the scores."""
     from scalekit.formatting import format_number
-    from scalekit.report.forecast_plots import plot_scores
-    from scalekit.report.html import html_page
+    from scalekit.report import plot_scores
+    from scalekit.report import html_page
 
     table = result.to_frame()
     overall = table[table["subset"] == "all"]
@@ -134,8 +134,8 @@ def replay_page(result, body: dict, settings: dict) -> str:
     """The page of a :class:`~scalekit.allocate.replay.ReplayResult`: the policy reaching the
     lowest loss at each budget, the figure, the averages."""
     from scalekit.formatting import format_number
-    from scalekit.report.allocate_plots import plot_replay_summary
-    from scalekit.report.html import html_page
+    from scalekit.report import plot_replay_summary
+    from scalekit.report import html_page
 
     averages = result.averages
     answer = []
@@ -159,7 +159,7 @@ def result_page(result, body: dict, settings: dict, figures=(), table=None) -> s
     import pandas as pd
 
     from scalekit.formatting import format_number
-    from scalekit.report.html import html_page
+    from scalekit.report import html_page
 
     def text(value) -> str:
         return value if isinstance(value, str) else format_number(value)
@@ -210,12 +210,12 @@ def report(
 
 
 def _builders() -> dict:
-    from scalekit.allocate.replay import ReplayResult
+    from scalekit.allocate import ReplayResult
     from scalekit.fit import FitResult
-    from scalekit.isoflop.analysis import IsoFLOPReport
-    from scalekit.isoflop.per_metric import MetricComparison
-    from scalekit.surrogates.forecast import Forecast
-    from scalekit.surrogates.scores import ForecastScores
+    from scalekit.isoflop import IsoFLOPReport
+    from scalekit.isoflop import MetricComparison
+    from scalekit.surrogates import Forecast
+    from scalekit.surrogates import ForecastScores
 
     from .fit import fit_page
 

@@ -27,7 +27,7 @@ def import_(
     mapping: list[str] = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role as role=column "
                                       "(repeatable); run=a,b joins several columns."),
     format: Optional[str] = choice_option(None, "--format",
-                                          library_choices("scalekit.curves.readers", "FORMATS"),
+                                          library_choices("scalekit.curves", "FORMATS"),
                                           "csv, wandb, jsonl, "
                                           "parquet, tensorboard, mlflow or optuna (default: "
                                           "from the suffix, the folder or the SQLite tables)."),
@@ -38,7 +38,7 @@ def import_(
                                              "this experiment (name or id)."),
     study: Optional[str] = typer.Option(None, "--study", help="Optuna: the study to read."),
     duplicates: str = choice_option("error", "--duplicates",
-                                    library_choices("scalekit.curves.readers", "DUPLICATES"),
+                                    library_choices("scalekit.curves", "DUPLICATES"),
                                     "A repeated (run, step): error, or keep the first or last."),
     runs: Optional[Path] = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
                                         "final.json as it stands): each SOURCE is one run's "
@@ -51,7 +51,7 @@ def import_(
 
     roles = parse_mapping(mapping)
     if runs is not None:  # a ladder: one file per run, read together as one source
-        from scalekit.curves.readers.ladder import ladder_frame, read_ladder
+        from scalekit.curves import ladder_frame, read_ladder
 
         frames = [ladder_frame(read_ladder(sources, runs))]
         sources = [str(runs)]
@@ -77,7 +77,7 @@ def import_(
 def ls(store: Path = store_option(), fmt: str = format_option()) -> None:
     """List the runs: name, source, size, tokens, rows, points and metrics."""
     from scalekit.curves import CurveStore
-    from scalekit.report.tables import table_data
+    from scalekit.report import table_data
 
     with CurveStore(store, create=False) as opened:
         runs = opened.runs()
@@ -101,7 +101,7 @@ def show(
     from scalekit.checks import check_number
     from scalekit.curves import CurveStore
     from scalekit.formatting import format_number
-    from scalekit.report.tables import table_data
+    from scalekit.report import table_data
 
     check_number("limit", limit, low=0, integer=True)
     with CurveStore(store, create=False) as opened:
@@ -140,13 +140,13 @@ def export(
                                help="Output file: .csv, .parquet or .jsonl."),
     store: Path = store_option(),
     format: Optional[str] = choice_option(None, "--format",
-                                          library_choices("scalekit.curves.writers",
+                                          library_choices("scalekit.curves",
                                                           "TABLE_FORMATS"),
                                           "csv, parquet or jsonl (default: from the suffix)."),
 ) -> None:
     """Export every run, all metrics side by side; re-importing gives the same curves."""
     from scalekit.curves import CurveStore
-    from scalekit.curves.writers import output_format
+    from scalekit.curves import output_format
 
     output_format(out, format)  # a suffix of another format: refused before the store opens
     with CurveStore(store, create=False) as opened:
@@ -177,7 +177,7 @@ def copy(
 ) -> None:
     """Copy a whole store (runs, points, allocations) into a new one, between back ends;
     exporting either writes the same file."""
-    from scalekit.curves.copy import copy_store
+    from scalekit.curves import copy_store
 
     if not is_server_url(destination):
         check_writable(destination, "DST")
@@ -188,7 +188,7 @@ def copy(
 
 def display(store) -> str:
     """A store's location as printed: a URL's password as ``***``."""
-    from scalekit.curves.database import display as shown
+    from scalekit.curves import display as shown
 
     return shown(store)
 

@@ -37,7 +37,7 @@ def _config(name: str):
 
 
 def _tasks() -> tuple[str, ...]:
-    from scalekit.train.tasks import available_tasks
+    from scalekit.train import available_tasks
 
     return tuple(available_tasks())
 
@@ -209,7 +209,7 @@ def _checkpoints_of(store) -> Path:
 
 def _table(result) -> dict:
     """The last point of every run, with the settings that vary across the sweep."""
-    from scalekit.report.tables import table_data
+    from scalekit.report import table_data
 
     shown = [*result.varied, "params", "tokens", "compute", "compute_6nd", "loss"]
     return table_data(f"{len(result.runs)} runs → {result.store} (compute: counted FLOPs)",

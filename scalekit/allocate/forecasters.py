@@ -186,16 +186,16 @@ def make_forecaster(name: str = "joint", *, seed: int = 0, unseen: bool = False)
     ``seed`` is kept for those that are not.
     """
     check_choice("surrogate", name, SURROGATES)
-    from scalekit.surrogates.joint import JointSurrogate
+    from scalekit.surrogates import JointSurrogate
 
     joint = JointForecaster(JointSurrogate, unseen=unseen)
     if name == "joint":
         return joint
     if name == "ensemble":
-        from scalekit.surrogates.ensemble import forecast_batch
+        from scalekit.surrogates import forecast_batch
 
         return PerCurveForecaster(batch=forecast_batch, fallback=joint)
-    from scalekit.surrogates.gp import GPSurrogate
+    from scalekit.surrogates import GPSurrogate
 
     return PerCurveForecaster(factory=GPSurrogate, fallback=joint,
                               min_points=max(4, GPSurrogate._min_points))

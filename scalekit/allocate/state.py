@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from scalekit.allocate.engine import Advance
-from scalekit.curves.database import display, open_database
+from scalekit.curves import display, open_database
 from scalekit.errors import InputError
 
 class AllocationState:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from scalekit.fit import fit_law
-from scalekit.fit.multistart import multistart
-from scalekit.fit.objective import log_residuals, log_value_and_jacobian
+from scalekit.fit import multistart
+from scalekit.fit import log_residuals, log_value_and_jacobian
 
 #: Prior variance of each fitting-space parameter (a weak ridge: standard deviation 3,
 #: i.e. a factor e^3 for a log-fitted parameter) so that the Laplace covariance exists

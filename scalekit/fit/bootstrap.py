@@ -27,7 +27,7 @@ import numpy as np
 
 from scalekit.executors import process_pool, running, usable_cpus, worker_count
 from scalekit.fit.multistart import minimize_batch
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 from scalekit.progress import track
 
 _JOB: dict = {}

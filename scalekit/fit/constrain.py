@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from scalekit.checks import fail
-from scalekit.laws.base import Law, Param
+from scalekit.laws import Law, Param
 
 
 def constrained_law(law: Law, *, fixed: Mapping[str, float] | None = None,

@@ -33,7 +33,7 @@ import numpy as np
 
 from scalekit.diagnostics import Diagnostic
 from scalekit.fit.objective import log_jacobian
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 
 #: An input that varies less than this factor (max / min) cannot pin a parameter that needs it.
 MIN_SPAN = 2.0

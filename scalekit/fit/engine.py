@@ -23,7 +23,7 @@ from scalekit.fit.result import FitResult
 from scalekit.fit.criteria import information_criteria
 from scalekit.fit.uncertainty import (covariance, function_intervals, natural_stderr,
                                       percentile_intervals, wald_intervals)
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 
 #: Starts whose objective is within this relative tolerance of the best count as "at best"
 #: (or within ``AT_BEST_ATOL``, for data the law fits exactly).

@@ -118,7 +118,7 @@ def prepare_fit(frame: Curves | pd.DataFrame, *, law: Law | str | None = None,
         Drop the ``drop_top`` highest values of ``y`` first (Besiroglu et al. 2024
         drop the five highest Chinchilla losses).
     """
-    from scalekit.curves.curve_set import Curves  # pandas: imported when used
+    from scalekit.curves import Curves  # pandas: imported when used
 
     drop_top = check_number("drop_top", drop_top, low=0, integer=True)
     curves = Curves.of(frame)
@@ -201,7 +201,7 @@ def fit_frame(frame: Curves | pd.DataFrame, *, law: Law | str | None = None, x: 
     FitResult
         With ``points``: the law, points and notes the fit used (a :class:`FitInput`).
     """
-    from scalekit.curves.curve_set import Curves
+    from scalekit.curves import Curves
     from scalekit.fit import fit_law
 
     try:

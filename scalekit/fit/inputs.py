@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from scalekit.errors import InputError
-from scalekit.laws.expression import SYMBOLS as EXPRESSION_SYMBOLS
+from scalekit.laws import EXPRESSION_SYMBOLS
 
 #: The usual symbol of each input column (those of the expression language).
 SYMBOLS = {column: symbol for symbol, column in EXPRESSION_SYMBOLS.items() if symbol != column}

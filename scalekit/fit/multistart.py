@@ -59,7 +59,7 @@ import numpy as np
 
 from scalekit.fit.objective import log_value_and_jacobian
 from scalekit.fit.robust import curvature_weights, psi, rho
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 
 _LAMBDA_START = 1e-3
 _LAMBDA_MIN = 1e-12

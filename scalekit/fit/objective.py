@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from scalekit.fit.robust import rho
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 
 def log_residuals(law: Law, X, log_y: np.ndarray, z: np.ndarray) -> np.ndarray:
     """``log f(X; z) - log y`` for fitting-space parameters ``z`` (..., P) -> (..., n)."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from scalekit.fit.objective import log_jacobian, log_residuals
 from scalekit.fit.robust import psi, rho
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from scalekit.fit.constrain import constrained_law
 from scalekit.fit.engine import fit_law
 from scalekit.fit.inputs import law_inputs
 from scalekit.fit.robust import psi, rho
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 
 #: Starts of each profile fit drawn from the law's grid, besides the neighbour's optimum.
 GRID_STARTS = 8

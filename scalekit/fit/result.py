@@ -14,7 +14,7 @@ from scalekit.fit.inputs import law_inputs
 from scalekit.fit.objective import log_jacobian
 from scalekit.fit.uncertainty import expanded_tail, quantile
 from scalekit.formatting import collapse_notes, format_interval, format_number
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 from scalekit.results import ResultProtocol
 
 FORMAT = "scalekit.fitresult/2"
@@ -283,7 +283,7 @@ def _base_law(spec: dict) -> Law:
     from scalekit.laws import get_law
 
     if "expression" in spec:
-        from scalekit.laws.expression import law_from_expression
+        from scalekit.laws import law_from_expression
 
         specs = {name: {k: (-np.inf if v is None and k == "lower" else
                             np.inf if v is None and k == "upper" else v)
@@ -293,7 +293,7 @@ def _base_law(spec: dict) -> Law:
                                    params=specs, name=spec["name"])
     match = re.fullmatch(r"bnsl(\d+)", spec["name"])
     if match:
-        from scalekit.laws.bnsl import bnsl
+        from scalekit.laws import bnsl
 
         return bnsl(int(match.group(1)))
     return get_law(spec["name"])

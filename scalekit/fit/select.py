@@ -18,7 +18,7 @@ import numpy as np
 from scalekit.checks import check_number
 from scalekit.fit.engine import fit_law
 from scalekit.laws import get_law
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 
 if TYPE_CHECKING:
     import pandas as pd

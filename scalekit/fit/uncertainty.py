@@ -35,7 +35,7 @@ import numpy as np
 
 from scalekit.fit.objective import log_jacobian, log_residuals
 from scalekit.fit.robust import psi, psi_prime
-from scalekit.laws.base import Law
+from scalekit.laws import Law
 
 
 def covariance(law: Law, X, log_y: np.ndarray, z: np.ndarray, *, loss: str, delta: float

@@ -20,8 +20,8 @@ import numpy as np
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
-from scalekit.allocate.commit import CommitLoop, CommitPolicy
-from scalekit.allocate.sweep import Curve, Sweep
+from scalekit.allocate import CommitLoop, CommitPolicy
+from scalekit.allocate import Curve, Sweep
 from scalekit.checks import check_choice, check_number
 from scalekit.integrations.ray_tune import require_metric_and_mode, take_search_properties
 

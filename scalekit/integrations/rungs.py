@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from scalekit.allocate.forecasters import SURROGATES, make_forecaster
-from scalekit.allocate.schedules import rung_resources
-from scalekit.allocate.sweep import Curve
+from scalekit.allocate import SURROGATES, make_forecaster
+from scalekit.allocate import rung_resources
+from scalekit.allocate import Curve
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.errors import InputError
 

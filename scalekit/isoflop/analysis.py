@@ -108,7 +108,7 @@ def _estimators(settings: dict, seed: int) -> dict:
 def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None) -> IsoFLOPReport:
     """Fit the ``wanted`` approaches ("1", "2", "3"); with several, skip those the data do not
     support (the reason is reported) as long as one succeeds."""
-    from scalekit.curves.curve_set import Curves
+    from scalekit.curves import Curves
 
     curves = Curves.of(frame)
     frame = curves.frame

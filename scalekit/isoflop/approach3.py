@@ -14,10 +14,10 @@ import numpy as np
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.errors import InputError
-from scalekit.fit.result import FitResult
+from scalekit.fit import FitResult
 from scalekit.isoflop.estimator import AllocationEstimator
 from scalekit.isoflop.powerfit import derived_power_law
-from scalekit.laws.chinchilla import optimum_coefficients
+from scalekit.laws import optimum_coefficients
 
 
 def allocation_lines(values: np.ndarray,

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number
-from scalekit.curves.curve_set import Curves
+from scalekit.curves import Curves
 from scalekit.compute import (FLOPS_PER_PARAM_TOKEN, flops_rule, params_for_compute,
                               tokens_for_compute, training_flops)
 from scalekit.errors import InputError

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats
 
-from scalekit.fit.result import FitResult
+from scalekit.fit import FitResult
 from scalekit.formatting import format_interval, format_number
 from scalekit.results import ResultProtocol
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from scalekit.checks import check_number
 from scalekit.errors import InputError
-from scalekit.laws.class_count import class_count_error
+from scalekit.laws import class_count_error
 from scalekit.results import FlatResult
 
 StepError = Callable[[np.ndarray], np.ndarray]

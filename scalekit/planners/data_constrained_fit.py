@@ -18,10 +18,10 @@ from scipy.stats import chi2
 from scalekit.checks import check_choice, fail
 from scalekit.diagnostics import Diagnostic
 from scalekit.fit import fit_law
-from scalekit.fit.inputs import law_inputs
-from scalekit.fit.profile import profile_parameter
+from scalekit.fit import law_inputs
+from scalekit.fit import profile_parameter
 from scalekit.laws import get_law
-from scalekit.laws.data_constrained import DEFAULT_RULE, data_constrained_law
+from scalekit.laws import DEFAULT_RULE, data_constrained_law
 
 #: The paper's C4 Chinchilla terms (``log A = 6.255414``, ``log B = 7.3049974``,
 #: ``log E = 0.6254804``, ``alpha = beta = 0.3526596``; the datablations README).

@@ -19,7 +19,7 @@ from scipy.optimize import minimize_scalar
 
 from scalekit.checks import check_number, fail
 from scalekit.formatting import format_number
-from scalekit.laws.depth import DEPTH_WIDTH_DATA, count_depth, depth_regime, regime_resolved
+from scalekit.laws import DEPTH_WIDTH_DATA, count_depth, depth_regime, regime_resolved
 from scalekit.results import FlatResult
 
 ParamCount = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -205,7 +205,7 @@ def param_count_from_expression(expression: str) -> ParamCount:
     parameter or another data symbol (``N``, ``x``, …), is an :class:`InputError`
     naming it.
     """
-    from scalekit.laws.expression import SYMBOLS, check_expression, law_from_expression
+    from scalekit.laws import EXPRESSION_SYMBOLS as SYMBOLS, check_expression, law_from_expression
 
     check_expression(expression)          # complete on its own ('m) + (l' is not)
     law = law_from_expression(f"_unit * ({expression})", inputs={"m": "width", "l": "depth"})

@@ -26,7 +26,7 @@ from scipy.optimize import minimize_scalar
 
 from scalekit.checks import check_number
 from scalekit.formatting import format_number
-from scalekit.laws.inference_k import INFERENCE_K
+from scalekit.laws import INFERENCE_K
 from scalekit.planners.judge_model import (JudgeModel, Predictive, best_of_k_asymptote,
                                            error_many_samples, error_one_sample)
 from scalekit.planners.judge_selection import monte_carlo_errors, quadrature_errors

@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_number
-from scalekit.curves.curve_set import Curves
+from scalekit.curves import Curves
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
-from scalekit.fit.frame import fit_frame, last_points
+from scalekit.fit import fit_frame, last_points
 from scalekit.laws import get_law
-from scalekit.laws.depth import count_depth
+from scalekit.laws import count_depth
 
 
 def fit_depth_law(frame: Curves | pd.DataFrame, *, y: str = "loss",

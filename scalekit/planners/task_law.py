@@ -33,7 +33,7 @@ from scalekit.checks import check_choice, check_number
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.fit import fit_law
-from scalekit.fit.bootstrap import bootstrap_fits, resample_counts
+from scalekit.fit import bootstrap_fits, resample_counts
 from scalekit.formatting import format_interval, format_number
 from scalekit.results import ResultProtocol
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalekit.laws.depth import TERMS
+from scalekit.laws import DEPTH_TERMS as TERMS
 from scalekit.report.figures import axes, finish, plain_log_ticks
 
 

@@ -42,12 +42,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from scalekit.fit.multistart import minimize_batch
-from scalekit.fit.objective import log_residuals
-from scalekit.fit.robust import irls_weights, robust_scale
-from scalekit.laws.base import Law, Param
-from scalekit.laws.expression import law_from_expression
-from scalekit.laws.m4 import m4_law
+from scalekit.fit import minimize_batch
+from scalekit.fit import log_residuals
+from scalekit.fit import irls_weights, robust_scale
+from scalekit.laws import Law, Param
+from scalekit.laws import law_from_expression
+from scalekit.laws import m4_law
 
 #: The normalised axes a family reads (see the module docstring).
 AXES = ("t", "tau", "y0")

@@ -22,8 +22,8 @@ import numpy as np
 
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
-from scalekit.fit.multistart import minimize_batch
-from scalekit.laws.shared_curve import shared_curve_law
+from scalekit.fit import minimize_batch
+from scalekit.laws import shared_curve_law
 from scalekit.surrogates.base import (DIRECTIONS, Surrogate, check_quantiles, check_x,
                                       horizon_rate, mixture_quantiles)
 

@@ -83,7 +83,7 @@ class PaperM4(Surrogate):
 
     def _problem(self, x, loss):
         """The law with this curve's bounds, and its starts inside them."""
-        from scalekit.laws.m4 import m4_law, paper_bounds
+        from scalekit.laws import m4_law, paper_bounds
 
         if self.upper is not None:
             check_number("upper", self.upper, low=0.0, low_open=True)
@@ -95,7 +95,7 @@ class PaperM4(Surrogate):
         return law, np.clip(starts, *law.fitting_bounds())
 
     def _adopt(self, x, loss, law, w, converged):
-        from scalekit.laws.m4 import from_limit
+        from scalekit.laws import from_limit
 
         self.law_ = law
         self.coef_ = w
@@ -106,7 +106,7 @@ class PaperM4(Surrogate):
         self.sigma_ = float(np.sqrt((residuals ** 2).sum() / max(x.size - len(law.params), 1)))
 
     def _log_median(self, x):
-        from scalekit.laws.m4 import limit_terms
+        from scalekit.laws import limit_terms
 
         return limit_terms(x[None, :], self.coef_[None, :])[0][0]
 
@@ -156,8 +156,8 @@ def _best_rows(problems) -> list[tuple[np.ndarray, bool]]:
 
 def _fit_group(problems) -> list[tuple[np.ndarray, bool]]:
     """:func:`_best_rows` for one group of problems, all their starts in one batch."""
-    from scalekit.fit.least_squares import least_squares_batch
-    from scalekit.laws.m4 import limit_bounds, limit_terms, to_limit
+    from scalekit.fit import least_squares_batch
+    from scalekit.laws import limit_bounds, limit_terms, to_limit
 
     sizes = [len(starts) for *_, starts in problems]
     n = max(x.size for x, *_ in problems)

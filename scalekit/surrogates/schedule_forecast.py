@@ -22,8 +22,8 @@ from scalekit.errors import InputError
 from scalekit.formatting import collapse_notes, format_interval, format_number
 from scalekit.results import ResultProtocol, frame_from_records
 from scalekit.schedules import Schedule, parse_schedule, schedule_from_series
-from scalekit.laws.multipower import (PARAMS, ScheduleTerms, multipower_law,
-                                      multipower_value_and_jacobian)
+from scalekit.laws import (MULTIPOWER_PARAMS as PARAMS, ScheduleTerms, multipower_law,
+                           multipower_value_and_jacobian)
 
 #: Two-sided interval levels of the predictions (normal on the log loss, delta method).
 LEVELS = (0.8, 0.95)

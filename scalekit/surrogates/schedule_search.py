@@ -19,7 +19,7 @@ import pandas as pd
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
 from scalekit.formatting import format_interval, format_number
-from scalekit.laws.multipower import PARAMS, ScheduleTerms, multipower_value_and_jacobian
+from scalekit.laws import MULTIPOWER_PARAMS as PARAMS, ScheduleTerms, multipower_value_and_jacobian
 from scalekit.results import ResultProtocol, frame_from_records
 from scalekit.schedules import Schedule, parse_schedule
 from scalekit.surrogates.free_schedule import optimise_free_schedule
