@@ -2,7 +2,7 @@
 
 Data as in ``bench_fit.py`` (240 points, Huber delta = 1e-3). Each resample
 starts from the distinct optima of the full fit plus random starts of the
-4,500-point grid (:mod:`scalekit.fit.bootstrap`). Target: under 60 s on 2 cores.
+4,500-point grid (:mod:`scalekit.fit._bootstrap`). Target: under 60 s on 2 cores.
 
 The check that these starts suffice: for ``--verify`` resamples (the first ones
 of the same seeded draw) the whole 4,500-start grid is run as well, and the
@@ -23,8 +23,8 @@ import numpy as np
 
 from bench_fit import load_points
 from scalekit.fit import fit_law
-from scalekit.fit.bootstrap import bootstrap_fits, resample_counts
-from scalekit.fit.objective import objective
+from scalekit.fit._bootstrap import bootstrap_fits, resample_counts
+from scalekit.fit._objective import objective
 from scalekit.laws import get_law
 
 BESIROGLU_95 = {"E": (1.769, 1.871), "alpha": (0.317, 0.373), "beta": (0.331, 0.415)}

@@ -57,7 +57,7 @@ from scipy.special import huber
 
 from scalekit.fit import fit_law
 from scalekit.laws import get_law, law_from_expression
-from scalekit.laws.bnsl import bnsl
+from scalekit.laws._bnsl import bnsl
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published" / "chinchilla_epoch_svg.csv"
 DELTA = 1e-3

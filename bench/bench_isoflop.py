@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.isoflop import IsoFLOPProfiles
-from scalekit.isoflop.parabolas import Groups, fit_parabolas, vertices
+from scalekit.isoflop._parabolas import Groups, fit_parabolas, vertices
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 CONFIG = ["source_file", "dataset", "hparams", "warmup", "decay", "param_count", "loss_split"]

@@ -1,7 +1,7 @@
 """The multi-power law (Luo et al. 2025): the lattice (Laplace) loss drop against the literal
 O(T²) double sum, the fit time, and the paper's protocol on its published curves.
 
-1. Agreement: the loss-drop sum Q(t) of ``scalekit.laws.multipower`` against the double sum
+1. Agreement: the loss-drop sum Q(t) of ``scalekit.laws._multipower`` against the double sum
    written out (``loss_drop_direct``), at every 8th step of three 24,000-step schedules
    (cosine, WSD exp, WSD linear to 0) under the repository's 25M shape and three random
    (C, beta, gamma). Target: |difference| <= 1e-10 |Q| + 1e-15 sum_k |drop_k| (relative
@@ -34,10 +34,9 @@ import numpy as np
 import pandas as pd
 
 from scalekit.curves.readers import read_curves
-from scalekit.laws.multipower import (PARAMS, ScheduleTerms, loss_drop_direct, loss_drop_sums,
-                                      multipower_law)
+from scalekit.laws._multipower import PARAMS, ScheduleTerms, loss_drop_direct, loss_drop_sums, multipower_law
 from scalekit.schedules import parse_schedule
-from scalekit.surrogates.schedule_forecast import fit_multipower, multipower_forecast, run_schedules
+from scalekit.surrogates._schedule_forecast import fit_multipower, multipower_forecast, run_schedules
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published" / "multipower"
 W = "warmup=2160,peak=3e-4"

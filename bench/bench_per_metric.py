@@ -1,7 +1,7 @@
 """Paired comparison of two metrics' D* exponents on synthetic IsoFLOP sweeps (issue 30).
 
 Each sweep: 5 budgets × 9 sizes, two metrics whose optima follow D* ∝ C^b with known b
-(:func:`scalekit.isoflop.synthetic_metrics.isoflop_sweep`). For ``--sweeps`` sweeps the
+(:func:`scalekit.isoflop._synthetic_metrics.isoflop_sweep`). For ``--sweeps`` sweeps the
 95% paired-bootstrap interval of b2 - b1 (``--bootstrap`` replicates) is computed.
 Targets: it covers the true difference on >= 90% of sweeps for b = (0.45, 0.60), and for
 the null case b1 = b2 = 0.5 the pair is flagged "not distinguishable" on >= 90%. The
@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from scalekit.isoflop.per_metric import compare_metrics
-from scalekit.isoflop.synthetic_metrics import isoflop_sweep
+from scalekit.isoflop._per_metric import compare_metrics
+from scalekit.isoflop._synthetic_metrics import isoflop_sweep
 
 TARGET = 0.90
 

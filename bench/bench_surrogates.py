@@ -24,7 +24,7 @@ reference on the first ``--reference`` curves and their backtest prefixes (the
 problems stacked-backtest fits): ``scipy.optimize.least_squares`` (trust-region
 reflective, analytic Jacobian, ``ftol = xtol = gtol = 1e-15``, at most 3,000
 evaluations) from every one of the same starts, one curve at a time, timed in the
-same run, in the limit coordinates of :func:`scalekit.laws.m4.to_limit` (in the
+same run, in the limit coordinates of :func:`scalekit.laws._m4.to_limit` (in the
 law's own coordinates it stops short along M4's valley toward ``L0 -> inf``).
 Target: the objective within 1e-9 (relative) of the reference's best. Where the reference's optimum is well defined (its starts that reach the
 best objective within 1e-9 relative give forecasts within 1e-6 in log of each
@@ -50,11 +50,11 @@ import numpy as np
 from scipy.optimize import curve_fit
 from threadpoolctl import threadpool_limits
 
-from scalekit.surrogates.ensemble import forecast_batch
-from scalekit.surrogates.evaluate import QUANTILES, Task, paper_m4_method
-from scalekit.surrogates.forecast import default_method
-from scalekit.surrogates.gp import GPSurrogate
-from scalekit.surrogates.joint import JointSurrogate
+from scalekit.surrogates._ensemble import forecast_batch
+from scalekit.surrogates._evaluate import QUANTILES, Task, paper_m4_method
+from scalekit.surrogates._forecast import default_method
+from scalekit.surrogates._gp import GPSurrogate
+from scalekit.surrogates._joint import JointSurrogate
 
 
 def make_curves(n_curves: int, n_points: int = 100, seed: int = 0):
@@ -91,19 +91,19 @@ def as_tasks(x, y, x_new):
 
 def one_curve_at_a_time_m4(tasks):
     """The reference for the batched M4: each curve fitted on its own."""
-    from scalekit.surrogates.paper_m4 import PaperM4
+    from scalekit.surrogates._paper_m4 import PaperM4
 
     return [PaperM4().fit(t.x, t.y).predict_quantiles(t.x_target, QUANTILES) for t in tasks]
 
 
 def reference_m4(problems):
     """The reference for M4's fit: every start polished by scipy's least_squares, tightly,
-    in the limit coordinates of :func:`scalekit.laws.m4.to_limit` (where the limit of
+    in the limit coordinates of :func:`scalekit.laws._m4.to_limit` (where the limit of
     M4's valley, ``L0 -> inf``, is a finite point; in the law's own coordinates scipy
     stops short along that valley)."""
     from scipy.optimize import least_squares
 
-    from scalekit.laws.m4 import limit_bounds, limit_terms, to_limit
+    from scalekit.laws._m4 import limit_bounds, limit_terms, to_limit
 
     out = []
     for law, x, log_y, starts in problems:
@@ -132,9 +132,9 @@ def m4_against_reference(tasks):
     """M4 as stacked-backtest fits it (whole curves and backtest prefixes, one batch) against
     :func:`reference_m4`: seconds of each, and per problem (objective gap relative, forecast
     gap in log, whether the reference's optimum is well defined)."""
-    from scalekit.laws.m4 import limit_terms
-    from scalekit.surrogates.backtest_stack import backtest_task
-    from scalekit.surrogates.paper_m4 import PAPER_SETTINGS, PaperM4, fit_paper_m4
+    from scalekit.laws._m4 import limit_terms
+    from scalekit.surrogates._backtest_stack import backtest_task
+    from scalekit.surrogates._paper_m4 import PAPER_SETTINGS, PaperM4, fit_paper_m4
 
     cases = [t for task in tasks for t in (task, backtest_task(task, min_points=6)) if t]
     settings = [PAPER_SETTINGS.get(t.group.split("|")[0], (1.0, None)) for t in cases]
@@ -159,7 +159,7 @@ def published_tasks(count: int):
     evenly spread over its runs, each with its training rows and held-out positions."""
     import pandas as pd
 
-    from scalekit.surrogates.evaluate import split_tasks
+    from scalekit.surrogates._evaluate import split_tasks
 
     folder = os.path.join(os.path.dirname(__file__), "..", "data", "published")
     frame = pd.concat([pd.read_csv(os.path.join(folder, f"revisiting_nsl_{name}.csv"))

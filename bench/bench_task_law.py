@@ -1,7 +1,7 @@
 """The two-step task law (Bhagia et al. 2024): coverage on synthetic ladders, and 7B-4T.
 
 1. Coverage: ``--ladders`` synthetic ladders with a known truth
-   (:mod:`scalekit.planners.ladder_synthetic`: 16 runs like OLMo's, a run offset,
+   (:mod:`scalekit.planners._ladder_synthetic`: 16 runs like OLMo's, a run offset,
    checkpoint and evaluation noise), each predicting a new 7B-4T-sized run drawn the
    same way; target: the 95% intervals hold its accuracy on 90–98% of the ladders.
 2. OLMo's 7B-4T predicted from the 16 ladder runs alone (data/published/olmo_ladder),
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from scalekit.curves.readers.ladder import read_ladder
-from scalekit.planners.ladder_synthetic import synthetic_ladder, synthetic_run
-from scalekit.planners.task_law import TASKS, predict_task, predict_tasks
+from scalekit.curves.readers._ladder import read_ladder
+from scalekit.planners._ladder_synthetic import synthetic_ladder, synthetic_run
+from scalekit.planners._task_law import TASKS, predict_task, predict_tasks
 
 LADDER = Path(__file__).resolve().parents[1] / "data" / "published" / "olmo_ladder"
 PAPER_FOUR = ("mmlu_avg_test_5shot", "hellaswag_val_5shot", "piqa_val_5shot",

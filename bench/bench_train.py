@@ -52,7 +52,7 @@ import torch
 from torch.nn import functional as F
 
 from scalekit.train import TrainConfig, train, train_batched
-from scalekit.train.models import GPT
+from scalekit.train._models import GPT
 from scalekit.train.tasks.base import BatchStream, draw_indices
 from scalekit.train.tasks.char_lm import build_corpus, encode
 

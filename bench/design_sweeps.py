@@ -22,7 +22,7 @@ import pandas as pd
 from scalekit.design import Pool, replay
 from scalekit.fit import fit_law
 from scalekit.laws import get_law
-from scalekit.laws.chinchilla import chinchilla_optimum
+from scalekit.laws._chinchilla import chinchilla_optimum
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 

@@ -19,7 +19,7 @@ equal weights), the GP, the joint law, ``ensemble+joint`` (the log-space
 average of the ensemble's and the joint law's quantiles), and ``stacked``:
 every other single method (families, ensemble, average, GP, joint) averaged
 in log space with weights learned on the calibration half's truths (minimum
-mean |final log error|; :class:`scalekit.surrogates.evaluate.StackedMethod`),
+mean |final log error|; :class:`scalekit.surrogates._evaluate.StackedMethod`),
 one set of weights per data set, printed after its table. Its
 calibration-half forecasts are cross-fitted (weights from the other 9 of 10
 folds of calibration runs) so the interval recalibration sees out-of-sample
@@ -104,12 +104,11 @@ from threadpoolctl import threadpool_limits
 import numpy as np
 import pandas as pd
 
-from scalekit.surrogates.curve_families import FAMILIES
-from scalekit.surrogates.evaluate import (QUANTILES, StackedMethod, Task, averaged_method,
-                                          cut_curves, ensemble_method, estimator_method,
-                                          evaluate, joint_method, remembered, split_tasks,
-                                          stacking_weights)
-from scalekit.surrogates.gp import GPSurrogate
+from scalekit.surrogates._curve_families import FAMILIES
+from scalekit.surrogates._evaluate import (QUANTILES, StackedMethod, Task, averaged_method, cut_curves,
+                                           ensemble_method, estimator_method, evaluate, joint_method,
+                                           remembered, split_tasks, stacking_weights)
+from scalekit.surrogates._gp import GPSurrogate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 SCALEKIT_METHODS = ("ensemble", "average", "gp", "joint", "ensemble+joint", "stacked")

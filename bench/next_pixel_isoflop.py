@@ -6,7 +6,7 @@ round(C / counted FLOPs per step) steps (batch 32, cosine learning rate), evalua
 its end on the held-out digits: the next-pixel ``loss``, ``probe_accuracy`` (higher is
 better, analysed as 1 - accuracy), ``completion_nll`` and ``completion_error`` (see
 ``scalekit.train.tasks.next_pixel``). The final points are written to ``--out`` (CSV) and
-compared with :func:`scalekit.isoflop.per_metric.compare_metrics` (approach 2, counted
+compared with :func:`scalekit.isoflop._per_metric.compare_metrics` (approach 2, counted
 FLOPs, paired bootstrap over runs). Yan et al.'s direction is reproduced when generation's
 D* grows faster than classification's: b(completion_nll) - b(probe_accuracy) > 0 with its
 95% interval above 0.
@@ -38,8 +38,8 @@ BATCH = 32
 
 def sweep_configs(budgets, widths):
     """One config per budget and width, with the steps that spend the budget."""
-    from scalekit.train.config import TrainConfig
-    from scalekit.train.loop import build_run
+    from scalekit.train._config import TrainConfig
+    from scalekit.train._loop import build_run
 
     base = TrainConfig(task="next_pixel", depth=1, batch_size=BATCH, lr=LR, lr_schedule="cosine",
                        evals=1, eval_size=297, device="cpu", options={"probe_images": 300})
@@ -50,7 +50,7 @@ def sweep_configs(budgets, widths):
 
 def train_sweep(budgets, widths, workers: int, store: Path) -> pd.DataFrame:
     from scalekit.executors import make_executor, running
-    from scalekit.train.sweep import run_sweep
+    from scalekit.train._sweep import run_sweep
 
     pairs = sweep_configs(budgets, widths)
     with running(make_executor("local", max_workers=workers)) as pool:
@@ -60,7 +60,7 @@ def train_sweep(budgets, widths, workers: int, store: Path) -> pd.DataFrame:
 
 
 def compare(frame: pd.DataFrame, bootstrap: int):
-    from scalekit.isoflop.per_metric import compare_metrics
+    from scalekit.isoflop._per_metric import compare_metrics
 
     settings = {"profile": "params", "figures": None, "budgets": sorted(frame["budget"].unique()),
                 "budget_tolerance": 0.1, "window": "all", "target_compute": None,

@@ -4,7 +4,7 @@ Real: the learning curves of Li, Kudugunta and Zettlemoyer (2025), "(Mis)Fitting
 scaling laws" (``data/published/misfitting_all_checkpoints.csv``); a candidate
 is one (model, peak_lr) configuration, its longest run (most steps) standing
 for it; each seed draws 27 of the 35 candidates. Synthetic: a fresh
-early-leader sweep per seed (:mod:`scalekit.allocate.synthetic`, 27 runs, every
+early-leader sweep per seed (:mod:`scalekit.allocate._synthetic`, 27 runs, every
 run trained to the same compute). Budgets are shares of the seed's exhaustive
 sweep. For each (budget, policy) the script prints, over the seeds: the mean
 best final loss, the mean relative improvement over uniform allocation at the
@@ -53,10 +53,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from scalekit.allocate import metrics
-from scalekit.allocate.replay import replay
-from scalekit.allocate.sweep import sweep_from_frame
-from scalekit.allocate.synthetic import early_leader_sweep
+from scalekit.allocate import _metrics as metrics
+from scalekit.allocate._replay import replay
+from scalekit.allocate._sweep import sweep_from_frame
+from scalekit.allocate._synthetic import early_leader_sweep
 from scalekit.serialise import dumps
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
@@ -173,9 +173,9 @@ def truncation(sweep, caps=(5e18, 1e19, 2e19, 4e19, 8e19)) -> pd.DataFrame:
 def joint_law_bound() -> pd.DataFrame:
     """Frontier-law error at the largest compute when the joint surrogate fitted to every
     point of the 35 candidates replaces their losses (at the same computes)."""
-    from scalekit.allocate.forecasters import unseen_quantiles
-    from scalekit.allocate.sweep import Curve
-    from scalekit.surrogates.joint import JointSurrogate
+    from scalekit.allocate._forecasters import unseen_quantiles
+    from scalekit.allocate._sweep import Curve
+    from scalekit.surrogates._joint import JointSurrogate
 
     sweep = misfitting_sweep()
     largest = max(c.compute[-1] for c in sweep.curves.values())

@@ -14,8 +14,8 @@ RMSE of ln loss over all the evaluation's held-out points; ``x M4`` = that over
 M4's; ``wins`` = share of evaluations where the method's RMSE beats M4's after
 truncation to 3 decimals, ties counting half (the paper's rule); ``c50/c80/c95``
 = share of all held-out points of the domain inside the central 50/80/95%
-interval; ``evals``. M4 (``m4-paper``) is the law of scalekit.laws.m4 fitted
-with the paper's settings (scalekit.surrogates.paper_m4); ``m4`` is the same
+interval; ``evals``. M4 (``m4-paper``) is the law of scalekit.laws._m4 fitted
+with the paper's settings (scalekit.surrogates._paper_m4); ``m4`` is the same
 form as one family of the ensemble (its noise model, its starts).
 
 The target lines check issue 25's targets for the default method
@@ -48,11 +48,10 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from scalekit.surrogates.curve_families import DEFAULT_FAMILIES
-from scalekit.surrogates.evaluate import (LEVELS, QUANTILES, ensemble_method, holdout_benchmark,
-                                          paper_m4_method, remembered, split_tasks,
-                                          stacking_weights)
-from scalekit.surrogates.forecast import default_method
+from scalekit.surrogates._curve_families import DEFAULT_FAMILIES
+from scalekit.surrogates._evaluate import (LEVELS, QUANTILES, ensemble_method, holdout_benchmark,
+                                           paper_m4_method, remembered, split_tasks, stacking_weights)
+from scalekit.surrogates._forecast import default_method
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 DEFAULT = "stacked-backtest"

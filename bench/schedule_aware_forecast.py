@@ -15,7 +15,7 @@ gives the schedule (:func:`scalekit.schedules.schedule_from_series`).
 
 Both arms run ``stacked-backtest`` on the same tasks, grouped by cut: *step*
 forecasts loss against the step (the default); *S1* against the area under the
-rate (:func:`scalekit.surrogates.schedule_axis.area_task`). No truth reaches
+rate (:func:`scalekit.surrogates._schedule_axis.area_task`). No truth reaches
 either (the default learns only from the prefixes), so every curve is scored:
 ``final`` = mean |ln forecast - ln truth| at each curve's last point,
 ``rmse`` = mean over curves of the RMSE of ln loss over the held-out points,
@@ -41,9 +41,9 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from scalekit.schedules import parse_schedule, schedule_from_series
-from scalekit.surrogates.evaluate import LEVELS, QUANTILES, Task, cut_curves, median_column
-from scalekit.surrogates.forecast import default_method
-from scalekit.surrogates.schedule_axis import area_task
+from scalekit.surrogates._evaluate import LEVELS, QUANTILES, Task, cut_curves, median_column
+from scalekit.surrogates._forecast import default_method
+from scalekit.surrogates._schedule_axis import area_task
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 FRACTIONS = (0.1, 0.2, 0.3, 0.5)

@@ -75,7 +75,7 @@ def store_location(text: Any) -> Any:
 
 
 def is_server_url(value: Any) -> bool:
-    """Whether a store location is a PostgreSQL URL (see :mod:`scalekit.curves.database`)."""
+    """Whether a store location is a PostgreSQL URL (see :mod:`scalekit.curves._database`)."""
     from scalekit.curves import is_server_url as server
 
     return server(value)
@@ -216,7 +216,7 @@ def format_option() -> Any:
 def print_tables(tables: list[dict], fmt: str, *, title: Optional[str] = None,
                  header: tuple[str, ...] | list[str] = (),
                  lines: tuple[str, ...] | list[str] = ()) -> None:
-    """Print tables as data (:mod:`scalekit.report.tables`) in ``--format`` ``fmt``.
+    """Print tables as data (:mod:`scalekit.report._tables`) in ``--format`` ``fmt``.
 
     In ``table`` format the title, ``header`` lines, tables and ``lines`` (notes,
     repeats collapsed) go to standard output; in ``tsv`` and ``json`` only the

@@ -226,7 +226,7 @@ def _lines(body: dict) -> list[str]:
 
 
 def _tables(report, target, level) -> list[dict]:
-    """The report's tables as data (:mod:`scalekit.report.tables`): the allocation by
+    """The report's tables as data (:mod:`scalekit.report._tables`): the allocation by
     approach, approach 2's budgets, the spread explained by its warnings."""
     from scalekit.formatting import MISSING, format_number, format_with_interval
 

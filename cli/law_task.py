@@ -1,7 +1,7 @@
 """``scalekit law task``: task accuracy of a target (N, D) from a model ladder, in two steps.
 
 Step 1 (N, D) -> task loss, step 2 task loss -> accuracy (Bhagia et al. 2024); see
-:mod:`scalekit.planners.task_law`.
+:mod:`scalekit.planners._task_law`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Each is checked as it is parsed, before any work: a number out of range, an
 output path with another suffix, in a missing or read-only folder exit 2 with
 one line (missing folders are never created). ``--json`` writes
 ``scalekit.serialise.envelope(kind, result.to_dict())``, ``--html`` the page of
-:mod:`scalekit.report.html` from the same dict.
+:mod:`scalekit.report._html` from the same dict.
 
 Only typer and the standard library are imported at module level.
 """

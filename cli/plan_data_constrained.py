@@ -1,6 +1,6 @@
 """``scalekit plan --law data_constrained``: the optimum under a limit of unique data.
 
-See :mod:`scalekit.planners.data_constrained`; the law is fitted as ``scalekit plan``
+See :mod:`scalekit.planners._data_constrained`; the law is fitted as ``scalekit plan``
 fits any law, from a file with a ``unique_tokens`` (``U``) column.
 """
 

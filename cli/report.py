@@ -21,7 +21,7 @@ def write_page(path: Path, text: str) -> None:
 
 
 def isoflop_page(result, body: dict, settings: dict, figure=None) -> str:
-    """The page of an :class:`~scalekit.isoflop.analysis.IsoFLOPReport`: N* = k_N·C^a and
+    """The page of an :class:`~scalekit.isoflop._analysis.IsoFLOPReport`: N* = k_N·C^a and
     D* = k_D·C^b by approach, the figure, the exponents, diagnostics."""
     from scalekit.formatting import format_with_interval
     from scalekit.isoflop import NAMES
@@ -44,7 +44,7 @@ def isoflop_page(result, body: dict, settings: dict, figure=None) -> str:
 
 
 def metrics_page(result, body: dict, settings: dict) -> str:
-    """The page of a :class:`~scalekit.isoflop.per_metric.MetricComparison`: one sentence per
+    """The page of a :class:`~scalekit.isoflop._per_metric.MetricComparison`: one sentence per
     pair of metrics, N*(C) and D*(C) per metric, the pairs and the allocations."""
     from scalekit.isoflop import pair_line
     from scalekit.report import html_page
@@ -63,7 +63,7 @@ def metrics_page(result, body: dict, settings: dict) -> str:
 
 
 def forecast_page(result, body: dict, settings: dict, observed=None) -> str:
-    """The page of a :class:`~scalekit.surrogates.forecast.Forecast`: each run's final median
+    """The page of a :class:`~scalekit.surrogates._forecast.Forecast`: each run's final median
     and 80% interval, the figure (the observed points when at hand), the final forecasts."""
     import pandas as pd
 
@@ -109,7 +109,7 @@ def law_page(result, body: dict, settings: dict, figure=None) -> str:
 
 
 def scores_page(result, body: dict, settings: dict) -> str:
-    """The page of a :class:`~scalekit.surrogates.scores.ForecastScores` (``forecast
+    """The page of a :class:`~scalekit.surrogates._scores.ForecastScores` (``forecast
     --evaluate``): the method with the lowest final error over all cuts and its 80% coverage,
     the figure by cut, the scores."""
     from scalekit.formatting import format_number
@@ -131,7 +131,7 @@ def scores_page(result, body: dict, settings: dict) -> str:
 
 
 def replay_page(result, body: dict, settings: dict) -> str:
-    """The page of a :class:`~scalekit.allocate.replay.ReplayResult`: the policy reaching the
+    """The page of a :class:`~scalekit.allocate._replay.ReplayResult`: the policy reaching the
     lowest loss at each budget, the figure, the averages."""
     from scalekit.formatting import format_number
     from scalekit.report import plot_replay_summary

@@ -32,8 +32,8 @@ def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
 
 
 def _config(name: str):
-    """Choices of a run setting, from :mod:`scalekit.train.config`."""
-    return library_choices("scalekit.train.config", name)
+    """Choices of a run setting, from :mod:`scalekit.train._config`."""
+    return library_choices("scalekit.train._config", name)
 
 
 def _tasks() -> tuple[str, ...]:

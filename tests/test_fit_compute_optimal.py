@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scalekit.fit.plans import optimal_params
+from scalekit.fit._plans import optimal_params
 from scalekit.laws import get_law
 
 

@@ -200,18 +200,18 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
     (package / "x.py").write_text("def f():\n    from ..fit import engine\n    import torch\n")
     found = _imports(package / "x.py")
     assert ("scalekit.fit", 2) in found and ("torch", 3) in found
-    assert _target("scalekit.fit.engine") == "fit" and _unit(package / "x.py") == "laws"
+    assert _target("scalekit.fit._engine") == "fit" and _unit(package / "x.py") == "laws"
 
 
 def test_the_checker_sees_private_modules_and_imports_below_a_face(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     (tmp_path / "cli").mkdir()
     source = tmp_path / "cli" / "x.py"
-    source.write_text("from scalekit.fit import _engine, fit_law\nfrom scalekit.fit.frame import f\n"
+    source.write_text("from scalekit.fit import _engine, fit_law\nfrom scalekit.fit._frame import f\n"
                       "from scalekit import serialise\n")
     found = _imports(source)
     assert ("scalekit.fit._engine", 1) in found and ("scalekit.fit.fit_law", 1) not in found
-    assert [m for m, _ in found if _not_a_face(m)] == ["scalekit.fit._engine", "scalekit.fit.frame"]
+    assert [m for m, _ in found if _not_a_face(m)] == ["scalekit.fit._engine", "scalekit.fit._frame"]
     assert _target("scalekit.fit._engine") == "fit" != _unit(source)
 
 

@@ -80,11 +80,11 @@ def test_to_lmfit_hands_lmfit_the_optimum_it_finds_itself(fit, points):
 
 
 def _planner_results():
-    from scalekit.laws.class_count import class_count_error
-    from scalekit.planners.cot import plan_tree
-    from scalekit.planners.depth import plan_depth
-    from scalekit.planners.inference_k import plan_samples, simulate_samples
-    from scalekit.planners.judge_model import JudgeModel
+    from scalekit.laws._class_count import class_count_error
+    from scalekit.planners._cot import plan_tree
+    from scalekit.planners._depth import plan_depth
+    from scalekit.planners._inference_k import plan_samples, simulate_samples
+    from scalekit.planners._judge_model import JudgeModel
 
     depth_law = {"c_m": 300.0, "alpha_m": 1.0, "c_l": 2.0, "alpha_l": 1.2, "c_D": 500.0,
                  "alpha_D": 0.3, "L0": 1.7}
@@ -113,13 +113,13 @@ def test_planner_results_follow_the_protocol(index):
 def test_allocation_results_follow_the_protocol(tmp_path):
     import pandas as pd
 
-    from scalekit.allocate.next_actions import Plan, plan_next
-    from scalekit.allocate.policies import LossPolicy
-    from scalekit.allocate.replay import ReplayResult, replay
-    from scalekit.allocate.runner import AllocationRunResult, run_allocation
-    from scalekit.allocate.sweep import sweep_from_frame
-    from scalekit.allocate.synthetic import early_leader_frame
-    from scalekit.allocate.toy import SyntheticTrainer
+    from scalekit.allocate._next_actions import Plan, plan_next
+    from scalekit.allocate._policies import LossPolicy
+    from scalekit.allocate._replay import ReplayResult, replay
+    from scalekit.allocate._runner import AllocationRunResult, run_allocation
+    from scalekit.allocate._sweep import sweep_from_frame
+    from scalekit.allocate._synthetic import early_leader_frame
+    from scalekit.allocate._toy import SyntheticTrainer
 
     frame = early_leader_frame(seed=5, sizes=9, variants=1, points=30)
     sweep = sweep_from_frame(frame)
@@ -157,7 +157,7 @@ def test_isoflop_report_follows_the_protocol():
     sys.path.insert(0, str(Path(__file__).parent / "isoflop"))
     from isoflop_synthetic import sweep
 
-    from scalekit.isoflop.analysis import IsoFLOPReport, run_isoflop
+    from scalekit.isoflop._analysis import IsoFLOPReport, run_isoflop
 
     settings = {"ci_level": 0.9, "convention": "6ND", "flops_per_param_token": 6.0,
                 "bootstrap": 20, "profile": "params", "figures": 2, "budgets": None,
@@ -177,7 +177,7 @@ def test_isoflop_report_follows_the_protocol():
 def test_a_forecast_follows_the_protocol():
     import pandas as pd
 
-    from scalekit.surrogates.forecast import Forecast, forecast_frame
+    from scalekit.surrogates._forecast import Forecast, forecast_frame
 
     steps = np.arange(1, 41)
     frame = pd.concat([pd.DataFrame({"run": name, "step": steps,
@@ -195,7 +195,7 @@ def test_a_forecast_follows_the_protocol():
 
 def _known_curve_tasks():
     """Curves ``2 + s·x^-0.5`` cut at x = 20 and forecast to x = 40, in two groups."""
-    from scalekit.surrogates.evaluate import Task
+    from scalekit.surrogates._evaluate import Task
 
     x, target = np.arange(1.0, 21.0), np.arange(21.0, 41.0)
     return [Task(f"r{s}", x, 2.0 + s * x ** -0.5, target, 2.0 + s * target ** -0.5,
@@ -204,7 +204,7 @@ def _known_curve_tasks():
 
 def _exact(tasks):
     """The true curve as the median, ±10% intervals: every truth inside, no error."""
-    from scalekit.surrogates.evaluate import QUANTILES
+    from scalekit.surrogates._evaluate import QUANTILES
 
     spread = np.where(QUANTILES < 0.5, 0.9, np.where(QUANTILES > 0.5, 1.1, 1.0))
     return [t.y_target[:, None] * spread[None, :] for t in tasks]
@@ -212,7 +212,7 @@ def _exact(tasks):
 
 def _last(tasks):
     """The last observed loss, everywhere."""
-    from scalekit.surrogates.evaluate import QUANTILES
+    from scalekit.surrogates._evaluate import QUANTILES
 
     return [np.full((t.x_target.size, QUANTILES.size), t.y[-1]) for t in tasks]
 
@@ -222,7 +222,7 @@ def test_forecast_scores_follow_the_protocol(kind):
     import pandas as pd
 
     from scalekit.surrogates import ForecastScores
-    from scalekit.surrogates.evaluate import evaluate, holdout_benchmark
+    from scalekit.surrogates._evaluate import evaluate, holdout_benchmark
 
     tasks = _known_curve_tasks()
     methods = {"exact": _exact, "last": _last}
@@ -265,7 +265,7 @@ def chinchilla_fit():
 
 def test_compute_plans_follow_the_protocol_and_read_as_their_mapping(chinchilla_fit):
     from scalekit.fit import plan_for_compute
-    from scalekit.fit.plans import ComputePlan
+    from scalekit.fit._plans import ComputePlan
     from scalekit.isoflop import compare_allocation, plan_for_loss
 
     plans = {"compute": plan_for_compute(chinchilla_fit, 1e22),

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from scalekit.curves.readers import read_curves
-from scalekit.curves.readers.lr_series import find_lr_column
+from scalekit.curves.readers._lr_series import find_lr_column
 from scalekit.errors import InputError
 from scalekit.schedules import (Schedule, parse_schedule, read_schedule_file,
                                 schedule_from_series)
@@ -97,7 +97,7 @@ def test_readers_keep_the_lr_series_and_name_a_runless_file_by_its_stem(tmp_path
 
 @pytest.mark.parametrize("name", ["lr-AdamW", "train/learning_rate", "lr"])
 def test_tracking_records_keep_their_lr_series(name):
-    from scalekit.curves.readers.run_records import RunRecord, frame_from_records
+    from scalekit.curves.readers._run_records import RunRecord, frame_from_records
 
     record = RunRecord("run-a", series={"train/loss": ([10, 20, 30], [3.0, 2.5, 2.2], None),
                                         name: ([10, 20, 30], [1e-3, 5e-4, 1e-4], None)},

@@ -1,13 +1,13 @@
 """Budget-aware design of a scaling sweep: which runs to train next.
 
 The loop fit -> choose -> observe -> refit (:func:`propose`, :func:`replay`), with
-the selection methods of :mod:`scalekit.design.methods`.
+the selection methods of :mod:`scalekit.design._methods`.
 """
 
-from scalekit.design.loop import propose, replay
-from scalekit.design.methods import METHODS
-from scalekit.design.pool import Pool, grid_pool, target_on_compute
-from scalekit.design.result import DesignResult
+from scalekit.design._loop import propose, replay
+from scalekit.design._methods import METHODS
+from scalekit.design._pool import Pool, grid_pool, target_on_compute
+from scalekit.design._result import DesignResult
 
 __all__ = ["METHODS", "DesignResult", "Pool", "grid_pool", "propose", "replay",
            "target_on_compute"]

@@ -6,19 +6,19 @@ the profile likelihood, which needs scipy, loads when first used.
 
 from __future__ import annotations
 
-from scalekit.fit.bootstrap import bootstrap_fits, resample_counts
-from scalekit.fit.plans import (EXTRAPOLATION_WARN, ComputePlan, compare_allocation,
-                                optimal_params, plan_for_compute, plan_for_loss)
-from scalekit.fit.engine import RESAMPLE, fit_law
-from scalekit.fit.frame import fit_frame, last_points, prepare_fit, resolve_law
-from scalekit.fit.inputs import law_inputs
-from scalekit.fit.least_squares import least_squares_batch
-from scalekit.fit.multistart import minimize_batch, multistart
-from scalekit.fit.objective import log_residuals, log_value_and_jacobian
-from scalekit.fit.plan_report import PlanReport
-from scalekit.fit.result import FitResult
-from scalekit.fit.robust import LOSSES, irls_weights, robust_scale
-from scalekit.fit.select import compare_laws
+from scalekit.fit._bootstrap import bootstrap_fits, resample_counts
+from scalekit.fit._plans import (EXTRAPOLATION_WARN, ComputePlan, compare_allocation, optimal_params,
+                                 plan_for_compute, plan_for_loss)
+from scalekit.fit._engine import RESAMPLE, fit_law
+from scalekit.fit._frame import fit_frame, last_points, prepare_fit, resolve_law
+from scalekit.fit._inputs import law_inputs
+from scalekit.fit._least_squares import least_squares_batch
+from scalekit.fit._multistart import minimize_batch, multistart
+from scalekit.fit._objective import log_residuals, log_value_and_jacobian
+from scalekit.fit._plan_report import PlanReport
+from scalekit.fit._result import FitResult
+from scalekit.fit._robust import LOSSES, irls_weights, robust_scale
+from scalekit.fit._select import compare_laws
 from scalekit.lazy import lazy_names
 
 __all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "last_points",
@@ -29,7 +29,7 @@ __all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "l
            "irls_weights", "law_inputs", "least_squares_batch", "log_residuals", "log_value_and_jacobian",
            "minimize_batch", "multistart", "optimal_params", "resample_counts", "robust_scale"]
 
-_LAZY = {"profile_parameter": "scalekit.fit.profile"}
+_LAZY = {"profile_parameter": "scalekit.fit._profile"}
 __all__ += list(_LAZY)
 
 __getattr__ = lazy_names(__name__, _LAZY)

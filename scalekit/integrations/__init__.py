@@ -6,7 +6,7 @@
   (probe, law, commit) as a Ray Tune scheduler that pauses and resumes trials.
 
 The first two rank a trial at each rung by the forecast of its value at the end of
-training (:mod:`scalekit.integrations.rungs`), not by its current value, so a
+training (:mod:`scalekit.integrations._rungs`), not by its current value, so a
 large model that starts slow is not pruned for it. Import the submodule you
 need; this package imports neither Optuna nor Ray.
 """

@@ -19,7 +19,7 @@ from optuna.trial import FrozenTrial
 
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
-from scalekit.integrations.rungs import ForecastRanking
+from scalekit.integrations._rungs import ForecastRanking
 
 _KEY = "scalekit_forecast_rung_{}"
 
@@ -34,7 +34,7 @@ class ForecastPruner(optuna.pruners.BasePruner):
     reached the rung, as in :class:`optuna.pruners.SuccessiveHalvingPruner`
     (whose ``min_early_stopping_rate`` is 0 here). The forecasts are kept as
     trial system attributes, so the pruner works with any storage and several
-    workers. See :mod:`scalekit.integrations.rungs`.
+    workers. See :mod:`scalekit.integrations._rungs`.
 
     Parameters
     ----------
@@ -47,7 +47,7 @@ class ForecastPruner(optuna.pruners.BasePruner):
     reduction_factor : int
         About one trial in ``reduction_factor`` passes each rung.
     surrogate : {"ensemble", "gp", "joint"}
-        The learning-curve surrogate (:func:`scalekit.allocate.forecasters.make_forecaster`).
+        The learning-curve surrogate (:func:`scalekit.allocate._forecasters.make_forecaster`).
     quantile : float
         Forecast quantile ranked on; 0.2 is optimistic (keep what may end well).
 

@@ -7,7 +7,7 @@
 ...     "max_t": tune.grid_search([...])}, tune_config=tune.TuneConfig(
 ...     metric="loss", mode="min", scheduler=scheduler))
 
-The decisions are :class:`~scalekit.allocate.commit.CommitLoop`'s, the same that
+The decisions are :class:`~scalekit.allocate._commit.CommitLoop`'s, the same that
 ``scalekit allocate replay|plan|run`` make: the scheduler answers each batch of
 the loop's orders (train trial ``t`` from step ``a`` to ``b``) by running those
 trials, pausing each where its order ends, and hands the points they reported
@@ -34,7 +34,7 @@ class CommitScheduler(FIFOScheduler):
     of it costs ``6 N`` FLOPs per token, times ``config[tokens_key]`` tokens per step
     when ``tokens_key`` is given (else the same for every trial, which cancels in a
     budget given as a share). Once the search algorithm has generated every trial,
-    the scheduler runs :class:`~scalekit.allocate.commit.CommitLoop` on them: cheap
+    the scheduler runs :class:`~scalekit.allocate._commit.CommitLoop` on them: cheap
     probes across sizes and schedule lengths, the law ``L(N, D)`` fitted to their
     end-of-schedule losses, a short guard of each variant of the best configuration,
     and the run the budget can finish (or train furthest) that the law predicts

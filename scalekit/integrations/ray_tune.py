@@ -15,7 +15,7 @@ from ray.tune.result import DEFAULT_METRIC
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from scalekit.checks import check_choice
-from scalekit.integrations.rungs import ForecastRanking
+from scalekit.integrations._rungs import ForecastRanking
 
 
 class ForecastScheduler(FIFOScheduler):
@@ -26,7 +26,7 @@ class ForecastScheduler(FIFOScheduler):
     so far is extrapolated to ``max_t`` by a scalekit surrogate and the trial
     is stopped unless the ``quantile`` of that forecast is among the best
     ``max(1, n // reduction_factor)`` of the ``n`` trials that reached the rung
-    (see :mod:`scalekit.integrations.rungs`). Trials stop at ``max_t``.
+    (see :mod:`scalekit.integrations._rungs`). Trials stop at ``max_t``.
 
     Parameters
     ----------
@@ -43,7 +43,7 @@ class ForecastScheduler(FIFOScheduler):
     reduction_factor : int
         About one trial in ``reduction_factor`` passes each rung.
     surrogate : {"ensemble", "gp", "joint"}
-        The learning-curve surrogate (:func:`scalekit.allocate.forecasters.make_forecaster`).
+        The learning-curve surrogate (:func:`scalekit.allocate._forecasters.make_forecaster`).
     quantile : float
         Forecast quantile ranked on; 0.2 is optimistic.
     """

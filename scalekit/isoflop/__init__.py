@@ -10,17 +10,17 @@
   (:class:`MetricComparison`); :func:`isoflop_sweep` draws a synthetic sweep to test it.
 """
 
-from scalekit.isoflop.analysis import NAMES, IsoFLOPReport, run_isoflop
-from scalekit.isoflop.approach1 import Envelope
-from scalekit.isoflop.approach2 import PROFILES, IsoFLOPProfiles
-from scalekit.isoflop.approach3 import ParametricOptimum
-from scalekit.isoflop.budgets import assign_budgets, round_significant
-from scalekit.isoflop.compare import comparison_table, spread_explained
+from scalekit.isoflop._analysis import NAMES, IsoFLOPReport, run_isoflop
+from scalekit.isoflop._approach1 import Envelope
+from scalekit.isoflop._approach2 import PROFILES, IsoFLOPProfiles
+from scalekit.isoflop._approach3 import ParametricOptimum
+from scalekit.isoflop._budgets import assign_budgets, round_significant
+from scalekit.isoflop._compare import comparison_table, spread_explained
 from scalekit.fit import compare_allocation, plan_for_loss
-from scalekit.isoflop.points import CONVENTIONS
-from scalekit.isoflop.per_metric import MetricComparison, compare_metrics, pair_line
-from scalekit.isoflop.powerfit import PowerLawFit, fit_power_law
-from scalekit.isoflop.synthetic_metrics import isoflop_sweep
+from scalekit.isoflop._points import CONVENTIONS
+from scalekit.isoflop._per_metric import MetricComparison, compare_metrics, pair_line
+from scalekit.isoflop._powerfit import PowerLawFit, fit_power_law
+from scalekit.isoflop._synthetic_metrics import isoflop_sweep
 
 __all__ = ["Envelope", "IsoFLOPProfiles", "MetricComparison", "ParametricOptimum", "PowerLawFit",
            "assign_budgets", "compare_allocation", "compare_metrics", "comparison_table",

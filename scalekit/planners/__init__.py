@@ -1,10 +1,10 @@
 """Planners that turn a fitted law into a decision: model shape, tree of steps, samples.
 
-- :mod:`scalekit.planners.depth`: loss-optimal width and depth for a parameter budget.
-- :mod:`scalekit.planners.cot`: the least-error tree of chain-of-thought steps.
-- :mod:`scalekit.planners.inference_k`: how many inference-time samples, at which temperature,
-  with the judge model of many samples (:mod:`~scalekit.planners.judge_model`,
-  :mod:`~scalekit.planners.judge_selection`).
+- :mod:`scalekit.planners._depth`: loss-optimal width and depth for a parameter budget.
+- :mod:`scalekit.planners._cot`: the least-error tree of chain-of-thought steps.
+- :mod:`scalekit.planners._inference_k`: how many inference-time samples, at which temperature,
+  with the judge model of many samples (:mod:`~scalekit.planners._judge_model`,
+  :mod:`~scalekit.planners._judge_selection`).
 
 The planners that read measured data (``measured_laws``, ``task_law``) and the
 data-constrained plan load lazily: they bring pandas and the curve store.
@@ -12,13 +12,12 @@ data-constrained plan load lazily: they bring pandas and the curve store.
 
 from __future__ import annotations
 
-from scalekit.planners.cot import plan_tree, step_error_from_law, tree_error
-from scalekit.planners.depth import param_count_from_expression, plan_depth, width_for_depth
-from scalekit.planners.inference_k import (best_temperature, plan_samples, samples_or_data,
-                                           simulate_samples)
-from scalekit.planners.judge_model import (JudgeModel, best_of_k_asymptote, error_many_samples,
-                                           error_one_sample)
-from scalekit.planners.judge_selection import monte_carlo_errors, quadrature_errors
+from scalekit.planners._cot import plan_tree, step_error_from_law, tree_error
+from scalekit.planners._depth import param_count_from_expression, plan_depth, width_for_depth
+from scalekit.planners._inference_k import best_temperature, plan_samples, samples_or_data, simulate_samples
+from scalekit.planners._judge_model import (JudgeModel, best_of_k_asymptote, error_many_samples,
+                                            error_one_sample)
+from scalekit.planners._judge_selection import monte_carlo_errors, quadrature_errors
 from scalekit.lazy import lazy_names
 
 __all__ = ["plan_tree", "step_error_from_law", "tree_error", "param_count_from_expression",
@@ -27,16 +26,16 @@ __all__ = ["plan_tree", "step_error_from_law", "tree_error", "param_count_from_e
            "error_one_sample", "monte_carlo_errors", "quadrature_errors", "simulate_samples"]
 
 _LAZY = {
-    "plan_data_constrained": "scalekit.planners.data_constrained",
-    "fit_data_constrained": "scalekit.planners.data_constrained_fit",
-    "fit_class_count_law": "scalekit.planners.measured_laws",
-    "fit_depth_law": "scalekit.planners.measured_laws",
-    "fit_inference_k_law": "scalekit.planners.measured_laws",
-    "plan_depth_in_data": "scalekit.planners.measured_laws",
-    "plan_tree_in_data": "scalekit.planners.measured_laws",
-    "TASKS": "scalekit.planners.task_law",
-    "evaluate_holdout": "scalekit.planners.task_law",
-    "predict_tasks": "scalekit.planners.task_law",
+    "plan_data_constrained": "scalekit.planners._data_constrained",
+    "fit_data_constrained": "scalekit.planners._data_constrained_fit",
+    "fit_class_count_law": "scalekit.planners._measured_laws",
+    "fit_depth_law": "scalekit.planners._measured_laws",
+    "fit_inference_k_law": "scalekit.planners._measured_laws",
+    "plan_depth_in_data": "scalekit.planners._measured_laws",
+    "plan_tree_in_data": "scalekit.planners._measured_laws",
+    "TASKS": "scalekit.planners._task_law",
+    "evaluate_holdout": "scalekit.planners._task_law",
+    "predict_tasks": "scalekit.planners._task_law",
 }
 __all__ += list(_LAZY)
 

@@ -5,7 +5,7 @@ They read what the allocation results carry: a sweep's ``curves`` (objects
 with ``compute`` and ``loss`` arrays), ``params`` and ``total_compute()``; an
 allocation's ``observed`` curves, ``spent`` FLOPs and ``advances`` (``run``,
 ``rung``, ``stop``); a bracket's ``rungs`` (``index``). Each takes ``ax=``
-(see :mod:`scalekit.report.figures`).
+(see :mod:`scalekit.report._figures`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalekit.report.figures import axes, finish
+from scalekit.report._figures import axes, finish
 
 #: One (line style, marker) per policy, so that policies differ without colour.
 STYLES = (("-", "o"), ("--", "s"), ("-.", "^"), (":", "D"), ((0, (5, 1, 1, 1)), "v"))

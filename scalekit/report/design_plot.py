@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalekit.report.figures import axes, finish
+from scalekit.report._figures import axes, finish
 
 
 def plot_design(result: dict, pool, target, *, ax=None, path: str | Path | None = None):

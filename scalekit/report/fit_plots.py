@@ -1,6 +1,6 @@
 """Plots of a fitted law: log-log data and curve, or iso-loss contours over (N, D).
 
-Both take ``ax=`` and return the Axes (see :mod:`scalekit.report.figures`);
+Both take ``ax=`` and return the Axes (see :mod:`scalekit.report._figures`);
 ``plan`` is the mapping of :func:`scalekit.fit.plan_for_compute` (``compute``,
 ``loss``, ``loss_pi`` and, for an (N, D) law, ``params`` and ``tokens``), drawn
 as the requested point.
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, tokens_for_compute, training_flops
-from scalekit.report.figures import axes, finish
+from scalekit.report._figures import axes, finish
 
 
 def _band(result, X, kind):

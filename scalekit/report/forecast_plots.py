@@ -1,6 +1,6 @@
 """Plot of learning-curve forecasts: observed prefix, median, quantile bands, truth.
 
-Takes ``ax=`` and returns the Axes (see :mod:`scalekit.report.figures`).
+Takes ``ax=`` and returns the Axes (see :mod:`scalekit.report._figures`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalekit.report.figures import axes, finish, plain_log_ticks, pyplot
+from scalekit.report._figures import axes, finish, plain_log_ticks, pyplot
 
 BANDS = ((0.025, 0.975, 0.15), (0.1, 0.9, 0.25), (0.25, 0.75, 0.4))
 
@@ -62,7 +62,7 @@ def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame,
     observed : DataFrame
         ``run``, ``x`` and ``y`` columns: what the surrogate saw.
     forecasts : DataFrame
-        From :func:`scalekit.surrogates.forecast.forecast_frame`: ``run``, ``x``
+        From :func:`scalekit.surrogates._forecast.forecast_frame`: ``run``, ``x``
         and quantile columns ``q0.025`` … ``q0.975``.
     truth : DataFrame, optional
         Held-out points (``run``, ``x``, ``y``), drawn as open circles.
@@ -113,7 +113,7 @@ def plot_scores(table: pd.DataFrame, path: str | Path | None = None, *, ax=None,
                 title: str | None = None):
     """The forecast evaluation at a glance: each method's mean absolute log error of the
     final value (bars, log scale) at every cut of the runs, from
-    :meth:`~scalekit.surrogates.scores.ForecastScores.to_frame` (``method``, ``subset``,
+    :meth:`~scalekit.surrogates._scores.ForecastScores.to_frame` (``method``, ``subset``,
     ``final_log_err``). Returns the Axes."""
     ax, made = axes(ax, figsize=(7, 4.0))
     cuts = [s for s in dict.fromkeys(table["subset"]) if s != "all"] or ["all"]

@@ -4,7 +4,7 @@ The fitted estimators are read through what they carry: Approach 2
 (``IsoFLOPProfiles``) by its ``points_``, ``budgets_`` and ``profile``; an
 envelope by its ``frontier_``; every approach by ``params_law_`` and
 ``tokens_law_`` (``predict``, ``interval``, ``exponent``). Takes ``ax=`` and
-returns the Figure (see :mod:`scalekit.report.figures`).
+returns the Figure (see :mod:`scalekit.report._figures`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalekit.report.figures import axes, finish, pyplot
+from scalekit.report._figures import axes, finish, pyplot
 
 
 def _is_profiles(model) -> bool:

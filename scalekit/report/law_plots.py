@@ -1,5 +1,5 @@
 """Plots for the depth law and the inference-k curves; each takes ``ax=`` (see
-:mod:`scalekit.report.figures`).
+:mod:`scalekit.report._figures`).
 
 One-input laws such as ``class_count`` use :func:`scalekit.report.fit_plots.plot_curve`.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from scalekit.laws import DEPTH_TERMS as TERMS
-from scalekit.report.figures import axes, finish, plain_log_ticks
+from scalekit.report._figures import axes, finish, plain_log_ticks
 
 
 def plot_depth_fit(result, X: Mapping[str, np.ndarray], y: np.ndarray,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalekit.report.figures import axes, finish
+from scalekit.report._figures import axes, finish
 
 
 def plot_schedule_search(curves: pd.DataFrame, path: str | Path | None = None, *, ax=None,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from scalekit.laws import get_law
-from scalekit.report.figures import finish, pyplot
+from scalekit.report._figures import finish, pyplot
 
 
 def plot_task_law(result, path: str | Path | None = None, *, ax=None):

@@ -10,17 +10,17 @@ from __future__ import annotations
 from scalekit.lazy import lazy_names
 
 _LAZY = {
-    "TrainConfig": "scalekit.train.config",
-    "SweepSpec": "scalekit.train.sweep",
-    "StoreLog": "scalekit.train.sweep",
-    "run_sweep": "scalekit.train.sweep",
-    "SweepResult": "scalekit.train.result",
+    "TrainConfig": "scalekit.train._config",
+    "SweepSpec": "scalekit.train._sweep",
+    "StoreLog": "scalekit.train._sweep",
+    "run_sweep": "scalekit.train._sweep",
+    "SweepResult": "scalekit.train._result",
     "available_tasks": "scalekit.train.tasks",
-    "train": "scalekit.train.loop",
-    "TrainedRun": "scalekit.train.loop",
-    "pick_device": "scalekit.train.loop",
-    "train_batched": "scalekit.train.batched",
-    "task_trainer": "scalekit.train.allocation_trainer",
+    "train": "scalekit.train._loop",
+    "TrainedRun": "scalekit.train._loop",
+    "pick_device": "scalekit.train._loop",
+    "train_batched": "scalekit.train._batched",
+    "task_trainer": "scalekit.train._allocation_trainer",
 }
 
 __all__ = list(_LAZY)

@@ -9,7 +9,7 @@ import dataclasses
 import os
 import time
 
-from scalekit.allocate.toy import SyntheticTrainer
+from scalekit.allocate._toy import SyntheticTrainer
 
 
 @dataclasses.dataclass

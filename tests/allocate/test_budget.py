@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scalekit.allocate.budget import PF_DAY, parse_budget
+from scalekit.allocate._budget import PF_DAY, parse_budget
 from scalekit.errors import InputError
 
 

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from scalekit.allocate.synthetic import early_leader_frame
+from scalekit.allocate._synthetic import early_leader_frame
 from scalekit_cli.app import main
 
 

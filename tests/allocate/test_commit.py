@@ -12,14 +12,14 @@ import pytest
 from scipy.optimize import nnls
 
 from allocate.fault_trainers import CountingTrainer, calls
-from scalekit.allocate import metrics
-from scalekit.allocate.commit import CommitLoop, CommitPolicy, EndLaw, _nonnegative_fit
-from scalekit.allocate.engine import drive
-from scalekit.allocate.next_actions import Plan, plan_next
-from scalekit.allocate.replay import allocate, replay, reveal
-from scalekit.allocate.runner import AllocationRunResult, candidate_sweep, run_allocation
-from scalekit.allocate.sweep import sweep_from_frame
-from scalekit.allocate.toy import SyntheticTrainer
+from scalekit.allocate import _metrics as metrics
+from scalekit.allocate._commit import CommitLoop, CommitPolicy, EndLaw, _nonnegative_fit
+from scalekit.allocate._engine import drive
+from scalekit.allocate._next_actions import Plan, plan_next
+from scalekit.allocate._replay import allocate, replay, reveal
+from scalekit.allocate._runner import AllocationRunResult, candidate_sweep, run_allocation
+from scalekit.allocate._sweep import sweep_from_frame
+from scalekit.allocate._toy import SyntheticTrainer
 from scalekit.curves import CurveStore
 from scalekit.serialise import dumps
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scalekit.allocate.forecasters import make_forecaster
-from scalekit.allocate.metrics import (completed_runs, fit_frontier, forecast_completed,
-                                      frontier_law_error)
-from scalekit.allocate.replay import replay
-from scalekit.allocate.synthetic import chinchilla_loss, early_leader_sweep
+from scalekit.allocate._forecasters import make_forecaster
+from scalekit.allocate._metrics import completed_runs, fit_frontier, forecast_completed, frontier_law_error
+from scalekit.allocate._replay import replay
+from scalekit.allocate._synthetic import chinchilla_loss, early_leader_sweep
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 
 from allocate.fault_trainers import CountingTrainer, calls, pids
-from scalekit.allocate.policies import LossPolicy
-from scalekit.allocate.runner import run_allocation
+from scalekit.allocate._policies import LossPolicy
+from scalekit.allocate._runner import run_allocation
 from scalekit.curves import CurveStore
 
 HERE = Path(__file__).resolve().parent
@@ -33,8 +33,8 @@ SCRIPT = textwrap.dedent(f"""
     import sys
     sys.path.insert(0, {str(HERE.parent)!r})
     from allocate.fault_trainers import CountingTrainer
-    from scalekit.allocate.policies import LossPolicy
-    from scalekit.allocate.runner import run_allocation
+    from scalekit.allocate._policies import LossPolicy
+    from scalekit.allocate._runner import run_allocation
 
     if __name__ == "__main__":
         path, log, delay, workers = sys.argv[1:5]
@@ -123,9 +123,9 @@ def test_a_kill_in_the_middle_of_a_rung_repeats_no_finished_advance(tmp_path, un
 TORCH_SCRIPT = textwrap.dedent("""
     import sys
     import torch
-    from scalekit.allocate.policies import LossPolicy
-    from scalekit.allocate.runner import run_allocation
-    from scalekit.train.allocation_trainer import TorchTaskTrainer
+    from scalekit.allocate._policies import LossPolicy
+    from scalekit.allocate._runner import run_allocation
+    from scalekit.train._allocation_trainer import TorchTaskTrainer
     from scalekit.train import TrainConfig
 
     if __name__ == "__main__":

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from scalekit.allocate.next_actions import plan_next
-from scalekit.allocate.policies import LossPolicy
-from scalekit.allocate.replay import allocate
-from scalekit.allocate.sweep import sweep_from_frame
-from scalekit.allocate.synthetic import early_leader_frame
+from scalekit.allocate._next_actions import plan_next
+from scalekit.allocate._policies import LossPolicy
+from scalekit.allocate._replay import allocate
+from scalekit.allocate._sweep import sweep_from_frame
+from scalekit.allocate._synthetic import early_leader_frame
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def _empty_like(sweep):
     """The candidates before any training: no points, the same cost model."""
     import numpy as np
 
-    from scalekit.allocate.sweep import Curve, Sweep
+    from scalekit.allocate._sweep import Curve, Sweep
 
     empty = Curve(np.empty(0), np.empty(0), np.empty(0))
     return Sweep(sweep.resource_name, {r: empty for r in sweep.runs}, dict(sweep.max_resource),

@@ -6,11 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.allocate.metrics import (best_final_loss, fit_frontier, frontier_law_error,
-                                      frontier_points)
-from scalekit.allocate.replay import allocate, fit_bracket, planned_cost, replay, uniform_allocation
-from scalekit.allocate.synthetic import early_leader_frame, early_leader_sweep
-from scalekit.allocate.sweep import sweep_from_frame
+from scalekit.allocate._metrics import best_final_loss, fit_frontier, frontier_law_error, frontier_points
+from scalekit.allocate._replay import allocate, fit_bracket, planned_cost, replay, uniform_allocation
+from scalekit.allocate._synthetic import early_leader_frame, early_leader_sweep
+from scalekit.allocate._sweep import sweep_from_frame
 from scalekit.errors import InputError
 
 
@@ -145,7 +144,7 @@ def test_frontier_law_fit_recovers_a_known_frontier():
     # points on L(C) = 1.8 + 300 C^-0.15 exactly: the law and its prediction 10x out
     compute = np.geomspace(1e17, 1e20, 40)
     loss = 1.8 + 300.0 * compute ** -0.15
-    from scalekit.allocate.sweep import Curve
+    from scalekit.allocate._sweep import Curve
 
     fit = fit_frontier({"a": Curve(compute, compute, loss)})
     assert fit.values["alpha"] == pytest.approx(0.15, rel=1e-3)
@@ -159,7 +158,7 @@ def test_frontier_law_fit_recovers_a_known_frontier():
 
 def _chinchilla_grid_sweep():
     """Runs of 8 sizes, each trained to 20 tokens per parameter: small runs end at small computes."""
-    from scalekit.allocate.synthetic import chinchilla_loss
+    from scalekit.allocate._synthetic import chinchilla_loss
 
     rows = []
     for size in np.geomspace(1e7, 1e9, 8):
@@ -171,9 +170,9 @@ def _chinchilla_grid_sweep():
 
 @pytest.mark.parametrize("fraction", [0.02, 0.05, 0.2])
 def test_plain_halving_spends_the_whole_budget_when_its_runs_end_early(fraction):
-    from scalekit.allocate.engine import drive, successive_halving
-    from scalekit.allocate.policies import LossPolicy
-    from scalekit.allocate.replay import reveal
+    from scalekit.allocate._engine import drive, successive_halving
+    from scalekit.allocate._policies import LossPolicy
+    from scalekit.allocate._replay import reveal
 
     grid = _chinchilla_grid_sweep()
     budget = fraction * grid.total_compute()

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.allocate.policies import LossPolicy, get_policy
-from scalekit.allocate.runner import run_allocation
-from scalekit.allocate.state import AllocationState
-from scalekit.allocate.toy import SyntheticTrainer
+from scalekit.allocate._policies import LossPolicy, get_policy
+from scalekit.allocate._runner import run_allocation
+from scalekit.allocate._state import AllocationState
+from scalekit.allocate._toy import SyntheticTrainer
 from scalekit.curves import CurveStore
 from scalekit.errors import InputError
 
@@ -137,9 +137,9 @@ def test_other_settings_under_the_same_task_are_refused(tmp_path):
 
 KILLABLE = """
 import sys, time
-from scalekit.allocate.policies import LossPolicy
-from scalekit.allocate.runner import run_allocation
-from scalekit.allocate.toy import SyntheticTrainer
+from scalekit.allocate._policies import LossPolicy
+from scalekit.allocate._runner import run_allocation
+from scalekit.allocate._toy import SyntheticTrainer
 
 class Slow(SyntheticTrainer):
     def advance(self, run, start, stop):

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scalekit.allocate.schedules import (Hyperband, SuccessiveHalving, bracket_to,
-                                         format_rung_table, rung_count, rung_resources)
+from scalekit.allocate._schedules import (Hyperband, SuccessiveHalving, bracket_to, format_rung_table,
+                                          rung_count, rung_resources)
 from scalekit.errors import InputError
 
 

@@ -7,9 +7,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from scalekit.allocate.policies import LossPolicy  # noqa: E402
-from scalekit.allocate.runner import run_allocation  # noqa: E402
-from scalekit.train.allocation_trainer import TorchTaskTrainer  # noqa: E402
+from scalekit.allocate._policies import LossPolicy  # noqa: E402
+from scalekit.allocate._runner import run_allocation  # noqa: E402
+from scalekit.train._allocation_trainer import TorchTaskTrainer  # noqa: E402
 from scalekit.curves import CurveStore  # noqa: E402
 from scalekit.train import TrainConfig, train  # noqa: E402
 

@@ -73,7 +73,7 @@ def test_verbose_shows_the_optimiser_and_every_note(capsys):
 def test_at_most_three_warnings_worst_first_then_how_many_more():
     from rich.console import Console
 
-    from scalekit.report.fit_report import fit_renderables
+    from scalekit.report._fit_report import fit_renderables
 
     X, y = _surface((1.82, 482.0, 2085.0, 0.347, 0.367), 0.01, 1)
     fit = fit_law("chinchilla", X, y)

@@ -57,21 +57,21 @@ def test_a_value_outside_the_choices_exits_2_with_one_sentence(words, param, cho
 
 def _library_lists() -> dict:
     """Every choice option's values as the library names them, by (command, flag)."""
-    from scalekit.allocate.forecasters import SURROGATES
-    from scalekit.allocate.policies import ALLOCATION_POLICIES
-    from scalekit.allocate.sweep import RESOURCES
+    from scalekit.allocate._forecasters import SURROGATES
+    from scalekit.allocate._policies import ALLOCATION_POLICIES
+    from scalekit.allocate._sweep import RESOURCES
     from scalekit.curves.readers import DUPLICATES, FORMATS
-    from scalekit.curves.writers import TABLE_FORMATS
-    from scalekit.design.methods import METHODS as DESIGN_METHODS
+    from scalekit.curves._writers import TABLE_FORMATS
+    from scalekit.design._methods import METHODS as DESIGN_METHODS
     from scalekit.executors import EXECUTORS
-    from scalekit.fit.engine import RESAMPLE
-    from scalekit.fit.robust import LOSSES
-    from scalekit.isoflop.analysis import NAMES
-    from scalekit.isoflop.approach2 import PROFILES
-    from scalekit.isoflop.points import CONVENTIONS
-    from scalekit.report.tables import FORMATS as PRINT_FORMATS
-    from scalekit.surrogates.forecast import METHODS
-    from scalekit.train.config import DEVICES, DROPOUT_SCHEDULES, LR_SCHEDULES, PRECISIONS
+    from scalekit.fit._engine import RESAMPLE
+    from scalekit.fit._robust import LOSSES
+    from scalekit.isoflop._analysis import NAMES
+    from scalekit.isoflop._approach2 import PROFILES
+    from scalekit.isoflop._points import CONVENTIONS
+    from scalekit.report._tables import FORMATS as PRINT_FORMATS
+    from scalekit.surrogates._forecast import METHODS
+    from scalekit.train._config import DEVICES, DROPOUT_SCHEDULES, LR_SCHEDULES, PRECISIONS
     from scalekit.train.tasks import available_tasks
 
     lists = {("allocate run", "task"): ("synthetic", *available_tasks()),

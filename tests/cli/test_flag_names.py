@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from scalekit.errors import InputError
-from scalekit.fit.plans import plan_for_compute
-from scalekit.fit.engine import fit_law
-from scalekit.fit.frame import prepare_fit
+from scalekit.fit._plans import plan_for_compute
+from scalekit.fit._engine import fit_law
+from scalekit.fit._frame import prepare_fit
 from scalekit_cli.app import main
 from scalekit_cli.common import in_flags
 

@@ -10,26 +10,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.allocate.next_actions import Plan
-from scalekit.allocate.runner import AllocationRunResult
-from scalekit.design.result import DesignResult
-from scalekit.allocate.replay import ReplayResult
-from scalekit.allocate.synthetic import early_leader_frame
+from scalekit.allocate._next_actions import Plan
+from scalekit.allocate._runner import AllocationRunResult
+from scalekit.design._result import DesignResult
+from scalekit.allocate._replay import ReplayResult
+from scalekit.allocate._synthetic import early_leader_frame
 from scalekit.fit import FitResult
-from scalekit.fit.plan_report import PlanReport
-from scalekit.isoflop.analysis import IsoFLOPReport
+from scalekit.fit._plan_report import PlanReport
+from scalekit.isoflop._analysis import IsoFLOPReport
 from scalekit.laws import get_law
-from scalekit.laws.multipower import ScheduleTerms, multipower_value_and_jacobian
-from scalekit.planners.cot import TreePlan
-from scalekit.planners.data_constrained import DataConstrainedPlan
-from scalekit.planners.inference_k import SampleSimulation, SamplesPlan
-from scalekit.planners.task_law import TaskLawResult
+from scalekit.laws._multipower import ScheduleTerms, multipower_value_and_jacobian
+from scalekit.planners._cot import TreePlan
+from scalekit.planners._data_constrained import DataConstrainedPlan
+from scalekit.planners._inference_k import SampleSimulation, SamplesPlan
+from scalekit.planners._task_law import TaskLawResult
 from scalekit.schedules import parse_schedule
 from scalekit.serialise import dumps
-from scalekit.surrogates.forecast import Forecast
-from scalekit.surrogates.schedule_forecast import ScheduleForecast
-from scalekit.surrogates.schedule_search import ScheduleSearch
-from scalekit.surrogates.scores import ForecastScores
+from scalekit.surrogates._forecast import Forecast
+from scalekit.surrogates._schedule_forecast import ScheduleForecast
+from scalekit.surrogates._schedule_search import ScheduleSearch
+from scalekit.surrogates._scores import ForecastScores
 from scalekit.train import SweepResult
 from scalekit_cli.app import main
 

@@ -86,9 +86,9 @@ def test_no_bar_when_standard_error_is_not_a_terminal(tmp_path, capsys):
 
 
 def test_an_allocation_run_reports_each_rung(tmp_path):
-    from scalekit.allocate.policies import LossPolicy
-    from scalekit.allocate.runner import run_allocation
-    from scalekit.allocate.toy import SyntheticTrainer
+    from scalekit.allocate._policies import LossPolicy
+    from scalekit.allocate._runner import run_allocation
+    from scalekit.allocate._toy import SyntheticTrainer
 
     seen = []
     trainer = SyntheticTrainer(seed=0, sizes=9, variants=1, max_compute=1e18, points=9)
@@ -102,7 +102,7 @@ def test_an_allocation_run_reports_each_rung(tmp_path):
 
 
 def test_the_default_forecast_reports_each_candidate_fit_and_forecasts_the_same():
-    from scalekit.surrogates.forecast import forecast_frame
+    from scalekit.surrogates._forecast import forecast_frame
 
     steps = np.geomspace(10, 1000, 12)
     frame = pd.DataFrame([dict(run=f"r{i}", step=s, loss=2 + (1 + i) * s ** -0.4)

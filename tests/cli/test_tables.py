@@ -73,7 +73,7 @@ def test_the_one_number_formatter(value, text):
 def test_a_table_wider_than_80_columns_is_split_repeating_its_first_column():
     from rich.console import Console
 
-    from scalekit.report.tables import rich_table, table_data
+    from scalekit.report._tables import rich_table, table_data
 
     columns = ["policy", *(f"measure number {i}" for i in range(8))]
     rows = [[name, *(0.001234 * (i + 1) for i in range(8))] for name in ("uniform", "forecast")]
@@ -92,7 +92,7 @@ def test_the_fit_report_writes_a_repeated_note_once_with_its_count():
     from rich.console import Console
 
     from scalekit.fit import fit_law
-    from scalekit.report.fit_report import fit_renderables
+    from scalekit.report._fit_report import fit_renderables
 
     x = np.geomspace(1, 1e4, 20)
     fit = fit_law("saturating_power", {"x": x}, 0.5 + 3 * x ** -0.5)

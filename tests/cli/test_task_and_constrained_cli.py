@@ -11,7 +11,7 @@ import pytest
 from scalekit_cli.app import main
 
 from scalekit.laws import get_law
-from scalekit.planners.data_constrained import plan_data_constrained
+from scalekit.planners._data_constrained import plan_data_constrained
 
 TRUTH = {"E": 1.87, "A": 521.0, "B": 1488.0, "alpha": 0.353, "beta": 0.353,
          "rstar_d": 15.39, "rstar_n": 5.31}

@@ -9,9 +9,9 @@ import pytest
 
 from scalekit.curves import Curves, CurveStore, read_curves
 from scalekit.errors import InputError
-from scalekit.fit.frame import fit_frame
-from scalekit.isoflop.analysis import run_isoflop
-from scalekit.planners.measured_laws import fit_inference_k_law
+from scalekit.fit._frame import fit_frame
+from scalekit.isoflop._analysis import run_isoflop
+from scalekit.planners._measured_laws import fit_inference_k_law
 
 ROOT = Path(__file__).resolve().parents[2]
 #: `.attrs` of our own records, not of a DataFrame: a run's attributes as the store keeps

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.curves.readers.ladder import read_ladder
+from scalekit.curves.readers._ladder import read_ladder
 from scalekit.errors import InputError
 
 

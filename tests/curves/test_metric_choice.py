@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from scalekit.curves import read_curves
-from scalekit.curves.readers.metric_choice import choose_metric, split_of
+from scalekit.curves.readers._metric_choice import choose_metric, split_of
 from scalekit.errors import InputError
 
 TRAIN = [3.0, 2.5, 2.2]

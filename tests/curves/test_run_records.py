@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scalekit.curves.readers.run_records import RunRecord, frame_from_records
+from scalekit.curves.readers._run_records import RunRecord, frame_from_records
 
 
 def test_logged_sizes_with_a_multiplier_are_read_as_counts():

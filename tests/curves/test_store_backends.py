@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from scalekit_cli.app import main
 
-from scalekit.allocate.engine import Advance
-from scalekit.allocate.state import AllocationState
+from scalekit.allocate._engine import Advance
+from scalekit.allocate._state import AllocationState
 from scalekit.curves import CurveStore
-from scalekit.curves.sqlite import SCHEMA_VERSION
+from scalekit.curves._sqlite import SCHEMA_VERSION
 from scalekit.errors import InputError
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from scalekit.allocate.policies import LossPolicy
-from scalekit.allocate.runner import run_allocation
-from scalekit.allocate.state import AllocationState
-from scalekit.allocate.toy import SyntheticTrainer
+from scalekit.allocate._policies import LossPolicy
+from scalekit.allocate._runner import run_allocation
+from scalekit.allocate._state import AllocationState
+from scalekit.allocate._toy import SyntheticTrainer
 from scalekit.curves import CurveStore
-from scalekit.curves.database import open_database
-from scalekit.curves.sqlite import SCHEMA_VERSION
+from scalekit.curves._database import open_database
+from scalekit.curves._sqlite import SCHEMA_VERSION
 from scalekit.errors import InputError
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store_v0.db"
@@ -68,7 +68,7 @@ def test_a_store_of_a_newer_schema_is_refused_untouched(tmp_path):
 
 HOLDER = """
 import sys, time
-from scalekit.allocate.state import AllocationState
+from scalekit.allocate._state import AllocationState
 with AllocationState(sys.argv[1]) as state, state.locked("toy"):
     print("held", flush=True)
     time.sleep(120)

@@ -13,7 +13,7 @@ from scalekit_cli.app import main
 
 from scalekit import serialise
 from scalekit.design import DesignResult, Pool, grid_pool, propose, replay
-from scalekit.design.pool import cost_values
+from scalekit.design._pool import cost_values
 from scalekit.laws import get_law
 
 TRUTH = {"E": 1.8, "A": 400.0, "alpha": 0.34, "B": 2000.0, "beta": 0.37}

@@ -9,7 +9,7 @@ import numpy as np
 
 from scalekit.fit import fit_law
 from scalekit.laws import get_law
-from scalekit.laws.chinchilla import optimum_coefficients
+from scalekit.laws._chinchilla import optimum_coefficients
 from scalekit.serialise import envelope
 
 

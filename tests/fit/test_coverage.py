@@ -15,7 +15,7 @@ import pytest
 
 from fit.fit_synthetic import A_TRUE, G_TRUE, STARTS, TRUTH, points, surface
 from scalekit.fit import fit_law
-from scalekit.fit.plans import plan_for_compute
+from scalekit.fit._plans import plan_for_compute
 
 DERIVED = {"a": A_TRUE, "b": 1 - A_TRUE, "G": G_TRUE}
 COMPUTE = 1e21

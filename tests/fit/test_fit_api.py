@@ -9,7 +9,7 @@ import pytest
 
 from fit.fit_synthetic import A_TRUE, G_TRUE, STARTS, TRUTH, surface
 from scalekit.fit import FitResult, fit_frame, fit_law, plan_for_compute
-from scalekit.fit.bootstrap import resample_run_counts
+from scalekit.fit._bootstrap import resample_run_counts
 
 @pytest.fixture(scope="module")
 def grid():

@@ -9,9 +9,9 @@ from scipy.optimize import least_squares, minimize
 from scipy.special import huber
 
 from scalekit.fit import compare_laws, fit_law
-from scalekit.fit.multistart import minimize_batch, multistart
+from scalekit.fit._multistart import minimize_batch, multistart
 from scalekit.laws import get_law, law_from_expression
-from scalekit.laws.bnsl import bnsl
+from scalekit.laws._bnsl import bnsl
 
 
 def saturating_points(seed=0, n=40, noise=0.02):

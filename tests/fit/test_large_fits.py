@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fit.fit_synthetic import STARTS, points
 
-from scalekit.fit.multistart import BLOCK_POINTS, minimize_batch, multistart
+from scalekit.fit._multistart import BLOCK_POINTS, minimize_batch, multistart
 from scalekit.laws import get_law
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scalekit.fit.frame import prepare_fit
+from scalekit.fit._frame import prepare_fit
 from scalekit_cli.app import main
 
 SIZES = np.geomspace(1e7, 1e9, 6)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import least_squares
 
-from scalekit.fit.least_squares import least_squares_batch
-from scalekit.laws.m4 import M4, limit_terms, to_limit
+from scalekit.fit._least_squares import least_squares_batch
+from scalekit.laws._m4 import M4, limit_terms, to_limit
 
 
 def _problems():

@@ -1,4 +1,4 @@
-"""Profile likelihood of one parameter (`scalekit.fit.profile`).
+"""Profile likelihood of one parameter (`scalekit.fit._profile`).
 
 Checked against the closed form of the likelihood-ratio interval of a straight line in log
 space fitted by least squares, and against an exact Laplace likelihood computed directly.
@@ -12,7 +12,7 @@ from scipy.stats import chi2
 
 from scalekit.errors import InputError
 from scalekit.fit import fit_law
-from scalekit.fit.profile import profile_parameter
+from scalekit.fit._profile import profile_parameter
 from scalekit.laws import get_law
 
 LAW = get_law("power")

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from scalekit.fit import fit_law
-from scalekit.fit.bootstrap import bootstrap_fits, resample_counts
+from scalekit.fit._bootstrap import bootstrap_fits, resample_counts
 from scalekit.laws import get_law
 
 BESIROGLU_95 = {"E": (1.769, 1.871), "alpha": (0.317, 0.373), "beta": (0.331, 0.415)}

@@ -15,7 +15,7 @@ from scalekit.allocate import (Curve, ForecastPolicy, LossPolicy, Sweep, allocat
                                make_forecaster)
 from scalekit.errors import InputError  # noqa: E402
 from scalekit.integrations.optuna import ForecastPruner  # noqa: E402
-from scalekit.integrations.rungs import ForecastRanking  # noqa: E402
+from scalekit.integrations._rungs import ForecastRanking  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -20,11 +20,11 @@ import pytest
 ray = pytest.importorskip("ray")
 from ray import tune
 
-from scalekit.allocate import metrics
-from scalekit.allocate.commit import CommitLoop, CommitPolicy
-from scalekit.allocate.engine import drive
-from scalekit.allocate.replay import reveal
-from scalekit.allocate.sweep import sweep_from_frame
+from scalekit.allocate import _metrics as metrics
+from scalekit.allocate._commit import CommitLoop, CommitPolicy
+from scalekit.allocate._engine import drive
+from scalekit.allocate._replay import reveal
+from scalekit.allocate._sweep import sweep_from_frame
 from scalekit.integrations.ray_commit import CommitScheduler
 
 pytestmark = pytest.mark.slow

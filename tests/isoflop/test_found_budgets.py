@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.isoflop.approach2 import IsoFLOPProfiles
-from scalekit.isoflop.budgets import assign_budgets, find_budgets
+from scalekit.isoflop._approach2 import IsoFLOPProfiles
+from scalekit.isoflop._budgets import assign_budgets, find_budgets
 from scalekit_cli.app import main
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from isoflop.isoflop_synthetic import A_TRUE, B_TRUE, learning_curves, sweep
 from scalekit.errors import InputError
-from scalekit.isoflop.approach1 import Envelope
+from scalekit.isoflop._approach1 import Envelope
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -11,7 +11,7 @@ import pytest
 from isoflop.isoflop_synthetic import A_TRUE, B_TRUE, BUDGETS, sweep
 from scalekit.errors import InputError
 from scalekit.isoflop import IsoFLOPProfiles, assign_budgets, round_significant
-from scalekit.isoflop.parabolas import Groups, fit_parabolas, vertices
+from scalekit.isoflop._parabolas import Groups, fit_parabolas, vertices
 
 CHINCHILLA_BUDGETS = [6e18, 1e19, 3e19, 6e19, 1e20, 3e20, 6e20, 1e21, 3e21]  # Hoffmann et al. 2022
 
@@ -177,7 +177,7 @@ def test_line_interval_without_bootstrap_is_the_least_squares_t_interval():
     # Reference: the OLS mean-response interval, x0' (s^2 (X'X)^-1) x0, in matrix form.
     from scipy import stats
 
-    from scalekit.isoflop.powerfit import fit_power_law
+    from scalekit.isoflop._powerfit import fit_power_law
 
     rng = np.random.default_rng(3)
     compute = np.array([1e18, 3e18, 1e19, 3e19, 1e20, 3e20])
@@ -202,7 +202,7 @@ def test_line_interval_without_bootstrap_is_the_least_squares_t_interval():
 
 def test_the_power_fits_are_engine_results_and_round_trip():
     from scalekit.fit import FitResult
-    from scalekit.isoflop.powerfit import PowerLawFit
+    from scalekit.isoflop._powerfit import PowerLawFit
 
     model = IsoFLOPProfiles(n_boot=50, seed=1).fit(sweep(seed=1))
     for law in (model.params_law_, model.tokens_law_):

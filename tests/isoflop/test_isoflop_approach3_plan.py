@@ -11,8 +11,8 @@ import pytest
 
 from isoflop.isoflop_synthetic import A_TRUE, B_TRUE, sweep
 from scalekit.errors import InputError
-from scalekit.isoflop.approach3 import ParametricOptimum
-from scalekit.fit.plans import compare_allocation, plan_for_loss
+from scalekit.isoflop._approach3 import ParametricOptimum
+from scalekit.fit._plans import compare_allocation, plan_for_loss
 
 
 # A small start grid (log E, log A, log B, alpha, beta) keeps these tests fast; the

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scalekit.isoflop import assign_budgets, round_significant
-from scalekit.isoflop.parabolas import Groups, fit_parabolas, vertices
+from scalekit.isoflop._parabolas import Groups, fit_parabolas, vertices
 
 positive = st.floats(min_value=1e10, max_value=1e26, allow_nan=False)
 

@@ -12,12 +12,8 @@ from scalekit_cli.app import main
 
 from scalekit.errors import InputError
 from scalekit.isoflop import IsoFLOPProfiles
-from scalekit.isoflop.per_metric import (
-    MetricComparison,
-    compare_metrics,
-    paired_exponents,
-)
-from scalekit.isoflop.synthetic_metrics import isoflop_sweep
+from scalekit.isoflop._per_metric import MetricComparison, compare_metrics, paired_exponents
+from scalekit.isoflop._synthetic_metrics import isoflop_sweep
 from scalekit.serialise import dumps
 
 SETTINGS = {"approach": "2", "profile": "params", "figures": None, "budgets": None,

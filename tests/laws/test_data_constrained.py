@@ -15,13 +15,13 @@ from jacobian_check import assert_jacobian_matches_central_differences
 
 from scalekit.errors import InputError
 from scalekit.fit import fit_law
-from scalekit.fit.constrain import constrained_law
-from scalekit.fit.inputs import law_inputs
-from scalekit.fit.objective import objective
+from scalekit.fit._constrain import constrained_law
+from scalekit.fit._inputs import law_inputs
+from scalekit.fit._objective import objective
 from scalekit.laws import get_law
-from scalekit.laws.chinchilla import chinchilla_optimum
-from scalekit.laws.data_constrained import data_constrained_law, unique_params_rule
-from scalekit.planners.data_constrained_fit import PAPER_C4_BASE, fit_data_constrained
+from scalekit.laws._chinchilla import chinchilla_optimum
+from scalekit.laws._data_constrained import data_constrained_law, unique_params_rule
+from scalekit.planners._data_constrained_fit import PAPER_C4_BASE, fit_data_constrained
 
 LAW = get_law("data_constrained")
 PUBLISHED = {"E": 1.87, "A": 521.0, "B": 1488.0, "alpha": 0.353, "beta": 0.353,
@@ -169,7 +169,7 @@ def test_scalebench_test_region_r2(published_data):
 
 
 def test_sigmoid_jacobian_matches_finite_differences():
-    """The step-2 law of the task ladder (scalekit.laws.sigmoid), checked the same way."""
+    """The step-2 law of the task ladder (scalekit.laws._sigmoid), checked the same way."""
     law = get_law("sigmoid")
     X = {"x": np.linspace(0.5, 1.6, 7)}
     z = np.array([-0.6, 0.9, 6.0, 0.95])

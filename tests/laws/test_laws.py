@@ -13,8 +13,8 @@ from scipy.optimize import minimize_scalar
 
 from scalekit.errors import InputError
 from scalekit.laws import available_laws, get_law, law_from_expression
-from scalekit.laws.bnsl import bnsl
-from scalekit.laws.chinchilla import chinchilla_optimum
+from scalekit.laws._bnsl import bnsl
+from scalekit.laws._chinchilla import chinchilla_optimum
 
 RNG = np.random.default_rng(7)
 X_ALL = {"x": np.exp(RNG.uniform(0, 8, 12)), "compute": np.exp(RNG.uniform(40, 55, 12)),
@@ -268,7 +268,7 @@ def test_cli_fit_exits_2_on_a_bad_expression(tmp_path, capsys, law):
 
 def test_embedded_expression_cannot_close_its_parentheses():
     # issue 17: 'm) + (l' pasted into '_unit * (...)' read as _unit*(m) + (l)
-    from scalekit.planners.depth import param_count_from_expression
+    from scalekit.planners._depth import param_count_from_expression
 
     with pytest.raises(InputError, match="does not parse"):
         param_count_from_expression("m) + (l")
@@ -278,7 +278,7 @@ def test_embedded_expression_cannot_close_its_parentheses():
 
 @pytest.mark.parametrize("n_runs", [3, None])
 def test_shared_curve_law_jacobian_and_formula(n_runs):
-    from scalekit.laws.shared_curve import shared_curve_law
+    from scalekit.laws._shared_curve import shared_curve_law
 
     law = shared_curve_law(n_runs)
     rng = np.random.default_rng(5)

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from scalekit.fit import fit_law
-from scalekit.laws.multipower import (PARAMS, ScheduleTerms, loss_drop_sums, multipower_law,
-                                      multipower_value_and_jacobian)
+from scalekit.laws._multipower import (PARAMS, ScheduleTerms, loss_drop_sums, multipower_law,
+                                       multipower_value_and_jacobian)
 from scalekit.schedules import parse_schedule
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "published" / "multipower"

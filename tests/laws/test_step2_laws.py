@@ -14,8 +14,8 @@ from jacobian_check import assert_jacobian_matches_central_differences
 
 from scalekit.fit import fit_law
 from scalekit.laws import get_law
-from scalekit.planners.ladder_synthetic import STEP1_TRUTH, synthetic_ladder
-from scalekit.planners.task_law import STEP2, TASKS, predict_task
+from scalekit.planners._ladder_synthetic import STEP1_TRUTH, synthetic_ladder
+from scalekit.planners._task_law import STEP2, TASKS, predict_task
 
 LAW = get_law("log_sigmoid")
 TRUTH = {"a": 0.2, "x0": 0.5, "k": 3.0}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from scalekit.errors import InputError
-from scalekit.laws.class_count import class_count_error
-from scalekit.planners.cot import critical_degree, plan_tree, tree_error
+from scalekit.laws._class_count import class_count_error
+from scalekit.planners._cot import critical_degree, plan_tree, tree_error
 
 STEP_ERRORS = {
     "linear": lambda d: class_count_error(d, 0.01, 1.0),

@@ -20,9 +20,9 @@ from scipy.stats import kendalltau
 
 from scalekit.fit import fit_law
 from scalekit.laws import get_law
-from scalekit.planners.cot import plan_tree, step_error_from_law, tree_error
-from scalekit.train.config import TrainConfig
-from scalekit.train.loop import train
+from scalekit.planners._cot import plan_tree, step_error_from_law, tree_error
+from scalekit.train._config import TrainConfig
+from scalekit.train._loop import train
 
 SHAPES = ("64", "2x32", "4x16", "8x8", "2x4x8", "4x4x4", "2x2x4x4", "2x2x2x2x2x2")
 TASK = {"degree": 2, "levels": 6, "dim": 32, "noise": 1.0, "shrink": 1.0, "tied": True}

@@ -9,9 +9,9 @@ import pytest
 from scalekit.errors import InputError
 from scalekit.fit import fit_law
 from scalekit.laws import get_law
-from scalekit.laws.depth import count_depth, depth_regime, regime_resolved
-from scalekit.planners.depth import (param_count_from_expression, plan_depth, transformer_params,
-                                     width_for_depth)
+from scalekit.laws._depth import count_depth, depth_regime, regime_resolved
+from scalekit.planners._depth import (param_count_from_expression, plan_depth, transformer_params,
+                                      width_for_depth)
 
 #: Liu et al. (2026) on the Chinchilla runs, 203 lowest losses: value and +- (PROVENANCE.md).
 PUBLISHED = {"alpha_m": (0.98, 0.08), "alpha_l": (1.2, 0.3), "alpha_D": (0.30, 0.01)}

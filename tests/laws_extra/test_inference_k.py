@@ -7,9 +7,9 @@ import pytest
 
 from scalekit.fit import fit_law
 from scalekit.laws import get_law
-from scalekit.planners.inference_k import best_temperature, plan_samples, samples_or_data
-from scalekit.planners.judge_model import JudgeModel
-from scalekit.planners.judge_selection import quadrature_errors
+from scalekit.planners._inference_k import best_temperature, plan_samples, samples_or_data
+from scalekit.planners._judge_model import JudgeModel
+from scalekit.planners._judge_selection import quadrature_errors
 
 KS = np.array([1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256, 512], dtype=float)
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from scalekit.errors import InputError
-from scalekit.planners.judge_model import (JudgeModel, best_of_k_asymptote, error_many_samples,
-                                           error_one_sample)
-from scalekit.planners.judge_selection import monte_carlo_errors, quadrature_errors
+from scalekit.planners._judge_model import (JudgeModel, best_of_k_asymptote, error_many_samples,
+                                            error_one_sample)
+from scalekit.planners._judge_selection import monte_carlo_errors, quadrature_errors
 
 KS = [1, 2, 5, 20, 100]
 

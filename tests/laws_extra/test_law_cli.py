@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scalekit.laws import get_law
-from scalekit.planners.cot import plan_tree
+from scalekit.planners._cot import plan_tree
 from scalekit_cli.app import main
 
 

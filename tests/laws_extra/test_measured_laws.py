@@ -1,4 +1,4 @@
-"""The planners' laws fitted to measurements (scalekit.planners.measured_laws) and the
+"""The planners' laws fitted to measurements (scalekit.planners._measured_laws) and the
 theory model's simulation (simulate_samples), in Python and behind the CLI."""
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ import pytest
 
 from scalekit.errors import InputError
 from scalekit.laws import get_law
-from scalekit.planners.inference_k import simulate_samples
-from scalekit.planners.judge_model import JudgeModel
-from scalekit.planners.measured_laws import (fit_class_count_law, fit_depth_law,
-                                             fit_inference_k_law)
+from scalekit.planners._inference_k import simulate_samples
+from scalekit.planners._judge_model import JudgeModel
+from scalekit.planners._measured_laws import fit_class_count_law, fit_depth_law, fit_inference_k_law
 from scalekit_cli.app import main
 
 K_TRUTH = {"E": 0.05, "A": 0.6, "a": 1.2, "B": 0.3, "b": 0.4}

@@ -9,9 +9,8 @@ import pandas as pd
 import pytest
 
 from scalekit.laws import get_law
-from scalekit.planners.measured_laws import (fit_class_count_law, fit_depth_law,
-                                             fit_inference_k_law, plan_depth_in_data,
-                                             plan_tree_in_data)
+from scalekit.planners._measured_laws import (fit_class_count_law, fit_depth_law, fit_inference_k_law,
+                                              plan_depth_in_data, plan_tree_in_data)
 
 KS = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
 

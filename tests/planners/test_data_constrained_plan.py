@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scalekit.laws.chinchilla import chinchilla_optimum
-from scalekit.planners.data_constrained import optimum, plan_data_constrained
+from scalekit.laws._chinchilla import chinchilla_optimum
+from scalekit.planners._data_constrained import optimum, plan_data_constrained
 
 PUBLISHED = {"E": 1.87, "A": 521.0, "B": 1488.0, "alpha": 0.353, "beta": 0.353,
              "rstar_d": 15.39, "rstar_n": 5.31}

@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 
 from scalekit import serialise
-from scalekit.curves.readers.ladder import read_ladder
+from scalekit.curves.readers._ladder import read_ladder
 from scalekit.laws import get_law
-from scalekit.planners.ladder_synthetic import (STEP1_TRUTH, STEP2_TRUTH, synthetic_ladder,
-                                                synthetic_run)
-from scalekit.planners.task_law import TASKS, TaskLawResult, predict_task, predict_tasks
+from scalekit.planners._ladder_synthetic import STEP1_TRUTH, STEP2_TRUTH, synthetic_ladder, synthetic_run
+from scalekit.planners._task_law import TASKS, TaskLawResult, predict_task, predict_tasks
 
 PAPER_FOUR = ("mmlu_avg_test_5shot", "hellaswag_val_5shot", "piqa_val_5shot",
               "socialiqa_val_5shot")

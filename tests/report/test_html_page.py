@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.allocate.synthetic import early_leader_frame
+from scalekit.allocate._synthetic import early_leader_frame
 from scalekit_cli.app import main
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from scalekit.allocate import allocate  # noqa: E402
-from scalekit.allocate.synthetic import early_leader_sweep  # noqa: E402
+from scalekit.allocate._synthetic import early_leader_sweep  # noqa: E402
 from scalekit.errors import InputError  # noqa: E402
 from scalekit.fit import fit_law, plan_for_compute  # noqa: E402
 from scalekit.laws import get_law  # noqa: E402

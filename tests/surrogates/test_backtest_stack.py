@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scalekit.surrogates.backtest_stack import (BacktestStacked, backtest_task,
-                                                curve_rmse_weights, half_widths, shrunk_weights)
-from scalekit.surrogates.evaluate import QUANTILES, Task, horizon_reach
+from scalekit.surrogates._backtest_stack import (BacktestStacked, backtest_task, curve_rmse_weights,
+                                                 half_widths, shrunk_weights)
+from scalekit.surrogates._evaluate import QUANTILES, Task, horizon_reach
 
 
 def _curve(x):
@@ -145,9 +145,8 @@ def test_default_forecaster_from_medians_and_shared_fits_equals_the_quantile_pat
     """The default stack reads its candidates' medians alone and fits the ensemble's families
     once for ``ensemble`` and ``average``; the same stack over candidates fitted apart, read
     from their full quantiles (no ``medians``), must give the same forecasts."""
-    from scalekit.surrogates.evaluate import (ensemble_method, ensemble_methods,
-                                              paper_m4_method)
-    from scalekit.surrogates.forecast import default_method
+    from scalekit.surrogates._evaluate import ensemble_method, ensemble_methods, paper_m4_method
+    from scalekit.surrogates._forecast import default_method
 
     rng = np.random.default_rng(5)
     x = np.arange(1, 41) * 10.0
@@ -187,7 +186,7 @@ def test_a_wider_level_never_gets_a_narrower_interval():
 
 
 def test_remembered_keeps_only_the_last_task_lists_it_is_told_to():
-    from scalekit.surrogates.evaluate import remembered
+    from scalekit.surrogates._evaluate import remembered
 
     calls = []
     method = remembered(lambda tasks: calls.append(tasks) or [len(calls)], last=2)

@@ -24,7 +24,7 @@ def curves(tmp_path):
 
 def _final(report) -> list[dict]:
     """Each run's final forecast, read back through :meth:`Forecast.from_dict`."""
-    from scalekit.surrogates.forecast import Forecast
+    from scalekit.surrogates._forecast import Forecast
 
     return Forecast.from_dict(report).final.to_dict(orient="records")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scalekit.surrogates.curve_families import FAMILIES, CurveScale, fit_family
+from scalekit.surrogates._curve_families import FAMILIES, CurveScale, fit_family
 
 X = np.geomspace(1.0, 100.0, 60)
 

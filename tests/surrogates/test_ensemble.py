@@ -7,9 +7,9 @@ import pytest
 from sklearn.base import clone
 
 from scalekit.errors import InputError, NotFittedError
-from scalekit.surrogates.base import mixture_quantiles
-from scalekit.surrogates.ensemble import ParametricEnsemble, forecast_batch
-from scalekit.surrogates.gp import GPSurrogate
+from scalekit.surrogates._base import mixture_quantiles
+from scalekit.surrogates._ensemble import ParametricEnsemble, forecast_batch
+from scalekit.surrogates._gp import GPSurrogate
 
 X = np.arange(1, 31) * 10.0
 

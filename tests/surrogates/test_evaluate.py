@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.surrogates.evaluate import (QUANTILES, Forecasts, Task, averaged_method,
-                                          conformal_scales, cut_curves, ensemble_method, evaluate,
-                                          remembered, rescale, score, split_tasks)
+from scalekit.surrogates._evaluate import (QUANTILES, Forecasts, Task, averaged_method, conformal_scales,
+                                           cut_curves, ensemble_method, evaluate, remembered, rescale, score,
+                                           split_tasks)
 
 
 def _task(run="a", truth=(1.8, 1.0)):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from scalekit.laws import get_law
-from scalekit.laws.m4 import m4_law, paper_bounds, solve_logit
-from scalekit.surrogates.evaluate import QUANTILES, Task, holdout_benchmark, win_rate
-from scalekit.surrogates.paper_m4 import PaperM4
+from scalekit.laws._m4 import m4_law, paper_bounds, solve_logit
+from scalekit.surrogates._evaluate import QUANTILES, Task, holdout_benchmark, win_rate
+from scalekit.surrogates._paper_m4 import PaperM4
 
 RNG = np.random.default_rng(3)
 X = {"x": np.exp(RNG.uniform(10.0, 22.0, 15))}

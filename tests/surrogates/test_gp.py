@@ -8,7 +8,7 @@ from scipy.integrate import quad
 from scipy.stats import gamma
 
 from scalekit.errors import InputError
-from scalekit.surrogates.gp import ExponentialDecay, GPSurrogate
+from scalekit.surrogates._gp import ExponentialDecay, GPSurrogate
 
 
 def test_kernel_is_the_gamma_mixture_of_decaying_exponentials():

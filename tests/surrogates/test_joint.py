@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from scalekit.errors import InputError
-from scalekit.surrogates.ensemble import ParametricEnsemble
-from scalekit.surrogates.joint import JointSurrogate
+from scalekit.surrogates._ensemble import ParametricEnsemble
+from scalekit.surrogates._joint import JointSurrogate
 
 SIZES = np.array([1e7, 3e7, 1e8, 3e8, 1e9])
 E, A, ALPHA, B, BETA = 1.7, 400.0, 0.34, 2000.0, 0.28

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scalekit.surrogates.evaluate import QUANTILES, paper_m4_method, split_tasks
-from scalekit.surrogates.paper_m4 import PAPER_SETTINGS, PaperM4
+from scalekit.surrogates._evaluate import QUANTILES, paper_m4_method, split_tasks
+from scalekit.surrogates._paper_m4 import PAPER_SETTINGS, PaperM4
 
 
 def _tasks(published_data):

@@ -8,9 +8,9 @@ import pytest
 
 from scalekit.errors import InputError
 from scalekit.schedules import parse_schedule
-from scalekit.surrogates.evaluate import Task
-from scalekit.surrogates.forecast import forecast_frame
-from scalekit.surrogates.schedule_axis import area_task
+from scalekit.surrogates._evaluate import Task
+from scalekit.surrogates._forecast import forecast_frame
+from scalekit.surrogates._schedule_axis import area_task
 
 
 def _cosine_area(t, *, warmup, peak, final, total):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.laws.multipower import ScheduleTerms, multipower_value_and_jacobian
+from scalekit.laws._multipower import ScheduleTerms, multipower_value_and_jacobian
 from scalekit.schedules import parse_schedule
 from scalekit_cli.app import main
 
@@ -116,8 +116,8 @@ def test_schedule_search_refusals(tmp_path, capsys):
 def test_results_follow_the_protocol(runs):
     from scalekit.curves.readers import read_curves
     from scalekit.serialise import dumps
-    from scalekit.surrogates.schedule_forecast import ScheduleForecast, multipower_forecast
-    from scalekit.surrogates.schedule_search import ScheduleSearch, search_schedule
+    from scalekit.surrogates._schedule_forecast import ScheduleForecast, multipower_forecast
+    from scalekit.surrogates._schedule_search import ScheduleSearch, search_schedule
 
     frame = pd.concat([read_curves(path).frame for path in runs], ignore_index=True)
     result = multipower_forecast(frame, fit_on=["cos", "const", "two"], evaluate=True)
@@ -144,7 +144,7 @@ def test_total_steps_sets_every_runs_end(tmp_path, capsys):
 
 def test_free_schedule_without_a_loss_drop_is_the_constant_peak():
     # B ~ 0: the law is L0 + A S1^-alpha, least with the largest area, i.e. no decay at all
-    from scalekit.surrogates.schedule_search import search_schedule
+    from scalekit.surrogates._schedule_search import search_schedule
 
     params = dict(zip(("L0", "A", "alpha", "B", "C", "beta", "gamma"),
                       (2.0, 0.6, 0.5, 1e-9, 2.0, 0.6, 0.6)))
@@ -157,7 +157,7 @@ def test_free_schedule_without_a_loss_drop_is_the_constant_peak():
 
 @pytest.mark.slow
 def test_free_schedule_is_non_increasing_and_no_worse_than_the_best_wsd():
-    from scalekit.surrogates.schedule_search import search_schedule
+    from scalekit.surrogates._schedule_search import search_schedule
 
     params = dict(zip(("L0", "A", "alpha", "B", "C", "beta", "gamma"), TRUTH))
     wsd = search_schedule(params, total_steps=3000, warmup=100, peak=1e-3, family="wsd")
@@ -168,7 +168,7 @@ def test_free_schedule_is_non_increasing_and_no_worse_than_the_best_wsd():
     # its predicted final loss, recomputed from its rates by the law
     assert free.best_loss == pytest.approx(_curve_of(rates, 3000), rel=1e-12)
     from scalekit.serialise import dumps
-    from scalekit.surrogates.schedule_search import ScheduleSearch
+    from scalekit.surrogates._schedule_search import ScheduleSearch
 
     back = ScheduleSearch.from_dict(json.loads(dumps(free.to_dict())))
     np.testing.assert_array_equal(back.best_schedule().rates, rates)
@@ -182,7 +182,7 @@ def _curve_of(rates, step):
 
 def test_a_forecast_past_the_fitted_area_says_so(runs):
     from scalekit.curves.readers import read_curves
-    from scalekit.surrogates.schedule_forecast import multipower_forecast
+    from scalekit.surrogates._schedule_forecast import multipower_forecast
 
     frame = pd.concat([read_curves(path).frame for path in runs], ignore_index=True)
     longer = "constant:warmup=100,peak=1e-3,total=9000"
@@ -199,7 +199,7 @@ def test_a_forecast_past_the_fitted_area_says_so(runs):
 def test_the_free_schedules_gradient_is_finite_at_the_floor_and_matches_differences():
     """A rate at the floor (peak e^-600) with gamma 1.5 made eta^-gamma overflow and the
     gradient NaN (0 * inf); elsewhere the gradient is the law's, by central differences."""
-    from scalekit.surrogates.free_schedule import final_loss_and_gradient
+    from scalekit.surrogates._free_schedule import final_loss_and_gradient
 
     theta = [2.0, 0.6, 0.5, 400.0, 2.0, 0.6, 1.5]
     floor = np.r_[np.full(50, 1e-3), 1e-3 * np.exp(-np.minimum(np.linspace(0, 700, 50), 600))]

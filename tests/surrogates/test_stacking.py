@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from scalekit.errors import InputError
-from scalekit.surrogates.evaluate import (QUANTILES, StackedMethod, Task, averaged_method,
-                                          evaluate, stacking_weights)
+from scalekit.surrogates._evaluate import (QUANTILES, StackedMethod, Task, averaged_method, evaluate,
+                                           stacking_weights)
 
 
 def _brute_force(errors, step=0.01):

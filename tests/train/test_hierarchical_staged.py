@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from scalekit.errors import InputError
-from scalekit.train.batched import train_batched
-from scalekit.train.config import TrainConfig
-from scalekit.train.loop import train
+from scalekit.train._batched import train_batched
+from scalekit.train._config import TrainConfig
+from scalekit.train._loop import train
 from scalekit.train.tasks import hierarchical
 from scalekit.train.tasks.hierarchical import leaf_paths, parse_stages, step_inputs
 

@@ -9,11 +9,11 @@ import torch
 from torch.nn import functional as F
 
 from scalekit.curves import CurveStore
-from scalekit.train.batched import train_batched
-from scalekit.train.config import TrainConfig
-from scalekit.train.loop import train
-from scalekit.train.probe import probe_accuracy
-from scalekit.train.sweep import StoreLog
+from scalekit.train._batched import train_batched
+from scalekit.train._config import TrainConfig
+from scalekit.train._loop import train
+from scalekit.train._probe import probe_accuracy
+from scalekit.train._sweep import StoreLog
 from scalekit.train.tasks import next_pixel
 
 OWN = ("probe_accuracy", "completion_nll", "completion_error")

@@ -92,7 +92,7 @@ def test_device_and_compile_of_a_config_file_are_kept_unless_given_on_the_comman
     defaults used to overwrite the file's device and compile even when not given."""
     import json
 
-    import scalekit.train.sweep as sweep_module
+    import scalekit.train._sweep as sweep_module
 
     seen = []
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from scalekit.errors import InputError
-from scalekit.train.config import TrainConfig
-from scalekit.train.sweep import SweepSpec
+from scalekit.train._config import TrainConfig
+from scalekit.train._sweep import SweepSpec
 
 
 @pytest.mark.parametrize("steps", [1, 7, 100])

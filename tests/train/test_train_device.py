@@ -10,7 +10,7 @@ from scalekit_cli.app import main
 
 from scalekit.curves import CurveStore
 from scalekit.train import TrainConfig, train, train_batched
-from scalekit.train.loop import build_run
+from scalekit.train._loop import build_run
 from scalekit.train.tasks.base import BatchStream
 
 CHAR = {"task": "char_lm", "width": 32, "depth": 2, "steps": 60, "batch_size": 16, "evals": 3,

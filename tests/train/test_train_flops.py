@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from scalekit.train.config import TrainConfig
-from scalekit.train.flops import analytic_step_flops, counted_step_flops
-from scalekit.train.loop import train
-from scalekit.train.models import GPT, MLP, ResidualMLP
+from scalekit.train._config import TrainConfig
+from scalekit.train._flops import analytic_step_flops, counted_step_flops
+from scalekit.train._loop import train
+from scalekit.train._models import GPT, MLP, ResidualMLP
 
 
 def _cross_entropy(out, y):
@@ -37,7 +37,7 @@ def test_counted_step_flops_equal_torchs_flop_counter(model):
     """The count is torch's own FlopCounterMode's (with the CPU attention kernel counted)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from scalekit.train.flops import _CPU_ATTENTION
+    from scalekit.train._flops import _CPU_ATTENTION
 
     if isinstance(model, GPT):
         x = y = torch.randint(0, 96, (4, 64))

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from scalekit.train import TrainConfig, train
-from scalekit.train import loop as train_loop
+from scalekit.train import _loop as train_loop
 from scalekit.train.tasks.base import BatchStream
 
 VECTOR_TASKS = {"teacher_student": {}, "residual_teacher": {"options": {"teacher_depth": 4}},

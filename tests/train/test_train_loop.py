@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from scalekit.train.batched import train_batched
-from scalekit.train.config import TrainConfig
-from scalekit.train.loop import train
+from scalekit.train._batched import train_batched
+from scalekit.train._config import TrainConfig
+from scalekit.train._loop import train
 
 SMALL = {"teacher_student": {}, "hierarchical": {},
          "residual_teacher": {"depth": 3, "width": 16},

@@ -8,8 +8,8 @@ import torch
 
 from scalekit.curves import CurveStore
 from scalekit.executors import make_executor, usable_cpus
-from scalekit.train.config import TrainConfig
-from scalekit.train.sweep import StoreLog, SweepSpec, run_sweep
+from scalekit.train._config import TrainConfig
+from scalekit.train._sweep import StoreLog, SweepSpec, run_sweep
 
 BASE = TrainConfig(steps=60, evals=4, eval_size=256, device="cpu")
 
@@ -46,7 +46,7 @@ class DiesAfter(StoreLog):
 
 
 def test_a_killed_sweep_resumes_without_duplicate_or_missing_points(tmp_path, monkeypatch):
-    from scalekit.train import sweep
+    from scalekit.train import _sweep as sweep
 
     configs = SweepSpec(base=BASE, widths=[4, 8], seeds=[0, 1]).configs()
     whole = run_sweep(configs, store=tmp_path / "whole.db")

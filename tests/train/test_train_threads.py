@@ -8,9 +8,9 @@ import torch
 from threadpoolctl import threadpool_info
 
 from scalekit.errors import InputError
-from scalekit.train.batched import train_batched
-from scalekit.train.config import TrainConfig
-from scalekit.train.loop import train
+from scalekit.train._batched import train_batched
+from scalekit.train._config import TrainConfig
+from scalekit.train._loop import train
 
 CONFIG = TrainConfig(width=8, depth=1, steps=4, evals=2, eval_size=32, batch_size=8,
                      device="cpu")

@@ -10,9 +10,9 @@ One module per format:
 - ``mlflow_tracking`` — MLflow tracking stores (URI or ``mlruns`` folder);
 - ``optuna_study`` — an Optuna study's intermediate values.
 
-The table formats go through :func:`~scalekit.curves.readers.table.tidy_from_table`,
-the tracking tools through :mod:`~scalekit.curves.readers.run_records`; both
-choose the metric by one rule (:mod:`~scalekit.curves.readers.metric_choice`).
+The table formats go through :func:`~scalekit.curves.readers._table.tidy_from_table`,
+the tracking tools through :mod:`~scalekit.curves.readers._run_records`; both
+choose the metric by one rule (:mod:`~scalekit.curves.readers._metric_choice`).
 The tracking tools' packages are optional extras, imported only when read.
 """
 
@@ -26,15 +26,15 @@ from pathlib import Path
 
 
 from scalekit.checks import check_choice
-from scalekit.curves.curve_set import Curves
-from scalekit.curves.readers.csv_file import read_csv_table
-from scalekit.curves.readers.jsonl_file import read_jsonl_table
-from scalekit.curves.readers.metric_choice import MetricChoice
-from scalekit.curves.readers.parquet_file import read_parquet_table
-from scalekit.curves.readers.run_records import frame_from_records
-from scalekit.curves.readers.table import tidy_from_table
-from scalekit.curves.readers.wandb_export import looks_wide, wide_to_long
-from scalekit.curves.validate import Locator
+from scalekit.curves._curve_set import Curves
+from scalekit.curves.readers._csv_file import read_csv_table
+from scalekit.curves.readers._jsonl_file import read_jsonl_table
+from scalekit.curves.readers._metric_choice import MetricChoice
+from scalekit.curves.readers._parquet_file import read_parquet_table
+from scalekit.curves.readers._run_records import frame_from_records
+from scalekit.curves.readers._table import tidy_from_table
+from scalekit.curves.readers._wandb_export import looks_wide, wide_to_long
+from scalekit.curves._validate import Locator
 from scalekit.errors import InputError
 
 __all__ = ["DUPLICATES", "FORMATS", "check_local_input", "read_curves"]
@@ -74,7 +74,7 @@ def read_curves(path: str | Path, *, format: str | None = None,
         The metric asked for and the name of its column in the result
         (``loss`` by default). Where several names of it exist (``train/loss``,
         ``val/loss``) the validation one is taken (see
-        :mod:`~scalekit.curves.readers.metric_choice`); a name with its split
+        :mod:`~scalekit.curves.readers._metric_choice`); a name with its split
         (``train/loss``) asks for that one.
     duplicates : {"error", "first", "last"}
         What a repeated (run, step) does: rejected (default) or resolved by
@@ -151,21 +151,21 @@ def _read_tracking(path: str | Path, fmt: str, uri: bool, source: str, *, mappin
                          f"(`mapping` {metric}=NAME); got: " + ", ".join(mapping), source=source)
     choice, what = None, "metric"
     if fmt == "tensorboard":
-        from scalekit.curves.readers.tensorboard_logs import read_tensorboard_records
+        from scalekit.curves.readers._tensorboard_logs import read_tensorboard_records
 
         records, notes = read_tensorboard_records(path)
         what = "scalar tag"
     elif fmt == "wandb":
-        from scalekit.curves.readers.wandb_offline import read_wandb_records
+        from scalekit.curves.readers._wandb_offline import read_wandb_records
 
         records, notes = read_wandb_records(path)
     elif fmt == "mlflow":
-        from scalekit.curves.readers.mlflow_tracking import mlflow_uri, read_mlflow_records
+        from scalekit.curves.readers._mlflow_tracking import mlflow_uri, read_mlflow_records
 
         records, notes = read_mlflow_records(source if uri else mlflow_uri(path),
                                              experiment=experiment, source=source)
     else:
-        from scalekit.curves.readers.optuna_study import read_optuna_records
+        from scalekit.curves.readers._optuna_study import read_optuna_records
 
         storage = source if uri else "sqlite:///" + str(Path(path).resolve())
         records, notes, objective = read_optuna_records(storage, study=study, source=source)
@@ -218,7 +218,7 @@ def _detect_format(path: str | Path, format: str | None, uri: bool) -> str:
             raise InputError("no such SQLite file", source=text)
         return _sqlite_kind(file, text)
     if path.is_dir():
-        from scalekit.curves.readers.wandb_offline import find_wandb_logs
+        from scalekit.curves.readers._wandb_offline import find_wandb_logs
 
         if (path / "meta.yaml").is_file() or any(path.glob("*/meta.yaml")):
             return "mlflow"

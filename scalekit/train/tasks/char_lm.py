@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from scalekit.checks import check_number, fail
-from scalekit.train.config import TrainConfig
-from scalekit.train.models import GPT
+from scalekit.train._config import TrainConfig
+from scalekit.train._models import GPT
 from scalekit.train.tasks.base import BatchStream, TaskData, draw_indices, task_options
 
 ALPHABET = "\n" + "".join(chr(c) for c in range(32, 127))

@@ -38,8 +38,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from scalekit.checks import check_choice, check_number, fail
-from scalekit.train.config import TrainConfig
-from scalekit.train.models import MLP, _Scheduled
+from scalekit.train._config import TrainConfig
+from scalekit.train._models import MLP, _Scheduled
 from scalekit.train.tasks.base import TaskData, classification_error, task_options, vector_task
 
 DEFAULTS = {"degree": 4, "levels": 2, "dim": 32, "noise": 0.5, "shrink": 0.5, "tied": False, "stages": None}

@@ -9,7 +9,7 @@ version of the autoregressive image-modelling sweeps of Henighan et al. (2020).
 Besides the next-pixel loss, every evaluation scores the three targets of Yan et al.
 (ICML 2026) on the held-out images (:class:`DigitMetrics`):
 
-- ``probe_accuracy``: a linear probe (:func:`scalekit.train.probe.probe_accuracy`) on
+- ``probe_accuracy``: a linear probe (:func:`scalekit.train._probe.probe_accuracy`) on
   the frozen model's hidden state averaged over the 64 input positions, fitted on the
   first ``probe_images`` training images and their digit labels, scored on the held-out
   ones (higher is better; chance is about 0.1);
@@ -31,9 +31,9 @@ import torch
 from torch.nn import functional as F
 
 from scalekit.checks import check_number
-from scalekit.train.config import TrainConfig
-from scalekit.train.models import GPT
-from scalekit.train.probe import probe_accuracy
+from scalekit.train._config import TrainConfig
+from scalekit.train._models import GPT
+from scalekit.train._probe import probe_accuracy
 from scalekit.train.tasks.base import Model, TaskData, index_sampler, task_options
 
 LEVELS = 17

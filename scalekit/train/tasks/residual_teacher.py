@@ -2,7 +2,7 @@
 
 The set-up of the depth law of Liu et al. (2026): a random residual network of
 ``teacher_depth`` blocks, ``h <- h + tanh(h W) V / sqrt(teacher_depth)``, labels the
-inputs; residual students (:class:`~scalekit.train.models.ResidualMLP`) of varied
+inputs; residual students (:class:`~scalekit.train._models.ResidualMLP`) of varied
 depth learn it, so that the loss falls with student depth.
 
 Options: ``dim`` (32), ``teacher_depth`` (32), ``noise`` (0.05).
@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from scalekit.checks import check_number
-from scalekit.train.config import TrainConfig
-from scalekit.train.models import ResidualMLP
+from scalekit.train._config import TrainConfig
+from scalekit.train._models import ResidualMLP
 from scalekit.train.tasks.base import TaskData, task_options, vector_task
 
 DEFAULTS = {"dim": 32, "teacher_depth": 32, "noise": 0.05}

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from scalekit.checks import check_choice, check_number
-from scalekit.train.config import TrainConfig
-from scalekit.train.models import MLP
+from scalekit.train._config import TrainConfig
+from scalekit.train._models import MLP
 from scalekit.train.tasks.base import TaskData, task_options, vector_task
 
 DEFAULTS = {"dim": 32, "alpha": 1.0, "teacher_width": 256, "gain": 1.0, "decay": 1.0, "noise": 0.3,

@@ -1,0 +1,519 @@
+"""The ``commit`` allocator: probe cheaply across sizes, fit a law, finish what the budget can.
+
+Successive Halving ranks runs by what they show part-way; the best a budget
+can buy, though, is usually one run trained *to the end of its schedule*: a
+half-finished cosine run is not what it will become, since its loss drops
+when its learning rate decays. ``commit`` spends the budget the way a
+scaling-law study does (Hoffmann et al. 2022 fit ``L(N, D)`` on small runs and
+train the one large run the budget affords):
+
+1. **Probe** (phase 0, at most ``probe_share`` of the budget): complete cheap
+   candidates spread over sizes and schedule lengths (farthest-point design in
+   ``(log N, log D)``, one per cell). Where no candidate is cheap enough to
+   finish, the cheapest candidate of each of a few sizes is trained part-way
+   instead, and its points are read as if its schedule had ended there.
+2. **Fit** the law ``L(N, x) = E + A·(N/N₀)^-α + B·(x/x₀)^-β`` (Hoffmann et al.
+   2022, approach 3; ``x`` = FLOPs per parameter ∝ tokens) to the *end-of-schedule*
+   losses of the probes by variable projection (a grid over ``α, β``, a
+   non-negative least-squares solve for ``E, A, B``, relative residuals). Its
+   forecasts read the data term no further than ``data_extrapolation`` times the
+   probes' largest ``x``.
+3. **Guard** (phase 1): the candidates of the best predicted configuration
+   that the rest of the budget can finish with a short prefix
+   (``guard_fraction`` of their schedule) of each of its other variants — same
+   size and same schedule, differing in, e.g., the learning rate — are each
+   trained that prefix, and the lowest loss at the prefix wins. (A configuration
+   that can be guarded whole goes first where its forecast lies within the
+   law's residual spread of the best one's; else the best one is guarded in
+   part, as many of its variants as fit.)
+   Where finished probes show how far above its end-of-schedule loss a run lies
+   part-way (the *schedule shape*), a run the budget cannot finish competes too:
+   its predicted loss after all that is left is the law at that compute times the
+   shape at that share of its schedule (at least ``min_partial``), and it is
+   guarded and committed to part-way when that beats every finishable one.
+   A configuration with a single variant has nothing to be guarded against but
+   the law: its prefix is checked against the law's forecast there, and it is
+   dropped when it lies further above it than the worst probe did at that share
+   of its schedule (times the law's residual spread), e.g. a diverging learning
+   rate.
+4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
+   left maps the loss-compute frontier: it finishes the candidates the law
+   forecasts to end least above its frontier at their compute (the lowest
+   forecast of any candidate size there), one after the other, and, when none
+   fits, trains the best predicted one part-way with exactly what is left. The
+   budget is never exceeded.
+
+Every decision depends only on the points seen and the cost model, so
+``plan`` and a resumed ``run`` make the same ones; :attr:`CommitLoop.decisions`
+says what was probed, what was committed to and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from scalekit.allocate._engine import Advance, Allocation
+from scalekit.allocate._sweep import Curve, Sweep
+from scalekit.checks import check_number
+
+_EMPTY = Curve(np.empty(0), np.empty(0), np.empty(0))
+#: Exponent grid of the law fit (variable projection over alpha and beta).
+_EXPONENTS = np.geomspace(0.05, 1.5, 24)
+#: Exponents of the size and data terms where the probes cannot determine them
+#: (Hoffmann et al. 2022, approach 3).
+PRIOR_ALPHA, PRIOR_BETA = 0.34, 0.28
+
+
+@dataclass
+class EndLaw:
+    """``L(N, x) = E + A (N/N0)^-alpha + B (x/x0)^-beta`` fitted to end-of-schedule losses.
+
+    A term whose axis takes a single value in the data is dropped (its level is
+    part of ``E``); an exponent whose axis takes two values is held at
+    :data:`PRIOR_ALPHA` or :data:`PRIOR_BETA`, and both are held where the points are
+    no more than the law's parameters with both free. Fitted by variable projection:
+    on a grid over the exponents, the levels ``E, A, B >= 0`` minimising the squared relative residuals (every
+    support of the non-negative least-squares problem solved at once, the best
+    feasible one kept), then the best grid point. ``sd_`` is the root mean
+    square relative residual; ``x_max_`` the largest ``x`` fitted.
+    """
+
+    def fit(self, params: np.ndarray, x: np.ndarray, loss: np.ndarray) -> "EndLaw":
+        params, x, loss = (np.asarray(v, float) for v in (params, x, loss))
+        self.x_max_ = float(x.max())
+        self.n0_, self.x0_ = float(np.exp(np.log(params).mean())), float(np.exp(np.log(x).mean()))
+        self.use_n_ = bool(np.ptp(np.log(params)) > 1e-9)
+        self.use_x_ = bool(np.ptp(np.log(x)) > 1e-9)
+        # an exponent is free only where its axis has three values or more; with two, the
+        # data cannot tell it from E, and it is held at Hoffmann et al.'s (2022) value
+        alphas = _EXPONENTS if _distinct(params) > 2 else np.array([PRIOR_ALPHA])
+        betas = _EXPONENTS if _distinct(x) > 2 else np.array([PRIOR_BETA])
+        # nor where the points cannot over-determine the law with both exponents free
+        # (``E, A, B, alpha, beta``): such a fit passes through every point and tells nothing
+        if len(loss) <= 1 + 2 * (self.use_n_ + self.use_x_):
+            alphas, betas = np.array([PRIOR_ALPHA]), np.array([PRIOR_BETA])
+        step = float(_EXPONENTS[1] / _EXPONENTS[0])
+        for _ in range(2):  # the grid, then a finer one around its best point
+            a, b = (g.ravel() for g in np.meshgrid(alphas, betas, indexing="ij"))
+            design = self._design(params[None, :], x[None, :], a[:, None], b[:, None])
+            coef, sse = _nonnegative_fit(design / loss[None, :, None], np.ones_like(loss))
+            best = int(np.argmin(sse))
+            alphas, betas = (grid if len(grid) == 1 else
+                             pick[best] * np.geomspace(1 / step, step, len(_EXPONENTS))
+                             for grid, pick in ((alphas, a), (betas, b)))
+        self.alpha_, self.beta_, self.coef_ = float(a[best]), float(b[best]), coef[best]
+        self.sd_ = float(np.sqrt(sse[best] / max(len(loss) - 1, 1)))
+        return self
+
+    def _design(self, params, x, alpha, beta) -> np.ndarray:
+        """``(grid, n, k)`` columns ``1``, ``(N/N0)^-alpha``, ``(x/x0)^-beta`` (those used)."""
+        params, x, alpha, beta = np.broadcast_arrays(params, x, alpha, beta)
+        columns = [np.ones_like(params)]
+        if self.use_n_:
+            columns.append((params / self.n0_) ** -alpha)
+        if self.use_x_:
+            columns.append((x / self.x0_) ** -beta)
+        return np.stack(columns, axis=-1)
+
+    def predict(self, params, x) -> np.ndarray:
+        params, x = np.broadcast_arrays(np.asarray(params, float), np.asarray(x, float))
+        design = self._design(params.ravel(), x.ravel(), self.alpha_, self.beta_)
+        return (design @ self.coef_).reshape(params.shape)
+
+    def describe(self) -> str:
+        terms = [f"E={self.coef_[0]:.4g}"]
+        if self.use_n_:
+            terms.append(f"alpha={self.alpha_:.3g}")
+        if self.use_x_:
+            terms.append(f"beta={self.beta_:.3g}")
+        return ", ".join(terms) + f", residual sd {self.sd_:.2%}"
+
+
+def _distinct(values: np.ndarray) -> int:
+    """Distinct values, counted on a log scale to 1e-9."""
+    return len(np.unique(np.round(np.log(values), 9)))
+
+
+def _nonnegative_fit(design: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative least squares for a batch of small problems ``design (g, n, k)``: every
+    support solved by least squares, the feasible one of least error kept (the NNLS optimum
+    is the least-squares solution on its support). Returns ``(coef (g, k), sse (g,))``."""
+    g, _, k = design.shape
+    coef, sse = np.zeros((g, k)), np.full(g, float(np.sum(target ** 2)))  # the empty support
+    for mask in range(1, 2 ** k):
+        support = [j for j in range(k) if mask >> j & 1]
+        sub = design[:, :, support]
+        gram = np.einsum("gni,gnj->gij", sub, sub) + 1e-12 * np.eye(len(support))
+        solution = np.linalg.solve(gram, np.einsum("gni,n->gi", sub, target)[..., None])[..., 0]
+        error = np.sum((np.einsum("gni,gi->gn", sub, solution) - target) ** 2, axis=1)
+        better = np.all(solution >= 0, axis=1) & (error < sse)
+        sse = np.where(better, error, sse)
+        full = np.zeros((g, k))
+        full[:, support] = solution
+        coef = np.where(better[:, None], full, coef)
+    return coef, sse
+
+
+@dataclass
+class CommitPolicy:
+    """Settings of the ``commit`` allocator (see the module docstring).
+
+    Parameters
+    ----------
+    probe_share : float
+        Largest share of the budget spent on probes.
+    guard_fraction : float
+        Share of its schedule each variant of the chosen configuration is tried on.
+    max_probes : int
+        Most probes.
+    min_partial : float
+        Least share of its schedule a run the budget cannot finish must reach for a
+        partial commitment to it (before that, its learning rate has barely decayed).
+    data_extrapolation : float
+        Forecasts read the law's data term at most at this multiple of the largest
+        compute per parameter (∝ tokens per parameter) among the probes.
+    """
+
+    probe_share: float = 0.1
+    guard_fraction: float = 0.05
+    max_probes: int = 12
+    min_partial: float = 0.5
+    data_extrapolation: float = 4.0
+    name: str = "commit"
+
+    def __post_init__(self) -> None:
+        check_number("probe_share", self.probe_share, low=0, high=1, high_open=True)
+        check_number("guard_fraction", self.guard_fraction, low=0, high=1, low_open=True,
+                     high_open=True)
+        check_number("max_probes", self.max_probes, low=1, integer=True)
+        check_number("min_partial", self.min_partial, low=0, high=1)
+        check_number("data_extrapolation", self.data_extrapolation, low=1)
+
+
+class CommitLoop:
+    """One ``commit`` allocation; :meth:`steps` is the generator (as :class:`HalvingLoop`'s),
+    :attr:`state` its progress and :attr:`decisions` the reasons, one dict per phase."""
+
+    def __init__(self, sweep: Sweep, policy: CommitPolicy, budget: float, *,
+                 runs: list[str] | None = None, seed: int = 0) -> None:
+        check_number("budget", budget, low=0, low_open=True)
+        self.sweep, self.policy, self.budget = sweep, policy, float(budget)
+        self.runs = list(runs if runs is not None else sweep.runs)
+        self.state = Allocation({r: _EMPTY for r in self.runs}, {r: 0.0 for r in self.runs},
+                                0.0, self.budget)
+        self.decisions: list[dict] = []
+        self.law: EndLaw | None = None
+        self.shape: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.dropped: set[str] = set()
+        self.end = {r: sweep.flops_per_unit[r] * sweep.max_resource[r] for r in self.runs}
+        self.size = {r: float(sweep.params.get(r, np.nan)) for r in self.runs}
+        if not all(np.isfinite(v) and v > 0 for v in self.size.values()):
+            self.size = {r: 1.0 for r in self.runs}  # no sizes: the law has the data axis only
+
+    # -- the generator -------------------------------------------------------------------
+    def steps(self) -> Generator[list[Advance], Mapping[str, Curve], Allocation]:
+        probes, complete = self._probes()
+        self.decisions.append(dict(phase=0, action="probe", runs=list(probes),
+                                   why="cheap runs spread over sizes and schedule lengths, "
+                                       + ("each trained to the end of its schedule" if complete
+                                          else "none cheap enough to finish: each trained "
+                                               "part-way") if probes else
+                                       "none: the candidates share one size, so the most "
+                                       "compute the budget can finish wins"))
+        yield from self._advance(0, probes)
+        self.law = self._fit_law(probes, complete)
+        self.shape = self._schedule_shape(probes) if complete else None
+        options = self._affordable()
+        phase = 1
+        partial = self._partial_option()
+        if options or partial is not None:
+            options = options or [partial[0]]
+            # the best configuration whose every variant can be guarded, where its forecast
+            # is within the law's residual spread of the best one's; else the best
+            spread = self._predicted(options[0]) * (1 + self.law.sd_) if self.law else -np.inf
+            whole = [r for r in options if len(self._variants(r)) == len(self._variants(r, 0))
+                     and self._predicted(r) <= spread]
+            cell = whole[0] if whole else options[0]
+            variants = self._variants(cell)
+            if partial is not None and partial[1] < self._predicted(cell):
+                cell, variants = partial[0], self._variants(partial[0], 0)
+            if len(variants) > 1:
+                prefix = {r: self.policy.guard_fraction * self.sweep.max_resource[r]
+                          for r in variants}
+                self.decisions.append(dict(phase=1, action="guard", runs=variants,
+                                           why=f"variants of the best predicted configuration "
+                                               f"({self._said(cell)}) tried on "
+                                               f"{self.policy.guard_fraction:.0%} of their "
+                                               "schedule"))
+                yield from self._advance(1, {r: max(prefix[r], self.state.reached[r])
+                                             for r in variants})
+                cell = min(variants, key=lambda r: (self._loss_at(r, prefix[r]), r))
+            elif self._lone_check(cell):
+                prefix = self.policy.guard_fraction * self.sweep.max_resource[cell]
+                yield from self._advance(1, {cell: max(prefix, self.state.reached[cell])})
+                if self._off_course(cell, prefix):
+                    self.decisions.append(dict(phase=1, action="drop", runs=[cell],
+                                               why="its only variant lies further above the "
+                                                   "law at "
+                                                   f"{self.policy.guard_fraction:.0%} of its "
+                                                   "schedule than any probe did"))
+                    self.dropped.add(cell)
+                    options = self._affordable()
+                    cell = options[0] if options else self._partial_option()
+                    cell = cell[0] if isinstance(cell, tuple) else cell
+            phase = 2
+            while cell is not None and not self.state.exhausted:
+                left = self.budget - self.state.spent
+                finish = self.sweep.cost(cell, self.state.reached[cell],
+                                         self.sweep.max_resource[cell]) <= left * (1 + 1e-12)
+                self.decisions.append(dict(phase=phase, action="commit", runs=[cell],
+                                           why=self._why_commit(cell, phase, finish, left)))
+                yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
+                phase += 1
+                options = self._affordable()
+                cell = (min(options, key=lambda r: (self._excess(r), self._predicted(r), r))
+                        if options else None)   # without sizes every excess is 1: lowest forecast
+        left = self.budget - self.state.spent
+        if left > 1e-9 * self.budget and not self.state.exhausted:
+            run = self._best_partial(left)
+            if run is not None:
+                self.decisions.append(dict(phase=phase, action="spend the rest", runs=[run],
+                                           why="no candidate can be finished with what is "
+                                               f"left; lowest predicted loss part-way: "
+                                               f"{self._said(run)}"))
+                yield from self._advance(phase, {run: self.sweep.max_resource[run]})
+        self.state.promotions = [list(d["runs"]) for d in self.decisions]
+        return self.state
+
+    def _advance(self, phase: int, stops: Mapping[str, float]):
+        """Yield one batch training each run to its stop, cut to the budget (in order)."""
+        state, batch = self.state, []
+        for run, stop in stops.items():
+            start = state.reached[run]
+            stop = min(stop, self.sweep.max_resource[run])
+            cost = self.sweep.cost(run, start, stop)
+            left = self.budget - state.spent
+            if cost > left:
+                stop, cost, state.exhausted = self.sweep.resource_after(run, start, left), left, True
+            if stop > start:
+                batch.append(Advance(phase, run, start, stop, cost))
+                state.spent = min(state.spent + cost, self.budget)
+                state.reached[run] = stop
+            if state.exhausted:
+                break
+        if batch:
+            results = yield batch
+            for a in batch:
+                got = results.get(a.run, _EMPTY)
+                old = state.observed[a.run]
+                state.observed[a.run] = Curve(*(np.concatenate([getattr(old, k), getattr(got, k)])
+                                                for k in ("resource", "compute", "loss")))
+            state.advances.extend(batch)
+
+    # -- decisions ----------------------------------------------------------------------
+    def _coords(self, run: str) -> np.ndarray:
+        return np.array([np.log(self.size[run]), np.log(self.end[run] / self.size[run])])
+
+    def _probes(self) -> tuple[dict[str, float], bool]:
+        """Runs to probe and how far: farthest-point design over the cheap finishable cells,
+        or, where fewer than three cells can be finished, part-way runs of a few sizes;
+        none where every candidate has the same size (a law across sizes has nothing to
+        learn, and at one size the longest schedule the budget finishes ends lowest)."""
+        if len({self.size[r] for r in self.runs}) < 2:
+            return {}, False  # one size: no law across sizes to learn; the longest wins
+        cap = self.policy.probe_share * self.budget
+        cells = {}
+        for run in sorted(self.runs, key=lambda r: (self.end[r], r)):
+            cells.setdefault((self.size[run], self.end[run]), run)
+        cheap = [r for r in cells.values() if self.end[r] <= cap]
+        if len({tuple(self._coords(r)) for r in cheap}) >= 3:
+            coords = {r: self._coords(r) for r in cheap}
+            scale = np.ptp(np.array(list(coords.values())), axis=0)
+            scale = np.where(scale > 0, scale, 1.0)
+            chosen, spent = [cheap[0]], self.end[cheap[0]]
+            while len(chosen) < self.policy.max_probes:
+                fits = [r for r in cheap if r not in chosen and spent + self.end[r] <= cap]
+                if not fits:
+                    break
+                far = [min(np.linalg.norm((coords[r] - coords[c]) / scale) for c in chosen)
+                       for r in fits]
+                if max(far) <= 0:
+                    break
+                pick = fits[int(np.argmax(far))]
+                chosen.append(pick)
+                spent += self.end[pick]
+            return {r: self.sweep.max_resource[r] for r in chosen}, True
+        sizes = sorted({self.size[r] for r in self.runs})
+        picks = [sizes[int(i)] for i in np.unique(np.round(
+            np.linspace(0, len(sizes) - 1, min(len(sizes), 4))))]
+        runs = [min((r for r in self.runs if self.size[r] == s), key=lambda r: (self.end[r], r))
+                for s in picks]
+        share = cap / len(runs)
+        return {r: self.sweep.resource_after(r, 0.0, share) for r in runs}, False
+
+    def _fit_law(self, probes, complete) -> EndLaw | None:
+        """The law on the probes' end points (their last points; with part-way probes,
+        every point past a third of the probe's compute, read as schedule-free)."""
+        points = {}
+        for run in probes:
+            curve = self.state.observed[run]
+            if len(curve):
+                keep = slice(-1, None) if complete else curve.compute >= curve.compute[-1] / 3
+                points[run] = (curve.compute[keep] / self.size[run], curve.loss[keep])
+        if sum(len(v[1]) for v in points.values()) < 2:
+            return None
+        law = EndLaw().fit(np.concatenate([np.full(len(v[0]), self.size[r])
+                                           for r, v in points.items()]),
+                           np.concatenate([v[0] for v in points.values()]),
+                           np.concatenate([v[1] for v in points.values()]))
+        self.decisions[-1]["law"] = law.describe()
+        return law
+
+    def _predicted(self, run: str, compute: float | None = None) -> float:
+        """The law's forecast of ``run``'s loss at ``compute`` (default: its end).
+
+        Without a law (no probe logged a point), a score instead: the most compute
+        wins, and among equal computes the size nearest 20 tokens per parameter, the
+        compute-optimal ratio of Hoffmann et al. (2022) (``D/N = C / (6 N^2)``)."""
+        compute = self.end[run] if compute is None else compute
+        if self.law is None:
+            return float(-np.log(compute) + 1e-3 * abs(np.log(compute / (120.0 * self.size[run] ** 2))))
+        ratio = 1.0 if self.shape is None else float(np.interp(compute / self.end[run],
+                                                               *self.shape[:2]))
+        # the data term is not extrapolated past a bounded multiple of the probes' longest
+        # schedule per parameter: short probes overstate how far more data keeps helping
+        x = min(compute / self.size[run], self.policy.data_extrapolation * self.law.x_max_)
+        return float(self.law.predict(self.size[run], x) * ratio)
+
+    def _schedule_shape(self, probes) -> tuple[np.ndarray, np.ndarray] | None:
+        """How far above the law's end-of-schedule loss a run lies part-way through its
+        schedule (its learning rate not yet decayed): the median over the finished probes
+        of ``loss(f T) / L(N, f x)`` at fractions ``f`` of their schedule, as
+        ``(fractions, ratios)``; None without a law or with fewer than two finished probes."""
+        curves = [(r, self.state.observed[r]) for r in probes
+                  if self.state.reached[r] >= self.sweep.max_resource[r]]
+        curves = [(r, c) for r, c in curves if len(c) >= 3]
+        if self.law is None or len(curves) < 2:
+            return None
+        fractions = np.linspace(0.05, 1.0, 20)
+        ratios = [np.interp(fractions, c.compute / self.end[r],
+                            c.loss / self.law.predict(self.size[r], c.compute / self.size[r]))
+                  for r, c in curves]
+        ratio = np.maximum(np.median(ratios, axis=0), 1.0)
+        ratio[-1] = 1.0
+        return fractions, ratio, np.maximum(np.max(ratios, axis=0), ratio)
+
+    def _partial_option(self) -> tuple[str, float] | None:
+        """The best run the rest of the budget cannot finish, trained part-way with all
+        that is left after a guard prefix of each of its variants, and its predicted loss
+        there (the law times the schedule shape); None without a schedule shape."""
+        if self.shape is None:
+            return None
+        left = self.budget - self.state.spent
+        best = None
+        for run in self.runs:
+            if run in self.dropped:
+                continue
+            todo = self.sweep.cost(run, self.state.reached[run], self.sweep.max_resource[run])
+            if todo <= left:
+                continue
+            guards = self.policy.guard_fraction * self.end[run] * (len(self._variants(run, 0)) - 1)
+            spend = left - guards
+            if spend <= 0:
+                continue
+            reached = self.sweep.flops_per_unit[run] * self.state.reached[run] + spend
+            if reached / self.end[run] < max(self.shape[0][0], self.policy.min_partial):
+                continue
+            guess = self._predicted(run, reached)
+            if best is None or (guess, run) < best[::-1]:
+                best = (run, guess)
+        return best
+
+    def _why_commit(self, run: str, phase: int, finish: bool, left: float) -> str:
+        if not finish:
+            return ("lower predicted loss part-way, with all that is left (schedule shape of "
+                    "the probes), than any run the budget can finish: "
+                    + self._said(run, self.sweep.flops_per_unit[run] * self.state.reached[run]
+                                 + left))
+        if phase == 2:
+            return f"lowest predicted end-of-schedule loss the budget can finish: {self._said(run)}"
+        if self.law is None:
+            return f"lowest predicted loss of what is left that it can finish: {self._said(run)}"
+        return ("what is left maps the frontier: of what it can finish, predicted to end least "
+                f"above the law's loss-compute frontier ({self._excess(run) - 1:.1%}): "
+                f"{self._said(run)}")
+
+    def _excess(self, run: str) -> float:
+        """How far above the law's loss-compute frontier ``run`` is forecast to end: its
+        forecast over the lowest forecast of any candidate size at its end compute."""
+        if self.law is None:
+            return self._predicted(run)
+        x_cap = self.policy.data_extrapolation * self.law.x_max_
+        best = min(float(self.law.predict(n, min(self.end[run] / n, x_cap)))
+                   for n in set(self.size.values()))
+        return self._predicted(run) / best
+
+    def _lone_check(self, cell: str) -> bool:
+        return self.shape is not None and self.law is not None and cell not in self._finished()
+
+    def _off_course(self, run: str, prefix: float) -> bool:
+        """Whether ``run`` at ``prefix`` lies further above the law's forecast there than the
+        worst probe did at that share of its schedule (times the law's residual spread)."""
+        curve = self.state.observed[run].until(prefix)
+        if not len(curve):
+            return False
+        share = curve.compute[-1] / self.end[run]
+        worst = float(np.interp(share, self.shape[0], self.shape[2]))
+        expected = self.law.predict(self.size[run], curve.compute[-1] / self.size[run])
+        return bool(curve.loss[-1] > expected * worst * (1 + self.law.sd_))
+
+    def _affordable(self) -> list[str]:
+        """Runs that what is left can finish, best predicted first, of configurations
+        (size and schedule) none of whose variants is finished yet."""
+        left = self.budget - self.state.spent
+        done = {(self.size[r], self.end[r]) for r in self._finished()}
+        runs = [r for r in self.runs if (self.size[r], self.end[r]) not in done
+                and r not in self.dropped
+                and self.sweep.cost(r, self.state.reached[r], self.sweep.max_resource[r])
+                <= left * (1 + 1e-12)]
+        return sorted(runs, key=lambda r: (self._predicted(r), r))
+
+    def _variants(self, run: str, left: float | None = None) -> list[str]:
+        """The runs of ``run``'s configuration (same size and schedule), ``run`` first, that
+        fit ``left`` FLOPs (default: what is left; 0: all of them) with one guard prefix for
+        each of the others."""
+        finished = self._finished()
+        same = [run] + [r for r in self.runs if r != run and self.size[r] == self.size[run]
+                        and self.end[r] == self.end[run] and r not in finished]
+        if left == 0:
+            return same
+        left = self.budget - self.state.spent if left is None else left
+        guard = self.policy.guard_fraction * self.end[run]
+        while len(same) > 1 and self.end[run] + guard * (len(same) - 1) > left:
+            same.pop()
+        return same
+
+    def _finished(self) -> set[str]:
+        return {r for r in self.runs if self.state.reached[r] >= self.sweep.max_resource[r]}
+
+    def _loss_at(self, run: str, stop: float) -> float:
+        curve = self.state.observed[run].until(stop)
+        return float(curve.loss[-1]) if len(curve) else np.inf
+
+    def _best_partial(self, left: float) -> str | None:
+        runs = [r for r in self.runs if r not in self._finished() and r not in self.dropped]
+        if not runs:
+            return None
+        return min(runs, key=lambda r: (self._predicted(
+            r, self.sweep.flops_per_unit[r] * self.state.reached[r] + left), r))
+
+    def _said(self, run: str, compute: float | None = None) -> str:
+        said = f"{run}, {self.end[run]:.3g} FLOPs to finish"
+        if self.law is None:
+            return said + " (no law: no probe logged a point; the most compute, then the " \
+                          "size nearest 20 tokens per parameter)"
+        at = "" if compute is None else f" at {compute / self.end[run]:.0%} of its schedule"
+        return said + f", predicted loss{at} {self._predicted(run, compute):.4g}"

@@ -1,0 +1,214 @@
+"""The sequential design loop: fit, choose, observe, refit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from scalekit.checks import check_choice, check_number, fail
+from scalekit.design._belief import belief, refit
+from scalekit.design._methods import METHODS, MODEL_BASED, baseline_pick, greedy_batch, spread_pick
+from scalekit.design._pool import Pool
+from scalekit.design._result import DesignResult
+from scalekit.diagnostics import Diagnostic
+from scalekit.errors import InputError
+
+#: In a replay without a set batch, each refit adds this share of the runs observed.
+REFIT_GROWTH = 0.25
+REASONS = {"random": "drawn at random among the affordable runs",
+           "cheapest": "the cheapest affordable run",
+           "cost_random": "drawn at random, with probability inversely proportional to cost",
+           "start": "starting design: a cheap run far (in log inputs) from the runs chosen"}
+
+
+def replay(law, pool: Pool, target: pd.DataFrame, *, budget: float, method: str = "ensemble",
+           batch: int | None = None, seed: int = 0) -> DesignResult:
+    """Run the design on a pool whose losses are known, revealing each only when its run
+    is chosen, until no affordable run is left within ``budget``.
+
+    Parameters
+    ----------
+    law : Law
+    pool : Pool
+        With ``loss``.
+    target : DataFrame
+        The rows (law inputs) whose predictions matter.
+    budget : float
+        Total cost allowed, in the pool's cost unit.
+    method : str
+        One of :data:`~scalekit.design._methods.METHODS`.
+    batch : int, optional
+        Runs chosen per refit; by default a quarter of the runs observed so far (at least 1).
+    seed : int
+    """
+    if pool.loss is None:
+        raise fail("pool", "a pool without losses", "a pool with known losses for a replay")
+    return _design(law, pool, target, budget=budget, method=method, batch=batch, seed=seed,
+                   observed=None, reveal=True)
+
+
+def propose(law, pool: Pool, target: pd.DataFrame, *, budget: float, method: str = "ensemble",
+            observed: tuple[pd.DataFrame, np.ndarray] | None = None, batch: int = 1,
+            seed: int = 0) -> DesignResult:
+    """The next ``batch`` runs from ``pool`` (within ``budget``) given the ``observed`` runs
+    (a frame of law inputs and their losses); with too few observed to fit the law, a
+    starting design."""
+    batch = check_number("batch", batch, low=1, integer=True)
+    return _design(law, pool, target, budget=budget, method=method, batch=batch, seed=seed,
+                   observed=observed, reveal=False)
+
+
+def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal):
+    check_choice("method", method, METHODS)
+    check_number("budget", budget, low=0, low_open=True)
+    check_number("seed", seed, low=0, integer=True)
+    if batch is not None:
+        check_number("batch", batch, low=1, integer=True)
+    for name, frame in (("pool", pool.frame), ("target", target)):
+        missing = [c for c in law.inputs if c not in frame]
+        if missing:
+            raise fail(name, f"a table without {', '.join(missing)}",
+                       f"a table with the law's inputs ({', '.join(law.inputs)})")
+    rng = np.random.default_rng(seed)
+    P = len(law.params)
+    Xt = {c: target[c].to_numpy(dtype=float) for c in law.inputs}
+    if observed is not None:
+        X0 = {c: observed[0][c].to_numpy(dtype=float) for c in law.inputs}
+        y0 = np.asarray(observed[1], dtype=float)
+    else:
+        X0, y0 = {c: np.zeros(0) for c in law.inputs}, np.zeros(0)
+    features = _features(pool.frame, law.inputs)
+    taken = _already_run(pool, X0, law.inputs)
+    chosen: list[dict] = []
+    money = float(budget)
+    warm = None
+    step = 0
+    while True:
+        affordable = ~taken & (pool.cost <= money)
+        left = batch if not reveal else None
+        if not affordable.any() or (left is not None and len(chosen) >= left):
+            break
+        rows = np.flatnonzero(taken)
+        n_obs = len(y0) + (len(rows) if reveal else 0)
+        picks: list[tuple[int, str, dict]] = []
+        if method not in MODEL_BASED:
+            j = baseline_pick(method, pool.cost, affordable, rng)
+            picks.append((j, REASONS[method], {}))
+        elif n_obs < P + 1:
+            have = np.flatnonzero(taken)
+            picks.append((spread_pick(features, pool.cost, affordable, have), REASONS["start"], {}))
+        else:
+            X, y = _observed(law, pool, X0, y0, rows if reveal else rows[:0])
+            post = belief(law, X, y, method=method, warm=warm, rng=rng)
+            if post is None:
+                picks.append((baseline_pick("random", pool.cost, affordable, rng),
+                              "drawn at random: the law cannot be fitted to the runs yet", {}))
+            else:
+                warm = post.members
+                k = (batch - len(chosen) if not reveal else batch if batch is not None
+                     else max(1, math.ceil(REFIT_GROWTH * n_obs)))
+                picks += _model_picks(law, method, post, pool, Xt, affordable, money, k)
+        step += 1
+        for row, reason, extra in picks:
+            if pool.cost[row] > money:
+                break
+            taken[row] = True
+            money -= pool.cost[row]
+            entry = {"row": row, "inputs": {c: float(pool.frame[c].iloc[row])
+                                            for c in law.inputs},
+                     "cost": float(pool.cost[row]), "step": step, "reason": reason, **extra,
+                     "settings": _settings(pool.frame.iloc[row], law.inputs)}
+            if reveal:
+                entry["loss"] = float(pool.loss[row])
+            chosen.append(entry)
+    return _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng)
+
+
+def _already_run(pool: Pool, X0: dict, inputs) -> np.ndarray:
+    """Pool rows whose inputs match an observed run (never proposed again)."""
+    if not len(next(iter(X0.values()), [])):
+        return np.zeros(len(pool), dtype=bool)
+    mine = np.stack([np.log(np.abs(pool.frame[c].to_numpy(float)) + 1e-300) for c in inputs], 1)
+    seen = np.stack([np.log(np.abs(X0[c]) + 1e-300) for c in inputs], 1)
+    return (np.abs(mine[:, None, :] - seen[None, :, :]) < 1e-9).all(axis=2).any(axis=1)
+
+
+def _model_picks(law, method, post, pool, Xt, affordable, money, k):
+    """The greedy batch of ``method`` under the posterior ``post``, with its reasons."""
+    candidates = np.flatnonzero(affordable)
+    X = {c: np.concatenate([Xt[c], pool.frame[c].to_numpy(float)[candidates]]) for c in law.inputs}
+    F, A = post.factor(law, X)
+    n_target = len(next(iter(Xt.values())))
+    picks = []
+    for j, score, share in greedy_batch(method, F, A, n_target, pool.cost[candidates], money, k,
+                                        post.noise):
+        row = int(candidates[j])
+        picks.append((row, (f"expected to remove {share:.1%} of the target's predictive variance "
+                      f"for cost {pool.cost[row]:.3g}"), {"variance_reduction": share,
+                                                         "score": score}))
+    return picks
+
+
+def _settings(row: pd.Series, inputs) -> dict:
+    """The pool row's other columns (what a trainer needs to run it: ``scalekit train``'s
+    ``width``, ``depth``, ``data``, ``steps``, ``task``, ... when the pool carries them)."""
+    out = {}
+    for name, value in row.items():
+        if name in inputs or str(name).startswith("_"):
+            continue
+        out[str(name)] = value.item() if hasattr(value, "item") else value
+    return out
+
+
+def _observed(law, pool, X0, y0, rows):
+    X = {c: np.concatenate([X0[c], pool.frame[c].to_numpy(float)[rows]]) for c in law.inputs}
+    return X, np.concatenate([y0, pool.loss[rows]]) if len(rows) else y0
+
+
+def _features(frame: pd.DataFrame, names) -> np.ndarray:
+    """Standardised inputs, in log where all are positive."""
+    columns = []
+    for name in names:
+        x = frame[name].to_numpy(dtype=float)
+        x = np.log(x) if (x > 0).all() else x
+        scale = x.std()
+        columns.append((x - x.mean()) / (scale if scale > 0 else 1.0))
+    return np.stack(columns, axis=1)
+
+
+def _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng) -> DesignResult:
+    rows = np.array([c["row"] for c in chosen], dtype=int)
+    plan_cost = float(pool.cost[rows].sum()) if len(rows) else 0.0
+    diagnostics = []
+    predictions, values = [], None
+    X, y = _observed(law, pool, X0, y0, rows if reveal else rows[:0])
+    P = len(law.params)
+    if len(y) >= 2:
+        try:
+            fit = refit(law, X, y, rng=rng)
+        except InputError as error:
+            diagnostics.append(Diagnostic("not_converged", "warning", str(error)))
+            fit = None
+        if fit is not None:
+            Xt = {c: target[c].to_numpy(dtype=float) for c in law.inputs}
+            centre = fit.predict(Xt)
+            with np.errstate(invalid="ignore"):
+                lo, hi = fit.interval(Xt, level=0.95)
+            predictions = [{"inputs": {c: float(Xt[c][i]) for c in law.inputs},
+                            "prediction": float(centre[i]),
+                            "interval": [float(lo[i]), float(hi[i])]}
+                           for i in range(len(target))]
+            values = dict(fit.values)
+            diagnostics += [d for d in fit.diagnostics if d.severity != "info"]
+    if len(y) <= P:
+        diagnostics.append(Diagnostic(
+            "few_points", "warning", f"{len(y)} runs observed for a law of {P} parameters: "
+            "the fit is not identified; observe the proposed runs and design again",
+            value=len(y)))
+    return DesignResult(method=method, law={"name": law.name, "formula": law.formula,
+                                            "inputs": list(law.inputs)},
+                        budget=float(budget), replay=reveal, chosen=chosen,
+                        spent=plan_cost / float(pool.cost.sum()), plan_cost=plan_cost,
+                        predictions=predictions, fit=values, diagnostics=diagnostics)

@@ -1,0 +1,128 @@
+"""Asynchronous Successive Halving on forecasts: the rungs and the rule both adapters share.
+
+Rung ``k`` lies at resource ``min_resource * reduction_factor**k`` below
+``max_resource`` (exact on the decimals as written:
+:func:`scalekit.allocate._schedules.rung_resources`), as in Optuna's
+``SuccessiveHalvingPruner`` and Ray Tune's ASHA (Li et al. 2020, "A system for
+massively parallel hyperparameter tuning"). A trial that reaches a rung gets a
+*score*: the optimistic quantile of the forecast of its value at
+``max_resource``, from a learning-curve surrogate of :mod:`scalekit.surrogates`
+fitted to its points so far (through
+:func:`scalekit.allocate._forecasters.make_forecaster`). It goes on if its score
+is among the best ``max(1, n // reduction_factor)`` of the ``n`` scores
+recorded at that rung so far, itself included — Optuna's promotion rule, on
+forecasts instead of current values. A trial is not judged before it has
+:data:`MIN_POINTS` points and the forecast reaches no further than its points
+span (on a log scale: ``last / first >= max_resource / last``): no surrogate
+tells a slow starter from a poor run on a few points at the start of its curve
+(a model that warms up twelve times longer is pruned at step 9 of 300, and
+ranked right from step 18 on). It goes on, and is judged at the rungs it
+has passed once it can be. Ranking by forecasts is what Schram et
+al. (2026) do in a synchronous sweep, because small models look best early and
+large ones win late.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from scalekit.allocate import SURROGATES, make_forecaster
+from scalekit.allocate import rung_resources
+from scalekit.allocate import Curve
+from scalekit.checks import check_choice, check_number, fail
+from scalekit.errors import InputError
+
+
+#: Points a trial needs before it is judged at a rung (the per-curve surrogates' minimum).
+MIN_POINTS = 4
+
+
+class ForecastRanking:
+    """Rungs, scores and the promotion rule of forecast-guided Successive Halving.
+
+    Parameters
+    ----------
+    min_resource, max_resource : float
+        Resource of the first rung and at the end of training (steps, epochs),
+        on the axis the trials report. Points at a resource <= 0 (an untrained
+        step 0) are not used for forecasts.
+    reduction_factor : int
+        Each rung keeps about one trial in ``reduction_factor``.
+    surrogate : {"ensemble", "gp", "joint"}
+        The forecaster (see :func:`~scalekit.allocate._forecasters.make_forecaster`):
+        ``ensemble`` and ``gp`` fit each trial's own curve (those with fewer than
+        four points borrow from all trials through ``joint``), ``joint`` fits one
+        curve shape shared by all trials.
+    quantile : float
+        The forecast quantile ranked on, in (0, 1); below 0.5 is optimistic
+        (a trial goes on if it *may* end well).
+    maximize : bool
+        The value is a score to maximise below 1 (an accuracy), forecast as the
+        error ``1 - value``; otherwise a positive loss to minimise.
+    """
+
+    def __init__(self, *, min_resource: float, max_resource: float, reduction_factor: int = 3,
+                 surrogate: str = "ensemble", quantile: float = 0.2, maximize: bool = False):
+        self.min_resource = check_number("min_resource", min_resource, low=0, low_open=True)
+        self.max_resource = check_number("max_resource", max_resource, low=0, low_open=True)
+        if min_resource >= max_resource:
+            raise fail("min_resource", min_resource, f"< max_resource ({max_resource!r})")
+        self.reduction_factor = check_number("reduction_factor", reduction_factor, low=2,
+                                             integer=True)
+        self.surrogate = check_choice("surrogate", surrogate, SURROGATES)
+        self.quantile = check_number("quantile", quantile, low=0, high=1, low_open=True,
+                                     high_open=True)
+        self.maximize = bool(maximize)
+        self._forecaster = make_forecaster(surrogate)
+        ladder = rung_resources(min_resource, max_resource, self.reduction_factor)
+        self.rungs = ladder if ladder[-1] < max_resource else ladder[:-1]
+
+    def due(self, resource: float, done: int) -> list[int]:
+        """Indices of the rungs from ``done`` on that ``resource`` has reached."""
+        return [k for k in range(done, len(self.rungs)) if resource >= self.rungs[k]]
+
+    def score(self, trial, curves: Mapping) -> float:
+        """Forecast loss quantile of ``trial`` at ``max_resource`` (lower is better).
+
+        ``curves`` maps every trial (``trial`` included) to ``(resources, values)``
+        as reported so far; the others inform the ``joint`` surrogate. A trial
+        with fewer than :data:`MIN_POINTS` points, or whose points span less (in log)
+        than the forecast must reach beyond them, scores NaN (not judged yet: the
+        callers keep it going and judge it at that rung once it has them); one the
+        surrogate cannot forecast scores its last value, as plain Successive Halving
+        would.
+        """
+        observed = {key: self._curve(key, *points) for key, points in curves.items()}
+        observed = {key: c for key, c in observed.items() if len(c)}
+        own = observed.get(trial)
+        if own is None:
+            return np.inf
+        first, last = own.resource[0], own.resource[-1]
+        if len(own) < MIN_POINTS or last * last < first * self.max_resource:
+            return float("nan")
+        quantiles = self._forecaster.forecast(observed, {}, {trial: np.array([self.max_resource])},
+                                              [self.quantile])
+        value = float(quantiles[trial][0, 0])
+        return value if np.isfinite(value) else float(own.loss[-1])
+
+    def _curve(self, trial, resources: Sequence[float], values: Sequence[float]) -> Curve:
+        x, y = np.asarray(resources, float), np.asarray(values, float)
+        keep = (x > 0) & np.isfinite(y)
+        x, y = x[keep], y[keep]
+        order = np.argsort(x, kind="stable")
+        x, y = x[order], y[order]
+        loss = 1.0 - y if self.maximize else y
+        if (loss <= 0).any():
+            what = "a score below 1 when maximising" if self.maximize else "a positive loss"
+            raise InputError(f"trial {trial} reported {y[loss <= 0][0]!r}; forecasts need {what} "
+                             f"(rescale or shift the value reported).")
+        return Curve(x, x, loss)
+
+    def keeps(self, score: float, competing: Sequence[float]) -> bool:
+        """Whether ``score`` is among the best ``max(1, n // reduction_factor)`` of
+        ``competing`` (the ``n`` scores recorded at the rung, ``score`` included)."""
+        ordered = np.sort(np.asarray(competing, float))
+        place = max(1, len(ordered) // self.reduction_factor)
+        return bool(score <= ordered[place - 1])
