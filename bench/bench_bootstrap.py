@@ -66,7 +66,7 @@ def main() -> None:
         full_s = time.perf_counter() - start
         ours = law.to_fitting(fit.bootstrap_values[:args.verify])
         f_ours = np.array([objective(law, X, np.log(y), z, loss="huber", delta=1e-3,
-                                     weights=c) for z, c in zip(ours, counts)])
+                                     weights=c) for z, c in zip(ours, counts, strict=True)])
         same = f_ours <= f_full * (1 + 1e-6)
         print(f"verification on {args.verify} resamples against the whole grid "
               f"({full_s:.1f} s): bootstrap optimum as good on {int(same.sum())}/{args.verify}; "

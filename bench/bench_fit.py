@@ -158,7 +158,7 @@ def expression_laws(X, y, args):
                                                 seed=args.seed)
             fits.append(fit)
     builtins = {law.inputs: k for k, (_, law, _, _) in reversed(list(enumerate(cases)))}
-    for k, ((name, law, _, _), fit) in enumerate(zip(cases, fits)):
+    for k, ((name, law, _, _), fit) in enumerate(zip(cases, fits, strict=True)):
         base = builtins[law.inputs]
         ratios = seconds[:, k] / seconds[:, base]
         print(f"  {name:28s} {np.median(seconds[:, k]):7.2f} s ({np.median(ratios):4.2f}x the "

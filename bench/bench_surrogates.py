@@ -143,7 +143,7 @@ def m4_against_reference(tasks):
     problems = [(m.law_, m.x_, np.log(m.y_), m._problem(m.x_, m.y_)[1]) for m in models]
     ref_seconds, ends = timed(reference_m4, problems)
     rows = []
-    for (_, x, log_y, _), model, t, found in zip(problems, models, cases, ends):
+    for (_, x, log_y, _), model, t, found in zip(problems, models, cases, ends, strict=True):
         best = min(value for value, _ in found)
         horizon = [limit_terms(t.x_target[None], w[None])[0][0] for value, w in found
                    if value <= best * (1 + 1e-9)]
@@ -232,7 +232,7 @@ def main() -> None:
     m4_one_s, m4_alone = timed(one_curve_at_a_time_m4, tasks[:k_verify])
     rows.append((f"m4-paper, batched (first {k_verify} curves)", k_verify, m4_s))
     rows.append((f"m4-paper, one curve at a time ({k_verify})", k_verify, m4_one_s))
-    m4_gap = max(float(np.max(np.abs(np.log(a / b)))) for a, b in zip(m4_batched, m4_alone))
+    m4_gap = max(float(np.max(np.abs(np.log(a / b)))) for a, b in zip(m4_batched, m4_alone, strict=True))
 
     k_ref = min(n, args.reference)
     n_cases, m4_ref_own, m4_ref_s, ref_rows = m4_against_reference(tasks[:k_ref])

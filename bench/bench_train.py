@@ -72,7 +72,7 @@ def bench_batched(models: int, steps: int) -> dict:
     batched = train_batched(configs)
     t_bat = time.perf_counter() - start
     gap = max(abs(a.points[-1]["loss"] - b.points[-1]["loss"]) / a.points[-1]["loss"]
-              for a, b in zip(sequential, batched))
+              for a, b in zip(sequential, batched, strict=True))
     return {"models": models, "steps": steps, "sequential_model_steps_per_s": models * steps / t_seq,
             "batched_model_steps_per_s": models * steps / t_bat, "ratio": t_seq / t_bat,
             "largest_relative_gap_in_final_loss": gap}

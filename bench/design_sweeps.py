@@ -61,7 +61,7 @@ def check(name, frame, *, share, bootstrap, method):
     chosen = frame.iloc[rows]
     fit = fit_law(law, chosen, chosen.loss.to_numpy(), bootstrap=bootstrap, n_jobs=1, seed=0)
     n_star, loss_star = optimum(fit.values, c_max)
-    draws = [optimum(dict(zip(law.param_names, theta)), c_max)[0]
+    draws = [optimum(dict(zip(law.param_names, theta, strict=True)), c_max)[0]
              for theta in fit.bootstrap_values]
     lo, hi = np.nanpercentile(draws, [2.5, 97.5])
     inside = lo <= n_all <= hi

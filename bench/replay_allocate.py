@@ -110,10 +110,10 @@ def nanogpt_sweep(path: Path = DATA / "nanogpt_layer_over_embd.csv", *, resource
     rows = []
     for line in raw:
         width, losses = int(line[0]), line[1:].reshape(len(NANOGPT_LAYERS), len(NANOGPT_STEPS))
-        for depth, curve in zip(NANOGPT_LAYERS, losses):
+        for depth, curve in zip(NANOGPT_LAYERS, losses, strict=True):
             params = 12.0 * depth * width ** 2
             rows += [dict(run=f"d{depth}-w{width}", step=step, compute=6.0 * params * step,
-                          loss=loss, params=params) for step, loss in zip(NANOGPT_STEPS, curve)]
+                          loss=loss, params=params) for step, loss in zip(NANOGPT_STEPS, curve, strict=True)]
     return sweep_from_frame(pd.DataFrame(rows), resource=resource, source=str(path))
 
 
@@ -155,9 +155,9 @@ def truncation(sweep, caps=(5e18, 1e19, 2e19, 4e19, 8e19)) -> pd.DataFrame:
     out = []
     for cap in caps:
         seen = {run: curve.until(cap) for run, curve in sweep.curves.items()}
-        frontier = set(zip(*metrics.frontier_points(seen)))
+        frontier = set(zip(*metrics.frontier_points(seen), strict=True))
         owners = [run for run, curve in seen.items()
-                  if frontier & set(zip(curve.compute, curve.loss))]
+                  if frontier & set(zip(curve.compute, curve.loss, strict=True))]
         row = dict(cap_flops=cap)
         for label, runs in (("all", list(seen)), ("clairvoyant", owners)):
             chosen = {run: seen[run] for run in runs}
@@ -182,8 +182,8 @@ def joint_law_bound() -> pd.DataFrame:
     reference = metrics.fit_frontier(sweep.curves)
     size = {run: sweep.params[run] for run in sweep.runs}
     points = [(run, c, loss) for run, curve in sweep.curves.items()
-              for c, loss in zip(curve.compute, curve.loss)]
-    runs, compute, loss = (np.array(v) for v in zip(*points))
+              for c, loss in zip(curve.compute, curve.loss, strict=True)]
+    runs, compute, loss = (np.array(v) for v in zip(*points, strict=True))
     sizes = np.array([size[run] for run in runs])
     model = JointSurrogate().fit(compute / sizes, loss, runs=runs, sizes=sizes)
     answers = {

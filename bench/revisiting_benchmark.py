@@ -91,7 +91,7 @@ def targets(table: pd.DataFrame, tasks_) -> bool:
               f"{verdict(ok)}")
     for label, domains in (("IC", ("IC",)), ("BB", ("BB",)), ("LM+NMT pooled", ("LM", "NMT"))):
         covers = [pooled_cover(table, tasks_, DEFAULT, domains, level) for level in LEVELS]
-        ok = all(abs(c - level) <= 0.05 for c, level in zip(covers, LEVELS))
+        ok = all(abs(c - level) <= 0.05 for c, level in zip(covers, LEVELS, strict=True))
         passed &= ok
         shown = " / ".join(f"{c:.3f}" for c in covers)
         print(f"{label}: 50/80/95% coverage {shown} (target each within 0.05 of nominal): "
@@ -109,7 +109,7 @@ def ceiling(all_tasks, candidates) -> None:
     members = {**candidates, **{name: remembered(ensemble_method(families=(name,)))
                                 for name in DEFAULT_FAMILIES}}
     logs = {name: [np.log(np.asarray(q)[: t.x_target.size, median])
-                   for q, t in zip(method(all_tasks), all_tasks)]
+                   for q, t in zip(method(all_tasks), all_tasks, strict=True)]
             for name, method in members.items()}
     names = list(members)
     for domain in sorted({t.group for t in all_tasks}):
@@ -121,7 +121,7 @@ def ceiling(all_tasks, candidates) -> None:
         weights = stacking_weights(np.vstack(errors))
         stacked = np.mean([np.sqrt(((e @ weights) ** 2).mean()) for e in errors])
         m4 = rmse[names.index("m4-paper")]
-        kept = {n: round(float(w), 2) for n, w in zip(names, weights) if w > 0.01}
+        kept = {n: round(float(w), 2) for n, w in zip(names, weights, strict=True) if w > 0.01}
         print(f"{domain} hindsight: best single {names[best]} {rmse[best]:.4f} "
               f"({rmse[best] / m4:.2f} x M4); truth-fitted stacking {stacked:.4f} "
               f"({stacked / m4:.2f} x M4) with {kept}; the target is <= {0.8 * m4:.4f}")

@@ -90,7 +90,7 @@ def misfitting_tasks(stride: int) -> tuple[list[Task], list[Task]]:
 def scores(tasks_: list[Task], quantiles: list[np.ndarray]) -> pd.DataFrame:
     median = median_column()
     rows = []
-    for t, q in zip(tasks_, quantiles):
+    for t, q in zip(tasks_, quantiles, strict=True):
         lq, ly = np.log(q[: t.x_target.size]), np.log(t.y_target)
         row = {"cut": t.group, "final": abs(lq[-1, median] - ly[-1]),
                "rmse": np.sqrt(np.mean((lq[:, median] - ly) ** 2)), "points": ly.size}

@@ -12,7 +12,6 @@ releases are aliases of the subcommands for one release (:func:`legacy_args`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -28,7 +27,7 @@ allocate_app = typer.Typer(name="allocate", no_args_is_help=True,
 
 
 def _positive(flag: str):
-    def check(value: Optional[float]) -> Optional[float]:
+    def check(value: float | None) -> float | None:
         from scalekit.checks import check_number
 
         return None if value is None else check_number(flag, value, low=0, low_open=True)
@@ -37,7 +36,7 @@ def _positive(flag: str):
 
 
 def _at_least(flag: str, low: int):
-    def check(value: Optional[int]) -> Optional[int]:
+    def check(value: int | None) -> int | None:
         from scalekit.checks import check_number
 
         return None if value is None else check_number(flag, value, low=low, integer=True)
@@ -98,27 +97,27 @@ _FORMAT = format_option()
 
 @allocate_app.command("replay")
 def replay_command(
-    budget: list[str] = _BUDGETS, curves: Optional[Path] = _CURVES,
-    store: Optional[Path] = _STORE,
-    policy: Optional[str] = choice_option(None, "--policy",
+    budget: list[str] = _BUDGETS, curves: Path | None = _CURVES,
+    store: Path | None = _STORE,
+    policy: str | None = choice_option(None, "--policy",
                                           library_choices(*_POLICIES, "uniform"),
                                           _POLICY_HELP + " or uniform; all are compared when "
                                           "omitted."),
-    eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE, resource: str = _RESOURCE,
+    eta: int = _ETA, min_resource: float | None = _MIN_RESOURCE, resource: str = _RESOURCE,
     surrogate: str = _SURROGATE,
     seeds: int = typer.Option(20, "--seeds", callback=_at_least("--seeds", 1),
                               help="Number of seeds."),
     seed: int = _SEED,
-    candidates: Optional[int] = typer.Option(None, "--candidates",
+    candidates: int | None = typer.Option(None, "--candidates",
                                              callback=_at_least("--candidates", 1),
                                              help="Runs drawn per seed (default: all)."),
-    frontier_min_compute: Optional[float] = typer.Option(
+    frontier_min_compute: float | None = typer.Option(
         None, "--frontier-min-compute", callback=_positive("--frontier-min-compute"),
         help="Fit every frontier law to the frontier points at this many FLOPs or more "
         "(leave the warm-up out)."),
-    group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
-    json_out: Optional[Path] = _JSON, plot: Optional[Path] = plot_option(),
-    html: Optional[Path] = html_option(),
+    group: str | None = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
+    json_out: Path | None = _JSON, plot: Path | None = plot_option(),
+    html: Path | None = html_option(),
     quiet: bool = _QUIET, fmt: str = _FORMAT,
 ) -> None:
     """Simulate the policies on complete curves at several budgets and seeds."""
@@ -143,18 +142,18 @@ def replay_command(
 
 @allocate_app.command("plan")
 def plan_command(
-    budget: str = _BUDGET, curves: Optional[Path] = _CURVES, store: Optional[Path] = _STORE,
+    budget: str = _BUDGET, curves: Path | None = _CURVES, store: Path | None = _STORE,
     policy: str = choice_option("commit", "--policy", library_choices(*_POLICIES),
                                 _POLICY_HELP + "."),
-    eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE,
-    max_resource: Optional[float] = typer.Option(None, "--max-resource",
+    eta: int = _ETA, min_resource: float | None = _MIN_RESOURCE,
+    max_resource: float | None = typer.Option(None, "--max-resource",
                                                  callback=_positive("--max-resource"),
                                                  help="Resource at which every run ends "
                                                  "(default: its last point)."),
     resource: str = _RESOURCE, surrogate: str = _SURROGATE, seed: int = _SEED,
-    group: Optional[str] = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
-    json_out: Optional[Path] = _JSON, quiet: bool = _QUIET, fmt: str = _FORMAT,
-    html: Optional[Path] = html_option(),
+    group: str | None = _GROUP, mapping: list[str] = _MAP, duplicates: str = _DUPLICATES,
+    json_out: Path | None = _JSON, quiet: bool = _QUIET, fmt: str = _FORMAT,
+    html: Path | None = html_option(),
 ) -> None:
     """Print the next actions for partial curves."""
     from scalekit.allocate import parse_budget
@@ -182,7 +181,7 @@ def run_command(
     store: Path = store_option(default=None, writes=True),
     policy: str = choice_option("commit", "--policy", library_choices(*_POLICIES),
                                 _POLICY_HELP + "."),
-    eta: int = _ETA, min_resource: Optional[float] = _MIN_RESOURCE,
+    eta: int = _ETA, min_resource: float | None = _MIN_RESOURCE,
     surrogate: str = _SURROGATE, seed: int = _SEED,
     workers: int = typer.Option(1, "--workers", callback=_at_least("--workers", 1),
                                 help="Parallel trainers (processes; at most the first rung's "
@@ -191,10 +190,10 @@ def run_command(
                                   library_choices("scalekit.executors", "EXECUTORS"),
                                   "local (processes) or ray (the trainer calls on a Ray "
                                   "cluster; this process alone writes the store)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address",
+    ray_address: str | None = typer.Option(None, "--ray-address",
                                               help="Ray cluster to join (default: a local one)."),
-    json_out: Optional[Path] = _JSON, quiet: bool = _QUIET,
-    html: Optional[Path] = html_option(),
+    json_out: Path | None = _JSON, quiet: bool = _QUIET,
+    html: Path | None = html_option(),
 ) -> None:
     """Train the candidates of TASK through the allocation into --store (resumable)."""
     from scalekit.allocate import parse_budget

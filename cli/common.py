@@ -19,7 +19,7 @@ import re
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -48,7 +48,7 @@ def on_interrupt(kept: Callable[[], str]) -> None:
     invocation().kept = kept
 
 
-def interrupted_line(args: list[str], run: Optional[Invocation] = None) -> str:
+def interrupted_line(args: list[str], run: Invocation | None = None) -> str:
     """The one line an interrupted command prints: what was interrupted and what was kept
     (``run``: the interrupted run's invocation, None when it had not begun)."""
     words = [a for a in args if not a.startswith("-")][:2]
@@ -81,7 +81,7 @@ def is_server_url(value: Any) -> bool:
     return server(value)
 
 
-def store_option(default: Optional[Path] = DEFAULT_STORE, *, writes: bool = False) -> Any:
+def store_option(default: Path | None = DEFAULT_STORE, *, writes: bool = False) -> Any:
     """The ``--store`` option: a SQLite file or a ``postgresql://`` URL. ``writes``: the command
     writes it, so a file's folder must exist and be writable (checked before any work).
 
@@ -104,7 +104,7 @@ def store_option(default: Optional[Path] = DEFAULT_STORE, *, writes: bool = Fals
 
 def _choice_check(name: str, choices: Collection[str] | Callable[[], Collection[str]],
                   many: bool) -> Callable:
-    def check(value: Optional[str]) -> Optional[str]:
+    def check(value: str | None) -> str | None:
         if value is not None:
             allowed = tuple(check.choices() if callable(check.choices) else check.choices)
             for item in (value.split(",") if many else [value]):
@@ -129,7 +129,7 @@ def library_choices(module: str, name: str, *extra: str) -> Callable[[], tuple[s
     return choices
 
 
-def choice_option(default: Optional[str], flag: str,
+def choice_option(default: str | None, flag: str,
                   choices: Collection[str] | Callable[[], Collection[str]], help: str, *,
                   many: bool = False) -> Any:
     """An option that takes one of ``choices`` (or, ``many``, a comma-separated list of them).
@@ -192,7 +192,7 @@ def flags_of(command) -> dict[str, str]:
     return flags
 
 
-def in_flags(text: str, flags: Optional[dict[str, str]] = None) -> str:
+def in_flags(text: str, flags: dict[str, str] | None = None) -> str:
     """``text`` with every backquoted parameter that an option of the running command sets
     written as that option: the library's messages name its parameters (`target_compute`),
     the CLI's its flags (`--target-compute`). A name no option sets stays as it is."""
@@ -213,7 +213,7 @@ def format_option() -> Any:
                          "tables: table (rich, for reading), tsv or json (for other programs).")
 
 
-def print_tables(tables: list[dict], fmt: str, *, title: Optional[str] = None,
+def print_tables(tables: list[dict], fmt: str, *, title: str | None = None,
                  header: tuple[str, ...] | list[str] = (),
                  lines: tuple[str, ...] | list[str] = ()) -> None:
     """Print tables as data (:mod:`scalekit.report._tables`) in ``--format`` ``fmt``.
@@ -256,7 +256,7 @@ def input_sha256(path: Path) -> str:
     return sha256_of(path)
 
 
-def open_curves(file: Optional[Path], store: Optional[Path], mapping: dict[str, str] | None,
+def open_curves(file: Path | None, store: Path | None, mapping: dict[str, str] | None,
                 *, metric: str = "loss", keep: list[str] | tuple[str, ...] = (),
                 duplicates: str = "error"):
     """Read the :class:`~scalekit.curves.Curves` of ``file`` or ``store``; return them with
@@ -326,7 +326,7 @@ class ProgressBar:
         self._tasks: dict[str, Any] = {}
         self._scope = None
 
-    def __enter__(self) -> "ProgressBar":
+    def __enter__(self) -> ProgressBar:
         from scalekit.progress import reporting
 
         if sys.stderr.isatty():

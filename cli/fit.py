@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -91,12 +90,12 @@ def fit_rows(rows, settings: dict, *, x=None, seed: int, n_jobs):
 
 
 def fit(
-    file: Optional[Path] = file_argument(),
-    store: Optional[Path] = store_option(default=None),
-    law: Optional[str] = law_option(),
-    x: Optional[str] = typer.Option(None, "--x", help="Column for the law's x input."),
+    file: Path | None = file_argument(),
+    store: Path | None = store_option(default=None),
+    law: str | None = law_option(),
+    x: str | None = typer.Option(None, "--x", help="Column for the law's x input."),
     y: str = y_option(),
-    group: Optional[str] = typer.Option(None, "--group", help="Fit one law per value of this column."),
+    group: str | None = typer.Option(None, "--group", help="Fit one law per value of this column."),
     mapping: list[str] = map_option(),
     all_points: bool = all_points_option(),
     drop_top: int = drop_top_option(),
@@ -104,13 +103,13 @@ def fit(
     delta: float = delta_option(),
     bootstrap: int = bootstrap_option(1000),
     ci_level: float = ci_level_option(),
-    resample: Optional[str] = resample_option(),
+    resample: str | None = resample_option(),
     seed: int = seed_option(),
-    n_jobs: Optional[int] = n_jobs_option(),
-    target_compute: Optional[float] = target_compute_option(),
-    json_out: Optional[Path] = json_option(),
-    plot: Optional[Path] = plot_option(),
-    html: Optional[Path] = html_option(),
+    n_jobs: int | None = n_jobs_option(),
+    target_compute: float | None = target_compute_option(),
+    json_out: Path | None = json_option(),
+    plot: Path | None = plot_option(),
+    html: Path | None = html_option(),
     quiet: bool = quiet_option(),
     verbose: bool = verbose_option(),
 ) -> None:

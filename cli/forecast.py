@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -19,18 +18,18 @@ _METHODS = ("scalekit.surrogates", "METHODS")
 
 
 def forecast(
-    file: Optional[list[Path]] = typer.Argument(None, help="Curves file(s) (CSV, JSONL, "
+    file: list[Path] | None = typer.Argument(None, help="Curves file(s) (CSV, JSONL, "
                                                 "Parquet, W&B CSV; a folder of TensorBoard "
                                                 "logs, W&B offline runs or mlruns; an Optuna "
                                                 "or MLflow SQLite file); a file without a run "
                                                 "column is one run named by the file. Omit to "
                                                 "read --store."),
-    store: Optional[Path] = store_option(default=None),
-    to: Optional[float] = typer.Option(None, "--to", help="Forecast each run to this step "
+    store: Path | None = store_option(default=None),
+    to: float | None = typer.Option(None, "--to", help="Forecast each run to this step "
                                        "(or this value of --x)."),
-    to_compute: Optional[float] = typer.Option(
+    to_compute: float | None = typer.Option(
         None, "--to-compute", help="Forecast each run to this compute (FLOPs); x is compute."),
-    x: Optional[str] = typer.Option(None, "--x", help="x column (default: step; compute with "
+    x: str | None = typer.Option(None, "--x", help="x column (default: step; compute with "
                                     "--to-compute)."),
     y: str = typer.Option("loss", "--y", help="Metric column to forecast (lower is better)."),
     method: str = choice_option("stacked-backtest", "--method",
@@ -47,11 +46,11 @@ def forecast(
     evaluate: bool = typer.Option(False, "--evaluate", metavar="",
                                   help="Treat the runs as complete: cut each at 10/20/30/50%, "
                                   "forecast the rest, score --method (or 'all')."),
-    holdout_column: Optional[str] = typer.Option(
+    holdout_column: str | None = typer.Option(
         None, "--holdout-column", help="With --evaluate: fit each run on its rows where this "
         "column is 1 and forecast the others (the protocol of Alabdulmohsin et al. 2022) "
         "instead of cutting at 10/20/30/50%."),
-    by: Optional[str] = typer.Option(None, "--by", help="With --holdout-column: score per "
+    by: str | None = typer.Option(None, "--by", help="With --holdout-column: score per "
                                      "value of this column (e.g. Domain)."),
     reference: str = choice_option("m4-paper", "--reference", library_choices(*_METHODS), "With "
                                    "--holdout-column: the method win rates and ratios compare "
@@ -60,7 +59,7 @@ def forecast(
                                     library_choices("scalekit.curves", "DUPLICATES"),
                                     "A step a run logs twice: error, first or last."),
     runs: list[str] = typer.Option([], "--run", metavar="RUN", help="Only this run (repeatable)."),
-    fit_on: Optional[str] = typer.Option(None, "--fit-on", help="With --method multipower: "
+    fit_on: str | None = typer.Option(None, "--fit-on", help="With --method multipower: "
                                          "the runs fitted at once, comma-separated."),
     predict_schedule: list[str] = typer.Option(
         [], "--predict-schedule", help="With --method multipower: a schedule to forecast, a "
@@ -68,14 +67,14 @@ def forecast(
         "constant:…; two_stage:…,second=R,switch=K) or a run (repeatable)."),
     schedule: list[str] = typer.Option([], "--schedule", help="A run's schedule as RUN=SPEC "
                                        "(repeatable; else its lr column)."),
-    total_steps: Optional[int] = typer.Option(None, "--total-steps", help="Where every run "
+    total_steps: int | None = typer.Option(None, "--total-steps", help="Where every run "
                                               "ends (its schedule's last step): no forecast "
                                               "past it; by default the curves' total_steps "
                                               "or configured steps."),
     mapping: list[str] = map_option(),
-    json_out: Optional[Path] = json_option(),
-    plot: Optional[Path] = plot_option(),
-    html: Optional[Path] = html_option(),
+    json_out: Path | None = json_option(),
+    plot: Path | None = plot_option(),
+    html: Path | None = html_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
 ) -> None:
@@ -239,7 +238,7 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if len(frames) > 1:
         owners = {}
-        for path, part in zip(files, frames):
+        for path, part in zip(files, frames, strict=True):
             for run in set(part["run"].astype(str)):
                 if run in owners:
                     raise InputError(f"run {run!r} is in two files; give each run once",

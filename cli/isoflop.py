@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -26,7 +25,7 @@ def _convention_options():
                              "--flops-per-param-token", low=0, low_open=True)))
 
 
-def _budget_list(text: Optional[str]) -> Optional[str]:
+def _budget_list(text: str | None) -> str | None:
     """--budgets: positive finite FLOPs (checked as the option is parsed)."""
     from scalekit.checks import check_number
 
@@ -55,8 +54,8 @@ def _window(text: str) -> str:
 
 
 def isoflop(
-    file: Optional[Path] = file_argument("Points or curves file"),
-    store: Optional[Path] = store_option(default=None),
+    file: Path | None = file_argument("Points or curves file"),
+    store: Path | None = store_option(default=None),
     approach: str = choice_option("all", "--approach",
                                   library_choices("scalekit.isoflop", "NAMES", "all"),
                                   "1 (envelope), 2 (IsoFLOP profiles), 3 (parametric law) or "
@@ -64,11 +63,11 @@ def isoflop(
     profile: str = choice_option("params", "--in",
                                  library_choices("scalekit.isoflop", "PROFILES"),
                                  "Approach 2: parabola in log params or log tokens."),
-    figures: Optional[int] = typer.Option(None, "--figures", help="Round budgets to this many "
+    figures: int | None = typer.Option(None, "--figures", help="Round budgets to this many "
                                           "significant figures (default: find them as clusters "
                                           "of compute, else 2).", callback=checked_number(
                                               "--figures", low=1, integer=True)),
-    budgets: Optional[str] = typer.Option(None, "--budgets", help="Nominal budgets, "
+    budgets: str | None = typer.Option(None, "--budgets", help="Nominal budgets, "
                                           "comma-separated (e.g. 6e18,1e19,3e19); points join "
                                           "the nearest.", callback=_budget_list),
     tolerance: float = typer.Option(0.1, "--budget-tolerance", help="Decades a point may lie from "
@@ -78,7 +77,7 @@ def isoflop(
                                "describes: auto (grown around the lowest loss while the "
                                "parabola fits), all, or a number of sizes around the lowest "
                                "loss.", callback=_window),
-    target_compute: Optional[float] = typer.Option(None, "--target-compute",
+    target_compute: float | None = typer.Option(None, "--target-compute",
                                                    help="Compare N*, D* at this compute (FLOPs).",
                                                    callback=checked_number(
                                                        "--target-compute", low=0,
@@ -89,9 +88,9 @@ def isoflop(
     convention: str = _convention_options()[0],
     flops_per_param_token: float = _convention_options()[1],
     mapping: list[str] = map_option("params=non_embedding_params"),
-    json_out: Optional[Path] = json_option(),
-    plot: Optional[Path] = plot_option(),
-    html: Optional[Path] = html_option(),
+    json_out: Path | None = json_option(),
+    plot: Path | None = plot_option(),
+    html: Path | None = html_option(),
     quiet: bool = quiet_option(),
     fmt: str = format_option(),
     metrics: list[str] = typer.Option([], "--metric", help="A metric column; give it twice or "
@@ -100,7 +99,7 @@ def isoflop(
     higher_is_better: list[str] = typer.Option([], "--higher-is-better", help="A --metric where "
                                                "higher is better (an accuracy): analysed as "
                                                "1 - value."),
-    group: Optional[str] = typer.Option(None, "--group", help="With several --metric: a run "
+    group: str | None = typer.Option(None, "--group", help="With several --metric: a run "
                                         "attribute (e.g. resolution) whose values are compared "
                                         "each on its own."),
 ) -> None:
@@ -277,7 +276,7 @@ def _tables(report, target, level) -> list[dict]:
     return out
 
 
-def _floats(name: str, text: Optional[str]) -> Optional[list[float]]:
+def _floats(name: str, text: str | None) -> list[float] | None:
     if text is None:
         return None
     from scalekit.errors import InputError

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -52,25 +51,25 @@ def _param_count(text: str) -> str:
 
 @law_app.command("depth")
 def depth(
-    file: Optional[Path] = _FILE,
-    store: Optional[Path] = store_option(default=None),
+    file: Path | None = _FILE,
+    store: Path | None = store_option(default=None),
     mapping: list[str] = _MAP,
     y: str = typer.Option("loss", "--y", help="Loss column."),
-    keep_lowest: Optional[int] = typer.Option(None, "--keep-lowest",
+    keep_lowest: int | None = typer.Option(None, "--keep-lowest",
                                               help="Fit only the N lowest losses (Liu et al. keep 203)."),
     exclude_end_layers: bool = typer.Option(False, "--exclude-end-layers", metavar="",
                                             help="Count depth without the first and last layers."),
     loss: str = _LOSS,
     bootstrap: int = _BOOTSTRAP,
     seed: int = _SEED,
-    plan: Optional[str] = typer.Option(None, "--plan", help="params=N,tokens=D[,width=m,depth=l]"
+    plan: str | None = typer.Option(None, "--plan", help="params=N,tokens=D[,width=m,depth=l]"
                                        "[,integer=1]: best shape for N parameters and D tokens, "
                                        "and the loss lost at width m, depth l."),
     param_count: str = typer.Option("12*m**2*l", "--param-count", callback=_param_count,
                                     help="Parameters as a formula in m (width) and l (depth)."),
-    json_out: Optional[Path] = _JSON,
-    html: Optional[Path] = _HTML,
-    plot: Optional[Path] = _PLOT,
+    json_out: Path | None = _JSON,
+    html: Path | None = _HTML,
+    plot: Path | None = _PLOT,
     quiet: bool = _QUIET,
 ) -> None:
     """Fit L(m, l, D) = c_m m^-α_m + c_l l^-α_l + c_D D^-α_D + L0 and plan the model's shape."""
@@ -112,18 +111,18 @@ def depth(
 
 @law_app.command("classes")
 def classes(
-    file: Optional[Path] = _FILE,
-    store: Optional[Path] = store_option(default=None),
+    file: Path | None = _FILE,
+    store: Path | None = store_option(default=None),
     mapping: list[str] = _MAP,
     y: str = typer.Option("error", "--y", help="Error column (fraction wrong)."),
     loss: str = _LOSS,
     bootstrap: int = _BOOTSTRAP,
     seed: int = _SEED,
-    plan: Optional[str] = typer.Option(None, "--plan", help="classes=K: the least-error tree of "
+    plan: str | None = typer.Option(None, "--plan", help="classes=K: the least-error tree of "
                                        "steps for K answers."),
-    json_out: Optional[Path] = _JSON,
-    html: Optional[Path] = _HTML,
-    plot: Optional[Path] = _PLOT,
+    json_out: Path | None = _JSON,
+    html: Path | None = _HTML,
+    plot: Path | None = _PLOT,
     quiet: bool = _QUIET,
 ) -> None:
     """Fit ε(K) = min(c K^γ, 1 − 1/K) and plan a chain-of-thought tree of steps."""
@@ -153,14 +152,14 @@ def classes(
 
 @law_app.command("inference-k")
 def inference_k(
-    file: Optional[Path] = _FILE,
-    store: Optional[Path] = store_option(default=None),
+    file: Path | None = _FILE,
+    store: Path | None = store_option(default=None),
     mapping: list[str] = _MAP,
     y: str = typer.Option("error", "--y", help="Error column."),
     loss: str = _LOSS,
     bootstrap: int = _BOOTSTRAP,
     seed: int = _SEED,
-    plan: Optional[str] = typer.Option(None, "--plan", help="cost=c[,k_max=K]: the k that "
+    plan: str | None = typer.Option(None, "--plan", help="cost=c[,k_max=K]: the k that "
                                        "minimises error + c·k."),
     simulate: bool = typer.Option(False, "--simulate", metavar="",
                                   help="Run the theory model (Bayesian linear regression with a "
@@ -175,9 +174,9 @@ def inference_k(
     k_max: int = typer.Option(256, "--k-max", help="Simulation: largest k."),
     n_test: int = typer.Option(50, "--n-test", help="Simulation: test inputs."),
     repeats: int = typer.Option(200, "--repeats", help="Simulation: Monte Carlo repeats."),
-    json_out: Optional[Path] = _JSON,
-    html: Optional[Path] = _HTML,
-    plot: Optional[Path] = _PLOT,
+    json_out: Path | None = _JSON,
+    html: Path | None = _HTML,
+    plot: Path | None = _PLOT,
     quiet: bool = _QUIET,
 ) -> None:
     """Fit error(k) = E + A k^-a + B (1 − k^-b) (monotone or U-shaped), or simulate the theory."""
@@ -234,7 +233,7 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
         for column in ("k", "quadrature", "Monte Carlo", "± stderr"):
             table.add_column(column, justify="right")
         for row in zip(simulation.k, simulation.quadrature, simulation.monte_carlo,
-                       simulation.monte_carlo_stderr):
+                       simulation.monte_carlo_stderr, strict=True):
             table.add_row(str(row[0]), *(format_number(v, 5) for v in row[1:]))
         print_renderable(table)
         print_renderable(_pairs("Closed forms", {k: v for k, v in simulation.closed_forms.items()
@@ -251,7 +250,7 @@ def _simulate(dim, n_train, noise, misspecification, temperature, k_max, n_test,
                          label="Monte Carlo")
 
 
-def _source(file) -> Optional[str]:
+def _source(file) -> str | None:
     return None if file is None else str(file)
 
 

@@ -7,7 +7,6 @@ Step 1 (N, D) -> task loss, step 2 task loss -> accuracy (Bhagia et al. 2024); s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -37,11 +36,11 @@ def _parse_target(text: str) -> tuple[float, float]:
 def task(
     files: list[Path] = typer.Argument(None, help="One evaluation CSV per ladder run (or "
                                        "--store)."),
-    runs: Optional[Path] = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
+    runs: Path | None = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
                                         "final.json as it stands), matched to the files by "
                                         "file name."),
-    store: Optional[str] = store_option(None),
-    predict: Optional[str] = typer.Option(None, "--predict",
+    store: str | None = store_option(None),
+    predict: str | None = typer.Option(None, "--predict",
                                           help="Target as N=<params>,D=<tokens>."),
     tasks: list[str] = typer.Option([], "--task", help="Task name (repeatable); the paper's "
                                     "eight by default: mmlu_avg_test_5shot, hellaswag_val_5shot, "
@@ -50,7 +49,7 @@ def task(
                                     "openbookqa_test_5shot."),
     x: str = typer.Option("bpb", "--x", help="Intermediate metric: bpb (task bits-per-byte), "
                           "c4 (C4 loss) or ce (task cross-entropy)."),
-    actual: Optional[Path] = typer.Option(None, "--actual", help="The target run's evaluation "
+    actual: Path | None = typer.Option(None, "--actual", help="The target run's evaluation "
                                           "file (named in --runs): its last checkpoint is "
                                           "compared with the predictions."),
     evaluate: bool = typer.Option(False, "--evaluate", metavar="", help="Hold out the largest size, fit "
@@ -58,9 +57,9 @@ def task(
     bootstrap: int = bootstrap_option(200),
     ci_level: float = ci_level_option(),
     seed: int = seed_option(),
-    json_out: Optional[Path] = json_option(),
-    plot: Optional[Path] = plot_option(),
-    html: Optional[Path] = html_option(),
+    json_out: Path | None = json_option(),
+    plot: Path | None = plot_option(),
+    html: Path | None = html_option(),
     quiet: bool = quiet_option(),
 ) -> None:
     """Predict task accuracies of a target run from a ladder of small runs (two steps)."""

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -77,7 +77,7 @@ def check_writable(path: Path, flag: str, suffixes: Collection[str] | None = Non
 
 def output_option(flag: str, suffixes: Collection[str], help: str) -> Any:
     """An optional output-file option, checked by :func:`check_writable` as it is parsed."""
-    def check(value: Optional[Path]) -> Optional[Path]:
+    def check(value: Path | None) -> Path | None:
         if value is not None:
             check_writable(value, flag, suffixes)
         return value
@@ -106,7 +106,7 @@ def seed_option() -> Any:
                         callback=_number("--seed", low=0, integer=True))
 
 
-def map_option(example: Optional[str] = None) -> Any:
+def map_option(example: str | None = None) -> Any:
     """The repeatable ``--map role=column`` option (see :func:`scalekit_cli.common.parse_mapping`)."""
     return typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role, as role=column (repeatable)"
                         + (f", e.g. {example}." if example else "."))

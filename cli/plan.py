@@ -9,7 +9,6 @@ give the same plan on the same input.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -28,22 +27,22 @@ FORMAT = "plan"
 
 
 def plan(
-    file: Optional[Path] = file_argument("Points or curves file"),
-    store: Optional[Path] = store_option(default=None),
-    from_fit: Optional[Path] = typer.Option(None, "--from", help="A fit's JSON report "
+    file: Path | None = file_argument("Points or curves file"),
+    store: Path | None = store_option(default=None),
+    from_fit: Path | None = typer.Option(None, "--from", help="A fit's JSON report "
                                             "(scalekit fit --json): plan from its law, no refit."),
-    compute: Optional[float] = target_compute_option("--compute"),
-    target_loss: Optional[float] = typer.Option(None, "--target-loss", help="Target loss: the "
+    compute: float | None = target_compute_option("--compute"),
+    target_loss: float | None = typer.Option(None, "--target-loss", help="Target loss: the "
                                                 "least compute reaching it."),
-    compare: Optional[str] = typer.Option(None, "--compare", help="N,D of a planned run: the "
+    compare: str | None = typer.Option(None, "--compare", help="N,D of a planned run: the "
                                           "compute it spends beyond the optimum."),
     flops_per_param_token: float = typer.Option(FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token",
                                                 help="k in C = k·N·D.", callback=checked_number(
                                                     "--flops-per-param-token", low=0,
                                                     low_open=True)),
-    unique_tokens: Optional[float] = typer.Option(None, "--unique-tokens", help="Unique tokens "
+    unique_tokens: float | None = typer.Option(None, "--unique-tokens", help="Unique tokens "
                                                   "U available (with --law data_constrained)."),
-    law: Optional[str] = law_option(),
+    law: str | None = law_option(),
     y: str = y_option(),
     mapping: list[str] = map_option("params=non_embedding_params"),
     all_points: bool = all_points_option(),
@@ -52,22 +51,22 @@ def plan(
     delta: float = delta_option(),
     bootstrap: int = bootstrap_option(1000),
     ci_level: float = ci_level_option(),
-    resample: Optional[str] = resample_option(),
+    resample: str | None = resample_option(),
     seed: int = seed_option(),
-    n_jobs: Optional[int] = n_jobs_option(),
+    n_jobs: int | None = n_jobs_option(),
     schedule_search: bool = typer.Option(False, "--schedule-search", metavar="", help="Choose a learning-"
                                          "rate schedule under a multi-power fit (--from the "
                                          "JSON of forecast --method multipower)."),
-    total_steps: Optional[int] = typer.Option(None, "--total-steps", help="With "
+    total_steps: int | None = typer.Option(None, "--total-steps", help="With "
                                               "--schedule-search: the run's length in steps."),
     family: str = typer.Option("wsd", "--family", help="With --schedule-search: wsd (decay "
                                "start, final rate, shape), cosine (final rate) or free (a "
                                "non-increasing rate per step, from the best wsd)."),
-    plot: Optional[Path] = output_option("--plot", PLOT_SUFFIXES, "With --schedule-search: draw "
+    plot: Path | None = output_option("--plot", PLOT_SUFFIXES, "With --schedule-search: draw "
                                          "the chosen and the cosine schedule and their "
                                          "predicted curves (PNG/SVG)."),
-    json_out: Optional[Path] = json_option(),
-    html: Optional[Path] = html_option(),
+    json_out: Path | None = json_option(),
+    html: Path | None = html_option(),
     quiet: bool = quiet_option(),
     verbose: bool = verbose_option(),
     fmt: str = format_option(),
@@ -232,7 +231,7 @@ def _read_fit(path: Path):
     return result, list(report.get("notes", [])), input_sha256(path)
 
 
-def _pair(text: Optional[str]) -> Optional[tuple[float, float]]:
+def _pair(text: str | None) -> tuple[float, float] | None:
     from scalekit.errors import InputError
 
     if text is None:

@@ -6,14 +6,13 @@ fits any law, from a file with a ``unique_tokens`` (``U``) column.
 
 from __future__ import annotations
 
-from typing import Optional
 
 LAW = "data_constrained"
 #: Bootstrap draws of the law the plan is repeated for (its intervals).
 MAX_DRAWS = 200
 
 
-def check_options(law: Optional[str], *, compute, unique_tokens, target_loss) -> None:
+def check_options(law: str | None, *, compute, unique_tokens, target_loss) -> None:
     """Before any work: the data-constrained plan needs --compute and --unique-tokens,
     and --unique-tokens needs that law."""
     from scalekit.errors import InputError

@@ -4,7 +4,6 @@ export, remove runs, copy a store between back ends."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -26,7 +25,7 @@ def import_(
     store: Path = store_option(writes=True),
     mapping: list[str] = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role as role=column "
                                       "(repeatable); run=a,b joins several columns."),
-    format: Optional[str] = choice_option(None, "--format",
+    format: str | None = choice_option(None, "--format",
                                           library_choices("scalekit.curves", "FORMATS"),
                                           "csv, wandb, jsonl, "
                                           "parquet, tensorboard, mlflow or optuna (default: "
@@ -34,13 +33,13 @@ def import_(
     metric: str = typer.Option("loss", "--metric", help="The metric to take; where several "
                                "names of it exist (train/loss, val/loss) the validation one "
                                "is taken, and a name with its split (train/loss) takes that."),
-    experiment: Optional[str] = typer.Option(None, "--experiment", help="MLflow: read only "
+    experiment: str | None = typer.Option(None, "--experiment", help="MLflow: read only "
                                              "this experiment (name or id)."),
-    study: Optional[str] = typer.Option(None, "--study", help="Optuna: the study to read."),
+    study: str | None = typer.Option(None, "--study", help="Optuna: the study to read."),
     duplicates: str = choice_option("error", "--duplicates",
                                     library_choices("scalekit.curves", "DUPLICATES"),
                                     "A repeated (run, step): error, or keep the first or last."),
-    runs: Optional[Path] = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
+    runs: Path | None = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
                                         "final.json as it stands): each SOURCE is one run's "
                                         "file, its attributes matched by file name."),
     quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="Print nothing but errors."),
@@ -61,10 +60,10 @@ def import_(
                   for source in sources]
     with CurveStore(store) as opened, opened.transaction():
         summaries = [opened.import_frame(frame, source=str(source))
-                     for source, frame in zip(sources, frames)]
+                     for source, frame in zip(sources, frames, strict=True)]
     if quiet:
         return
-    for source, frame, summary in zip(sources, frames, summaries):
+    for source, frame, summary in zip(sources, frames, summaries, strict=True):
         typer.echo(f"{source}: imported {summary.rows or 0} rows of {summary.runs} runs into "
                    f"{display(store)} ({summary.points} points: one per row and metric)")
         for note in collapse_notes(notes_in_flags(frame.unsaid_notes())):
@@ -139,7 +138,7 @@ def export(
     out: Path = typer.Argument(..., callback=lambda out: check_writable(out, "OUT") or out,
                                help="Output file: .csv, .parquet or .jsonl."),
     store: Path = store_option(),
-    format: Optional[str] = choice_option(None, "--format",
+    format: str | None = choice_option(None, "--format",
                                           library_choices("scalekit.curves",
                                                           "TABLE_FORMATS"),
                                           "csv, parquet or jsonl (default: from the suffix)."),

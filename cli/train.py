@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -13,7 +12,7 @@ from .common import (EXPORT_SUFFIXES, checked_number, choice_argument, choice_op
 from .options import json_option
 
 
-def _grid(text: Optional[str], name: str, kind: type) -> Optional[list]:
+def _grid(text: str | None, name: str, kind: type) -> list | None:
     """Parse a comma-separated grid such as ``32,64,128`` (``inf`` means no limit for --data)."""
     if text is None:
         return None
@@ -81,25 +80,25 @@ def train(
     ctx: typer.Context,
     task: str = choice_argument("task", _tasks, "teacher_student, char_lm, next_pixel, "
                                 "hierarchical or residual_teacher."),
-    widths: Optional[str] = typer.Option(None, "--widths", help="Widths, e.g. 16,32,64."),
-    depths: Optional[str] = typer.Option(None, "--depths", help="Depths (hidden layers or blocks)."),
-    data: Optional[str] = typer.Option(None, "--data", help="Training-set sizes in samples "
+    widths: str | None = typer.Option(None, "--widths", help="Widths, e.g. 16,32,64."),
+    depths: str | None = typer.Option(None, "--depths", help="Depths (hidden layers or blocks)."),
+    data: str | None = typer.Option(None, "--data", help="Training-set sizes in samples "
                                        "('inf': a fresh batch every step)."),
-    steps: Optional[str] = typer.Option(None, "--steps", help="Optimiser steps."),
-    seeds: Optional[str] = typer.Option(None, "--seeds", help="Initialisation seeds."),
-    lrs: Optional[str] = typer.Option(None, "--lrs", help="Peak learning rates."),
-    dropouts: Optional[str] = typer.Option(None, "--dropouts", help="Average dropout rates."),
-    dropout_schedules: Optional[str] = choice_option(None, "--dropout-schedules",
+    steps: str | None = typer.Option(None, "--steps", help="Optimiser steps."),
+    seeds: str | None = typer.Option(None, "--seeds", help="Initialisation seeds."),
+    lrs: str | None = typer.Option(None, "--lrs", help="Peak learning rates."),
+    dropouts: str | None = typer.Option(None, "--dropouts", help="Average dropout rates."),
+    dropout_schedules: str | None = choice_option(None, "--dropout-schedules",
                                                      _config("DROPOUT_SCHEDULES"),
                                                      "constant and/or front_loaded.", many=True),
-    config: Optional[Path] = typer.Option(None, "--config", help="JSON or TOML sweep file "
+    config: Path | None = typer.Option(None, "--config", help="JSON or TOML sweep file "
                                           "(grid keys and any run setting); options given here win."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Samples per step."),
-    lr_schedule: Optional[str] = choice_option(None, "--lr-schedule", _config("LR_SCHEDULES"),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Samples per step."),
+    lr_schedule: str | None = choice_option(None, "--lr-schedule", _config("LR_SCHEDULES"),
                                                "constant or cosine."),
-    evals: Optional[int] = typer.Option(None, "--evals", help="Evaluations per run (log-spaced)."),
-    eval_size: Optional[int] = typer.Option(None, "--eval-size", help="Validation samples."),
-    data_seed: Optional[int] = typer.Option(None, "--data-seed", help="Seed of the task's data."),
+    evals: int | None = typer.Option(None, "--evals", help="Evaluations per run (log-spaced)."),
+    eval_size: int | None = typer.Option(None, "--eval-size", help="Validation samples."),
+    data_seed: int | None = typer.Option(None, "--data-seed", help="Seed of the task's data."),
     option: list[str] = typer.Option([], "--option", metavar="KEY=VALUE",
                                      help="Task setting key=value (repeatable)."),
     device: str = choice_option("auto", "--device", _config("DEVICES"),
@@ -119,13 +118,13 @@ def train(
                                  help="Train runs that differ only in seed, lr and dropout "
                                  "together with vmap (one model per shape on the device; no "
                                  "checkpoints)."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster to join."),
     store: Path = store_option(writes=True),
-    checkpoints: Optional[Path] = typer.Option(None, "--checkpoints", help="Checkpoint folder "
+    checkpoints: Path | None = typer.Option(None, "--checkpoints", help="Checkpoint folder "
                                                "(default: STORE.checkpoints); rerun to resume."),
-    export: Optional[Path] = output_option("--export", EXPORT_SUFFIXES, "Also write the store's "
+    export: Path | None = output_option("--export", EXPORT_SUFFIXES, "Also write the store's "
                                            "curves to this CSV/Parquet/JSONL file."),
-    json_out: Optional[Path] = json_option(),
+    json_out: Path | None = json_option(),
     quiet: bool = quiet_option(),
 ) -> None:
     """Train a sweep (every combination of the grids) and log each evaluation to the store."""

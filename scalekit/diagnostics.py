@@ -74,7 +74,7 @@ class Diagnostic:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Diagnostic":
+    def from_dict(cls, data: dict[str, Any]) -> Diagnostic:
         """Inverse of :meth:`to_dict`."""
         return cls(**{key: data.get(key) for key in ("code", "severity", "message", "param",
                                                      "budget", "run", "value")})

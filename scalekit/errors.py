@@ -49,7 +49,7 @@ class NotFittedError(ScalekitError, ValueError, AttributeError):
     """Raised when an estimator is used before ``fit`` (as in scikit-learn)."""
 
     @classmethod
-    def for_estimator(cls, estimator: object) -> "NotFittedError":
+    def for_estimator(cls, estimator: object) -> NotFittedError:
         name = type(estimator).__name__
         return cls(f"This {name} instance is not fitted yet. Call 'fit' with "
                    "appropriate arguments before using this estimator.")

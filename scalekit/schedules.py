@@ -100,7 +100,7 @@ class Schedule:
         return {"name": self.name, "rates": self.rates.tolist(), "total_steps": self.total_steps}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Schedule":
+    def from_dict(cls, data: dict) -> Schedule:
         if data.get("spec"):
             return parse_schedule(data["spec"], name=data.get("name", ""))
         return cls(np.asarray(data["rates"], dtype=float), name=data.get("name", ""))

@@ -72,7 +72,7 @@ def test_to_lmfit_hands_lmfit_the_optimum_it_finds_itself(fit, points):
     assert polished.chisqr >= 2 * fit.stats["objective"] * (1 - 1e-9)
     # ... and, started far away, reaches the same parameters.
     far = fit.to_lmfit()
-    for name, value in zip(LAW.param_names, (0.1, 10.0, 1.0)):
+    for name, value in zip(LAW.param_names, (0.1, 10.0, 1.0), strict=True):
         far[name].value = value
     found = lmfit.minimize(residual, far, method="leastsq")
     for name in LAW.param_names:

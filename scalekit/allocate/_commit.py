@@ -81,7 +81,7 @@ class EndLaw:
     square relative residual; ``x_max_`` the largest ``x`` fitted.
     """
 
-    def fit(self, params: np.ndarray, x: np.ndarray, loss: np.ndarray) -> "EndLaw":
+    def fit(self, params: np.ndarray, x: np.ndarray, loss: np.ndarray) -> EndLaw:
         params, x, loss = (np.asarray(v, float) for v in (params, x, loss))
         self.x_max_ = float(x.max())
         self.n0_, self.x0_ = float(np.exp(np.log(params).mean())), float(np.exp(np.log(x).mean()))

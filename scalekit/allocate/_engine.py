@@ -69,7 +69,7 @@ class Allocation:
                 "advances": [asdict(a) for a in self.advances], "exhausted": self.exhausted}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "Allocation":
+    def from_dict(cls, data: Mapping) -> Allocation:
         def curve(points):
             return Curve(*(np.array(points[k], dtype=float) for k in ("resource", "compute",
                                                                         "loss")))
@@ -108,7 +108,7 @@ class HalvingLoop:
         advances among them."""
         sweep, reached = self.sweep, self.state.reached
         total = sum(sweep.cost(r, reached[r], rungs[0].resource * factor) for r in self.active)
-        for below, rung in zip(rungs, rungs[1:]):
+        for below, rung in zip(rungs, rungs[1:], strict=False):
             steps = sorted((sweep.cost(r, below.resource * factor, rung.resource * factor)
                             for r in self.active), reverse=True)
             total += sum(steps[: rung.runs])

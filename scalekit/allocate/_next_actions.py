@@ -73,7 +73,7 @@ class Plan(ResultProtocol):
                 "decisions": [dict(d) for d in self.decisions]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Plan":
+    def from_dict(cls, data: dict) -> Plan:
         bracket = data.get("bracket")
         return cls(None if bracket is None else SuccessiveHalving(**bracket), data["rung"],
                    list(data["actions"]), float(data["spent_flops"]),

@@ -75,7 +75,7 @@ def uniform_allocation(sweep: Sweep, runs: Sequence[str], budget: float) -> Allo
     totals = np.array([sweep.cost(r, 0.0, sweep.max_resource[r]) for r in runs])
     share = _water_level(totals, budget)
     observed, reached = {}, {}
-    for run, total in zip(runs, totals):
+    for run, total in zip(runs, totals, strict=True):
         reached[run] = sweep.resource_after(run, 0.0, min(share, total))
         observed[run] = sweep.curves[run].until(reached[run])
     spent = float(np.minimum(totals, share).sum())
@@ -172,7 +172,7 @@ class ReplayResult(ResultProtocol):
                 "rows": self.rows.to_dict(orient="records")}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ReplayResult":
+    def from_dict(cls, data: dict) -> ReplayResult:
         return cls(frame_from_records(data["rows"]), frame_from_records(data["averages"]),
                    float(data["exhaustive_flops"]))
 

@@ -83,7 +83,7 @@ class AllocationRunResult(ResultProtocol):
                 "decisions": [dict(d) for d in self.decisions]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AllocationRunResult":
+    def from_dict(cls, data: dict) -> AllocationRunResult:
         bracket = data.get("bracket")
         return cls(Allocation.from_dict(data["allocation"]),
                    None if bracket is None else SuccessiveHalving(**bracket),
@@ -146,13 +146,13 @@ def candidate_sweep(trainer) -> Sweep:
     empty = Curve(np.empty(0), np.empty(0), np.empty(0))
     runs = frame["run"].astype(str).tolist()
     for column in ("max_resource", "flops_per_unit"):
-        for run, value in zip(runs, frame[column]):
+        for run, value in zip(runs, frame[column], strict=True):
             check_number(f"{column} of {run}", float(value), low=0, low_open=True)
     params = frame["params"] if "params" in frame else pd.Series(np.nan, index=frame.index)
     return Sweep(resource, {r: empty for r in runs},
-                 dict(zip(runs, frame["max_resource"].astype(float))),
-                 dict(zip(runs, frame["flops_per_unit"].astype(float))),
-                 dict(zip(runs, params.astype(float))))
+                 dict(zip(runs, frame["max_resource"].astype(float), strict=True)),
+                 dict(zip(runs, frame["flops_per_unit"].astype(float), strict=True)),
+                 dict(zip(runs, params.astype(float), strict=True)))
 
 
 def run_allocation(store_path: str | Path, task: str, trainer, policy: Policy, *,

@@ -97,7 +97,7 @@ class AllocationState:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "AllocationState":
+    def __enter__(self) -> AllocationState:
         return self
 
     def __exit__(self, *exc) -> None:

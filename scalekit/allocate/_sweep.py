@@ -30,7 +30,7 @@ class Curve:
     compute: np.ndarray
     loss: np.ndarray
 
-    def until(self, stop: float, start: float = -np.inf) -> "Curve":
+    def until(self, stop: float, start: float = -np.inf) -> Curve:
         """The points with ``start < resource <= stop``."""
         keep = (self.resource > start) & (self.resource <= stop * (1 + 1e-12))
         return Curve(self.resource[keep], self.compute[keep], self.loss[keep])
@@ -80,7 +80,7 @@ class Sweep:
         """FLOPs of the exhaustive sweep: every run trained to its end."""
         return float(sum(self.cost(run, 0.0, self.max_resource[run]) for run in self.runs))
 
-    def subset(self, runs: list[str]) -> "Sweep":
+    def subset(self, runs: list[str]) -> Sweep:
         return Sweep(self.resource_name, {r: self.curves[r] for r in runs},
                      {r: self.max_resource[r] for r in runs},
                      {r: self.flops_per_unit[r] for r in runs},

@@ -153,7 +153,7 @@ class PostgresDatabase(StoreDatabase):
         return self._read_version(self.con)
 
     @contextmanager
-    def transaction(self) -> Iterator["_Connection"]:
+    def transaction(self) -> Iterator[_Connection]:
         """Group several writes into one transaction: all of them land, or none.
 
         The transaction holds the store's write lock from its start. Nested blocks
@@ -194,12 +194,12 @@ class PostgresDatabase(StoreDatabase):
         def run():
             with self.con.raw.cursor() as cursor, cursor.copy(sql) as copy:
                 copy.set_types(types)
-                for run_id, step, *rest in zip(ids, steps, *columns):
+                for run_id, step, *rest in zip(ids, steps, *columns, strict=True):
                     copy.write_row((run_id, step, metric, *rest))
         self.con._run(run)
 
     @contextmanager
-    def snapshot(self) -> Iterator["_Connection"]:
+    def snapshot(self) -> Iterator[_Connection]:
         """A read transaction (repeatable read), so that several queries see one state."""
         if self._depth:
             yield self.con

@@ -129,7 +129,7 @@ class CurveStore:
         """Close the connection (a SQLite file's write-ahead log is folded into it)."""
         self._db.close()
 
-    def __enter__(self) -> "CurveStore":
+    def __enter__(self) -> CurveStore:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -168,7 +168,7 @@ class CurveStore:
                  json.dumps(config, sort_keys=True)))
             return int(cursor.fetchone()[0]), True
         if compare:
-            stored = dict(zip(RUN_COLUMNS, row[1:-1]))
+            stored = dict(zip(RUN_COLUMNS, row[1:-1], strict=True))
             stored_config = json.loads(row[-1])
             for key, value in (*columns.items(), *config.items()):
                 have = stored.get(key) if key in RUN_COLUMNS else stored_config.get(key)
@@ -358,7 +358,7 @@ class CurveStore:
                 stored = [(s, c) for s, c in (*before, *inside, *after) if c is not None]
                 merged = sorted([*stored, *((int(steps[r]), float(compute[r])) for r in logged
                                             if not math.isnan(compute[r]))])
-                for (s0, c0), (s1, c1) in zip(merged, merged[1:]):
+                for (s0, c0), (s1, c1) in zip(merged, merged[1:], strict=False):
                     if c1 < c0:
                         raise InputError(f"compute decreases within run "
                                          f"{points['run'].iloc[rows[0]]!r}: {c1!r} at step {s1} "
@@ -507,7 +507,7 @@ def _assemble(rows: list[tuple], which: np.ndarray, run_rows: list[tuple],
     data = np.array(rows, dtype=np.float64).reshape(-1, 5)
     per_run = np.array([[np.nan if v is None else v for v in row[2:2 + len(RUN_COLUMNS)]]
                         for row in run_rows], dtype=np.float64).reshape(-1, len(RUN_COLUMNS))
-    attrs = dict(zip(RUN_COLUMNS, per_run[which].T))
+    attrs = dict(zip(RUN_COLUMNS, per_run[which].T, strict=True))
     step, compute, point_tokens, value, wall_time = data.T
     tokens = np.where(np.isnan(point_tokens), attrs["tokens"], point_tokens)
     derived = np.isnan(tokens) & ~np.isnan(compute * attrs["params"])

@@ -83,7 +83,7 @@ class Locator:
                               column=column)
         return InputError(f"{reason} ({self.place(row)})", source=self.source, column=column)
 
-    def subset(self, rows: np.ndarray) -> "Locator":
+    def subset(self, rows: np.ndarray) -> Locator:
         """The locator of the table restricted to positions ``rows``."""
         sub = Locator(self.source, None if self.lines is None else self.lines[rows])
         if self.lines is None:

@@ -112,7 +112,7 @@ def grid_pool(spec: str) -> pd.DataFrame:
             raise fail("grid", part, "0 < LOW <= HIGH and COUNT >= 1")
         axes[SYMBOLS.get(name, name)] = np.geomspace(low, high, int(count))
     mesh = np.meshgrid(*axes.values(), indexing="ij")
-    return pd.DataFrame({name: m.ravel() for name, m in zip(axes, mesh)})
+    return pd.DataFrame({name: m.ravel() for name, m in zip(axes, mesh, strict=True)})
 
 
 def target_on_compute(compute: float, *, points: int = 9, tokens_per_param: float = 20.0

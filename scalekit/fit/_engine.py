@@ -152,7 +152,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     stderr = natural_stderr(law, best.z, cov)
     diagnostics += fit_diagnostics(law, X, best.z, stderr, intervals, draws, ci_level, n)
     fixed_values = dict(law.extra.get("fixed", {}))
-    values = {name: float(v) for name, v in zip(law.param_names, theta)}
+    values = {name: float(v) for name, v in zip(law.param_names, theta, strict=True)}
     derived, derived_ci, dropped = _derived(law, values, best.z, cov, draws, ci_level, dof)
     for name, count in dropped.items():
         diagnostics.append(Diagnostic(
@@ -162,9 +162,10 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     return FitResult(
         law=law, values={**fixed_values, **values},
         stderr={**{name: 0.0 for name in fixed_values},
-                **{name: float(v) for name, v in zip(law.param_names, stderr)}},
+                **{name: float(v) for name, v in zip(law.param_names, stderr, strict=True)}},
         ci={**{name: (v, v) for name, v in fixed_values.items()},
-            **{name: (float(lo), float(hi)) for name, (lo, hi) in zip(law.param_names, intervals)}},
+            **{name: (float(lo), float(hi)) for name, (lo, hi) in zip(law.param_names, intervals,
+                                                                      strict=True)}},
         ci_level=ci_level, stats=stats, derived=derived, derived_ci=derived_ci,
         diagnostics=diagnostics, bootstrap_values=draws, covariance=cov)
 
@@ -237,7 +238,7 @@ def _derived(law, values, z, cov, draws, level, dof):
         return derived, {}, {}
 
     def function(theta):
-        out = law.derive(dict(zip(law.param_names, theta)))
+        out = law.derive(dict(zip(law.param_names, theta, strict=True)))
         values = np.array([out[k] for k in names], dtype=float)
         return np.where(np.isfinite(values), values, np.nan)   # left out of the percentiles
 
@@ -245,9 +246,9 @@ def _derived(law, values, z, cov, draws, level, dof):
     with np.errstate(all="ignore"):
         if draws is not None and len(draws):
             bad = ~np.isfinite(np.array([function(theta) for theta in draws]))
-            dropped = {k: int(n) for k, n in zip(names, bad.sum(axis=0)) if n}
+            dropped = {k: int(n) for k, n in zip(names, bad.sum(axis=0), strict=True) if n}
         ends = function_intervals(function, law, z, cov, draws, level, dof)
-    return derived, {k: (float(lo), float(hi)) for k, (lo, hi) in zip(names, ends)}, dropped
+    return derived, {k: (float(lo), float(hi)) for k, (lo, hi) in zip(names, ends, strict=True)}, dropped
 
 
 def _check_resample(resample, runs, n):

@@ -148,7 +148,7 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
                                  lower[i:i + block_size], upper[i:i + block_size],
                                  loss, max_iter, ftol, xtol)
                  for i in range(0, S, block_size)]
-    return BatchResult(*(np.concatenate(column) for column in zip(*parts)))
+    return BatchResult(*(np.concatenate(column) for column in zip(*parts, strict=True)))
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class _Data:
     per_row: bool
 
     @classmethod
-    def of(cls, X, log_y, delta, S: int) -> "_Data":
+    def of(cls, X, log_y, delta, S: int) -> _Data:
         log_y = np.asarray(log_y, dtype=float)
         per_row = log_y.ndim == 2
         X = {k: np.asarray(v, dtype=float) for k, v in X.items()}
@@ -174,7 +174,7 @@ class _Data:
             raise ValueError("one delta per start needs per-row data (log_y of shape (S, n))")
         return cls(X, log_y, delta, per_row)
 
-    def take(self, rows) -> "_Data":
+    def take(self, rows) -> _Data:
         """The data of the starts ``rows`` (an index array or slice)."""
         if not self.per_row:
             return self

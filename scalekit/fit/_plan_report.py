@@ -74,7 +74,7 @@ class PlanReport(ResultProtocol):
         return body
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PlanReport":
+    def from_dict(cls, data: dict[str, Any]) -> PlanReport:
         plans = {key: ComputePlan.from_dict(data[key]) for key in QUESTIONS if key in data}
         return cls(FitResult.from_dict(data["fit"]), data["convention"], **plans,
                    compare_summary=data.get("compare_summary"), notes=list(data["notes"]),

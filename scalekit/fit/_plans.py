@@ -73,7 +73,7 @@ class ComputePlan(ResultProtocol, Mapping):
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ComputePlan":
+    def from_dict(cls, data: Mapping[str, Any]) -> ComputePlan:
         values = {k: v for k, v in data.items() if k not in ("kind", "diagnostics")}
         return cls(data["kind"], values,
                    [Diagnostic.from_dict(d) for d in data.get("diagnostics", [])])
@@ -207,7 +207,7 @@ def _plan_one(result, compute: float, k: float) -> dict:
 
     ends = function_intervals(allocation, law, law.to_fitting(result.theta), result.covariance,
                               result.bootstrap_values, result.ci_level, result.stats.get("dof"))
-    for key, pair in zip(("params", "tokens", "tokens_per_param"), ends):
+    for key, pair in zip(("params", "tokens", "tokens_per_param"), ends, strict=True):
         if np.isfinite(pair).all():
             plan[f"{key}_ci"] = [float(pair[0]), float(pair[1])]
     plan["diagnostics"] = _extrapolation(result, compute, n_star, k)

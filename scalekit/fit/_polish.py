@@ -35,7 +35,7 @@ def polish(law: Law, X, log_y: np.ndarray, z0: np.ndarray, *, loss: str, delta: 
     weights = np.ones(len(log_y)) if weights is None else weights
     lower, upper = law.fitting_bounds()
     bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
-              for lo, hi in zip(lower, upper)]
+              for lo, hi in zip(lower, upper, strict=True)]
     z0 = np.clip(np.asarray(z0, dtype=float), lower, upper)
 
     def value(z):

@@ -183,7 +183,7 @@ class FitResult(ResultProtocol):
         })
 
     @classmethod
-    def from_dict(cls, data: dict) -> "FitResult":
+    def from_dict(cls, data: dict) -> FitResult:
         """Rebuild a result written by :meth:`to_dict` (the law is looked up again)."""
         law = law_from_json(data["law"])
         params = data["params"]

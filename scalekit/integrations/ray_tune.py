@@ -99,7 +99,8 @@ class ForecastScheduler(FIFOScheduler):
         return TrialScheduler.CONTINUE
 
     def debug_string(self) -> str:
-        reached = ", ".join(f"{r:g}: {len(s)}" for r, s in zip(self._ranking.rungs, self._scores))
+        reached = ", ".join(f"{r:g}: {len(s)}" for r, s in zip(self._ranking.rungs, self._scores,
+                                                               strict=True))
         return f"Using ForecastScheduler: {self._stopped} stopped; trials per rung {{{reached}}}"
 
 

@@ -43,7 +43,7 @@ class IsoFLOPReport(ResultProtocol):
         return {**self.body, "title": self.title}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "IsoFLOPReport":
+    def from_dict(cls, data: dict) -> IsoFLOPReport:
         body = {k: v for k, v in data.items() if k != "title"}
         fitted = {key: APPROACHES[key].from_dict(body["approaches"][name])
                   for key, name in NAMES.items() if name in body.get("approaches", {})}

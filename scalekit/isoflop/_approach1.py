@@ -68,7 +68,7 @@ class Envelope(AllocationEstimator):
         super().check_settings()
         check_number("n_grid", self.n_grid, low=3, integer=True)
 
-    def fit(self, data, *, source: str | None = None) -> "Envelope":
+    def fit(self, data, *, source: str | None = None) -> Envelope:
         """Fit the envelope of ``data`` (tidy learning curves with ``run``)."""
         self.check_settings()
         points = self._points(data, source)

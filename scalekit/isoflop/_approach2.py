@@ -142,7 +142,7 @@ class IsoFLOPProfiles(AllocationEstimator):
         check_number("tolerance", self.tolerance, low=0, low_open=True)
         check_window(self.window)
 
-    def fit(self, data, *, source: str | None = None) -> "IsoFLOPProfiles":
+    def fit(self, data, *, source: str | None = None) -> IsoFLOPProfiles:
         """Fit the profiles of ``data`` (tidy points: compute/params/tokens, loss)."""
         self.check_settings()
         points = self._points(data, source)
@@ -257,7 +257,7 @@ class IsoFLOPProfiles(AllocationEstimator):
         out = []
         auto = self.window == "auto" and self.windows_.pure_dof > 0
         rows = self.budgets_.itertuples(index=False)
-        for row, budget_flags, p in zip(rows, flags, self.windows_.misfit_p):
+        for row, budget_flags, p in zip(rows, flags, self.windows_.misfit_p, strict=True):
             budget = float(row.budget)
             where = f"budget {budget:.3g} FLOPs"
             if "downward" in budget_flags:

@@ -85,7 +85,7 @@ class ParametricOptimum(AllocationEstimator):
                 "ci_level": self.ci_level, "convention": self.convention,
                 "flops_per_param_token": self.flops_per_param_token, "seed": self.seed}
 
-    def fit(self, data, *, source: str | None = None) -> "ParametricOptimum":
+    def fit(self, data, *, source: str | None = None) -> ParametricOptimum:
         """Fit the Chinchilla law to ``data`` (points with params, tokens and loss)."""
         from scalekit.fit import fit_law
         from scalekit.laws import get_law
@@ -106,7 +106,7 @@ class ParametricOptimum(AllocationEstimator):
         self.params_law_, self.tokens_law_ = (
             derived_power_law(line, rep, ci_level=self.ci_level, n_points=points.shape[0],
                               source="chinchilla law (approach 3)")
-            for line, rep in zip(lines, reps))
+            for line, rep in zip(lines, reps, strict=True))
         self.G_ = optimum_coefficients(self.result_.values)["G"]
         self.compute_range_ = (float(points["compute"].min()), float(points["compute"].max()))
         self.warnings_ = list(self.result_.warnings)

@@ -63,7 +63,7 @@ def round_significant(values, figures: int = 2) -> np.ndarray:
     values = np.asarray(values, dtype=float)
     exponent = np.floor(np.log10(values)) - (figures - 1)
     mantissa = np.floor(values / 10.0 ** exponent + 0.5)
-    rounded = [float(f"{m:.0f}e{e:.0f}") for m, e in zip(mantissa.ravel(), exponent.ravel())]
+    rounded = [float(f"{m:.0f}e{e:.0f}") for m, e in zip(mantissa.ravel(), exponent.ravel(), strict=True)]
     return np.array(rounded).reshape(values.shape)
 
 

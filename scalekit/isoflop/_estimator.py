@@ -103,7 +103,7 @@ class AllocationEstimator(ResultProtocol):
         return body
 
     @classmethod
-    def from_dict(cls, data: dict) -> "AllocationEstimator":
+    def from_dict(cls, data: dict) -> AllocationEstimator:
         """A fitted estimator rebuilt from :meth:`to_dict` (after a JSON round trip)."""
         model = cls(**data["settings"])
         model.params_law_ = PowerLawFit.from_dict(data["params_law"])

@@ -21,7 +21,7 @@ class Groups:
     sizes: np.ndarray
 
     @classmethod
-    def from_sorted_codes(cls, codes: np.ndarray) -> "Groups":
+    def from_sorted_codes(cls, codes: np.ndarray) -> Groups:
         codes = np.asarray(codes)
         starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
         return cls(starts, np.diff(np.r_[starts, codes.size]))

@@ -323,7 +323,7 @@ def _optima_rows(paired: PairedExponents, metrics: Sequence[str], group) -> list
     return [{"group": group, "metric": metric, "compute": float(np.exp(c)),
              "params": float(np.exp(n)), "tokens": float(np.exp(d))}
             for m, metric in enumerate(metrics)
-            for c, n, d in zip(paired.log_c, paired.log_n_star[m], paired.log_d_star[m])
+            for c, n, d in zip(paired.log_c, paired.log_n_star[m], paired.log_d_star[m], strict=True)
             if np.isfinite(n) and np.isfinite(d)]
 
 

@@ -128,7 +128,7 @@ class PowerLawFit(ResultProtocol):
                 "t_line": None if self.t_line is None else list(self.t_line)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "PowerLawFit":
+    def from_dict(cls, data: dict) -> PowerLawFit:
         t_line = data.get("t_line")
         return cls(FitResult.from_dict(data["fit"]),
                    None if t_line is None else (float(t_line[0]), float(t_line[1]),

@@ -67,7 +67,7 @@ class Windows:
     def mask(self, n: int) -> np.ndarray:
         """Boolean mask over the ``n`` sorted points: inside a chosen window."""
         keep = np.zeros(n, bool)
-        for a, b in zip(self.start, self.stop):
+        for a, b in zip(self.start, self.stop, strict=True):
             keep[a:b] = True
         return keep
 
@@ -98,7 +98,7 @@ def choose_windows(x: np.ndarray, y: np.ndarray, groups: Groups, *, window="auto
     pure, pure_dof = pure_error(x, y, groups)
     tested = pure_dof > 0 and pure > 0
     starts, stops, p_values = [], [], []
-    for first, n in zip(groups.starts, groups.sizes):
+    for first, n in zip(groups.starts, groups.sizes, strict=True):
         xs, ys = x[first:first + n], y[first:first + n]
         best = int(np.argmin(ys))
         if window == "all":
@@ -134,7 +134,7 @@ def choose_windows(x: np.ndarray, y: np.ndarray, groups: Groups, *, window="auto
 def pure_error(x: np.ndarray, y: np.ndarray, groups: Groups) -> tuple[float, int]:
     """Pooled residual variance of cubics through the sizes around each budget's minimum."""
     rss, dof = 0.0, 0
-    for first, n in zip(groups.starts, groups.sizes):
+    for first, n in zip(groups.starts, groups.sizes, strict=True):
         if n < PURE_ERROR_SIZES:
             continue
         xs, ys = x[first:first + n], y[first:first + n]

@@ -89,7 +89,7 @@ def bnsl(n_breaks: int = 1) -> Law:
         quantiles = np.linspace(0.0, 1.0, n_breaks + 2)[1:-1]
         spread = [(q - 0.5 / (n_breaks + 1), q, q + 0.5 / (n_breaks + 1)) for q in quantiles]
         grids = {"a": tuple(float(np.log(y.min()) + o) for o in _LOG_FLOOR_OFFSETS)}
-        for i, qs in zip(breaks, spread):
+        for i, qs in zip(breaks, spread, strict=True):
             grids[f"d{i}"] = tuple(float(np.quantile(log_x, q)) for q in qs[::1 if n_breaks == 1
                                                                                 else 2])
         return grids

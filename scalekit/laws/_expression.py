@@ -99,7 +99,7 @@ class _Node:
     """
 
     op: str
-    args: tuple["_Node", ...] = ()
+    args: tuple[_Node, ...] = ()
     leaf: object = None
     deps: frozenset = frozenset()
 
@@ -182,7 +182,7 @@ def law_from_expression(expression: str, *, inputs: Sequence[str] | Mapping[str,
         inputs = _inputs(X)
         positive = frozenset(s for s, v in inputs.items() if (v > 0).all())
         logs = _columns(z)
-        theta = _Theta([np.exp(c) if log else c for c, log in zip(logs, log_mask)], logs)
+        theta = _Theta([np.exp(c) if log else c for c, log in zip(logs, log_mask, strict=True)], logs)
         value, grads = log_program(positive, differentiate)(inputs, theta)
         shape = _shape(X, z)
         if np.shape(value) != shape:
@@ -438,7 +438,7 @@ def _log_sum(terms):
         parts = [term(inputs, theta) for term in terms]
         total, shares = logsumexp_terms(*(log for log, _ in parts))
         grads: dict = {}
-        for (_, d), share in zip(parts, shares):
+        for (_, d), share in zip(parts, shares, strict=True):
             for k, g in d.items():
                 g = _times(share, g)
                 grads[k] = grads[k] + g if k in grads else g

@@ -182,7 +182,7 @@ def plan_data_constrained(values: Mapping[str, float], compute: float, unique_to
         names = get_law("data_constrained").param_names
         rows = []
         for theta in np.asarray(draws, dtype=float):
-            sample = dict(zip(names, theta))
+            sample = dict(zip(names, theta, strict=True))
             n_b, d_b, loss_b = optimum(sample, compute, unique_tokens, k=k)
             rows.append((n_b, d_b, d_b / unique_tokens,
                          loss_b - optimum(sample, compute, UNLIMITED, k=k)[2]))
@@ -192,7 +192,7 @@ def plan_data_constrained(values: Mapping[str, float], compute: float, unique_to
             (float(ends[0, j]), float(ends[1, j])) for j in range(4))
     if compare is not None:
         cn, cd = (check_number(name, v, low=0, low_open=True)
-                  for name, v in zip(("compare_params", "compare_tokens"), compare))
+                  for name, v in zip(("compare_params", "compare_tokens"), compare, strict=True))
         given = float(_loss(values, cn, cd, unique_tokens)[0])
         spent = k * cn * cd
         least = _least_compute(values, given, spent, unique_tokens, k)

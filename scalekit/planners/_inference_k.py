@@ -213,7 +213,7 @@ class SampleSimulation(FlatResult):
                 ("Error by k (quadrature, Monte Carlo ± stderr)",
                  [(f"k = {k}", f"{format_number(q)}, {format_number(m)} ± {format_number(s)}")
                   for k, q, m, s in zip(self.k, self.quadrature, self.monte_carlo,
-                                        self.monte_carlo_stderr)])]
+                                        self.monte_carlo_stderr, strict=True)])]
 
     def _repr_fields(self) -> dict:
         return {"temperature": self.temperature, "k_least_error": self.k_least_error,

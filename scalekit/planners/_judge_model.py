@@ -66,7 +66,7 @@ class JudgeModel:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def draw(self) -> "Predictive":
+    def draw(self) -> Predictive:
         """Draw the teacher, the training set, the judge and the test inputs."""
         rng = np.random.default_rng(self.seed)
         d = self.dim

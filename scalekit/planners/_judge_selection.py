@@ -90,7 +90,7 @@ def quadrature_errors(predictive: Predictive, ks, temperature: float, *,
     temperature = check_number("temperature", temperature, low=0)
     errors = np.zeros(ks.size)
     for m, s, t, y_r in zip(predictive.mean, predictive.std, predictive.target,
-                            predictive.reward_target):
+                            predictive.reward_target, strict=True):
         errors += _one_input(m - y_r, s, y_r - t, ks, temperature, radius_points, gumbel_points)
     return errors / predictive.mean.size
 

@@ -69,7 +69,7 @@ def plot_rungs(sweep, allocation, bracket, *, ax=None, title: str | None = None)
     runs = sorted(by_rung)
     sizes = np.array([sweep.params.get(r, np.nan) for r in runs], float)
     sized = bool(len(sizes)) and bool(np.all(np.isfinite(sizes) & (sizes > 0)))
-    position = dict(zip(runs, sizes if sized else np.arange(len(runs), dtype=float)))
+    position = dict(zip(runs, sizes if sized else np.arange(len(runs), dtype=float), strict=True))
     top = bracket.rungs[-1].index
     jitter = {}
     for value in set(position.values()):   # runs of one size side by side, not on top

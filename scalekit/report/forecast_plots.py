@@ -25,7 +25,7 @@ def run_labels(names: Sequence[str]) -> list[str]:
     parts = [re.split(r"[-_/,;:= ]+", str(name)) for name in names]
     shared = set.intersection(*(set(p) for p in parts)) if parts else set()
     return [" ".join(p for p in split if p not in shared) or str(name)
-            for name, split in zip(names, parts)]
+            for name, split in zip(names, parts, strict=True)]
 
 
 def drawn_runs(forecasts: pd.DataFrame, runs: Sequence[str] | None = None, *,
@@ -79,7 +79,7 @@ def plot_forecasts(observed: pd.DataFrame, forecasts: pd.DataFrame,
     shown, _ = drawn_runs(forecasts, runs, max_runs=max_runs)
     colours = pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
     markers = "o^sDvP*X"
-    for i, (run, label) in enumerate(zip(shown, run_labels(shown))):
+    for i, (run, label) in enumerate(zip(shown, run_labels(shown), strict=True)):
         colour = colours[i % len(colours)]
         seen = observed[observed["run"].astype(str) == run].sort_values(x)
         ahead = forecasts[forecasts["run"].astype(str) == run].sort_values("x")

@@ -45,7 +45,7 @@ def plot_isoflop(fitted: Mapping[str, object], path: str | Path | None = None, *
     ax, made = axes(ax, figsize=(5.2 * panels, 4.4), panels=panels)
     if profiles is not None:
         _parabolas(ax[0], profiles)
-    for panel, name in zip(ax[-2:], ("params", "tokens")):
+    for panel, name in zip(ax[-2:], ("params", "tokens"), strict=True):
         _optimum_panel(panel, fitted, name, target_compute)
     figure = ax[0].figure
     if title:
@@ -60,7 +60,7 @@ def _parabolas(ax, profiles) -> None:
     colours = plt.cm.viridis(np.linspace(0, 0.9, len(table)))
     # budgets_ rows follow the sorted budget labels of points_
     for colour, (_, row), (label, pts) in zip(colours, table.iterrows(),
-                                              points.groupby("budget", sort=True)):
+                                              points.groupby("budget", sort=True), strict=True):
         x = np.log(pts[var].to_numpy())
         ax.scatter(pts[var], pts["loss"], s=12, color=colour)
         sampled = getattr(profiles, "sampled_points_", None)
@@ -152,8 +152,8 @@ def plot_metric_allocations(result, path: str | Path | None = None, *, ax=None):
     ax, made = axes(ax, figsize=(6.4 * len(groups), 4.8), panels=len(groups))
     panels = np.atleast_1d(ax)
     colours = pyplot().cm.tab10(np.arange(len(body["metrics"])) % 10)
-    for panel, group in zip(panels, groups):
-        for colour, metric in zip(colours, body["metrics"]):
+    for panel, group in zip(panels, groups, strict=True):
+        for colour, metric in zip(colours, body["metrics"], strict=True):
             shown = " (as 1 - value)" if metric in body.get("transformed", []) else ""
             rows = [r for r in bands if r["group"] == group and r["metric"] == metric]
             dots = [r for r in optima if r["group"] == group and r["metric"] == metric]

@@ -59,8 +59,8 @@ def candidate_medians(method: Method, tasks: Sequence[Task]) -> list[np.ndarray]
     the median column of its quantiles."""
     medians = getattr(method, "medians", None)
     if medians is not None:
-        return [np.asarray(m)[: t.x_target.size] for m, t in zip(medians(tasks), tasks)]
-    return [np.asarray(q)[: t.x_target.size, _MEDIAN] for q, t in zip(method(tasks), tasks)]
+        return [np.asarray(m)[: t.x_target.size] for m, t in zip(medians(tasks), tasks, strict=True)]
+    return [np.asarray(q)[: t.x_target.size, _MEDIAN] for q, t in zip(method(tasks), tasks, strict=True)]
 
 
 def curve_rmse_weights(blocks: Sequence[np.ndarray]) -> np.ndarray:
@@ -188,14 +188,14 @@ class BacktestStacked:
             if rows:
                 weights, share = shrunk_weights(blocks)
                 ratios = np.concatenate([(block @ weights) / horizon_reach(pseudo[j], self.h0)
-                                         for j, block in zip(rows, blocks)])
+                                         for j, block in zip(rows, blocks, strict=True)])
             widths = half_widths(ratios, levels, self.fallback_spread)
-            self.weights_[label] = dict(zip(names, weights.tolist()))
+            self.weights_[label] = dict(zip(names, weights.tolist(), strict=True))
             self.share_[label] = float(share)
             self.widths_[label] = widths
             offsets = signs * np.array([widths.get(_level(q), 0.0) for q in QUANTILES])
             for i in (i for i, t in enumerate(tasks) if t.group == label):
-                median = sum(w * medians["full", n][i] for w, n in zip(weights, names)
+                median = sum(w * medians["full", n][i] for w, n in zip(weights, names, strict=True)
                              if w > 0)   # a candidate left out may not poison it (0 * inf)
                 reach = horizon_reach(tasks[i], self.h0)
                 out[i] = np.exp(median[:, None] + reach[:, None] * offsets[None, :])

@@ -277,14 +277,14 @@ class CurveScale:
     y_first: np.ndarray
 
     @classmethod
-    def from_data(cls, x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> "CurveScale":
+    def from_data(cls, x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> CurveScale:
         idx = np.arange(x.shape[1])
         first = np.where(mask, idx, x.shape[1]).min(axis=1)
         last = np.where(mask, idx, -1).max(axis=1)
         rows = np.arange(x.shape[0])
         return cls(x[rows, first], x[rows, last], y[rows, last], y[rows, first])
 
-    def take(self, rows: np.ndarray) -> "CurveScale":
+    def take(self, rows: np.ndarray) -> CurveScale:
         """The scales of the curves ``rows``."""
         return CurveScale(self.x_first[rows], self.x_last[rows], self.y_last[rows],
                           self.y_first[rows])

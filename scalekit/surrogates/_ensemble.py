@@ -267,7 +267,7 @@ class ParametricEnsemble(Surrogate):
         settings = self._settings()
         state = fit_ensemble(x[None], loss[None], np.ones((1, x.size), bool), **settings)
         self.state_ = state
-        self.weights_ = dict(zip(settings["families"], state.weights[0].tolist()))
+        self.weights_ = dict(zip(settings["families"], state.weights[0].tolist(), strict=True))
         self.sigma_ = float(state.sigma[0])
         self.rate_ = float(state.rate[0])
 

@@ -37,7 +37,7 @@ def median_column() -> int:
     return int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
 
 
-def horizon_reach(task: "Task", h0: float) -> np.ndarray:
+def horizon_reach(task: Task, h0: float) -> np.ndarray:
     """``sqrt(h0² + h²)``, ``h`` the log-distance of each target beyond the last observed x:
     the scale a stacked forecast's spread grows with."""
     h = np.maximum(np.log(task.x_target / task.x[-1]), 0.0)
@@ -161,7 +161,7 @@ def score(tasks: Sequence[Task], forecasts: Forecasts) -> dict:
     """Scores of one method on ``tasks`` (see the module docstring)."""
     final, mape, inside = [], [], {level: [] for level in LEVELS}
     median = median_column()
-    for task, q in zip(tasks, forecasts.quantiles):
+    for task, q in zip(tasks, forecasts.quantiles, strict=True):
         q = np.asarray(q)[: task.x_target.size]
         if not np.isfinite(q).all():
             raise RuntimeError(f"non-finite forecast for {task.run}")
@@ -197,7 +197,7 @@ def conformal_scales(tasks: Sequence[Task], quantiles: Sequence[np.ndarray]) -> 
     for level in LEVELS:
         lo, hi = _level_columns(level)
         scores = []
-        for task, q in zip(tasks, quantiles):
+        for task, q in zip(tasks, quantiles, strict=True):
             lq = np.log(np.asarray(q)[: task.x_target.size])
             ly = np.log(task.y_target)
             above = ly >= lq[:, median]
@@ -239,7 +239,8 @@ def calibrated(tasks: Sequence[Task], quantiles: Sequence[np.ndarray],
         members = [i for i in calibration if label_of[i] == label]
         if sum(tasks[i].x_target.size for i in members) >= min_points:
             scales[label] = fit(members)
-    return ([rescale(q, scales.get(label, scales["all"])) for q, label in zip(quantiles, label_of)],
+    return ([rescale(q, scales.get(label, scales["all"])) for q, label in zip(quantiles, label_of,
+                                                                              strict=True)],
             scales)
 
 
@@ -380,9 +381,9 @@ def paper_m4_method() -> Method:
 
     def method(tasks):
         return [model.predict_quantiles(t.x_target, QUANTILES)
-                for model, t in zip(fitted(tasks), tasks)]
+                for model, t in zip(fitted(tasks), tasks, strict=True)]
     method.medians = lambda tasks: [model.predict(t.x_target)
-                                    for model, t in zip(fitted(tasks), tasks)]
+                                    for model, t in zip(fitted(tasks), tasks, strict=True)]
     return method
 
 
@@ -499,14 +500,14 @@ class StackedMethod:
     def __call__(self, tasks: Sequence[Task], calibration: Sequence[int] = ()) -> list[np.ndarray]:
         check_number("folds", self.folds, low=1, integer=True)
         check_number("h0", self.h0, low=0.0, low_open=True)
-        runs = [[np.log(np.asarray(q)[: t.x_target.size]) for q, t in zip(m(tasks), tasks)]
+        runs = [[np.log(np.asarray(q)[: t.x_target.size]) for q, t in zip(m(tasks), tasks, strict=True)]
                 for m in self.candidates.values()]
         median = median_column()
         calibration = np.asarray(calibration, dtype=int)
         errors = np.array([[run[i][-1, median] - np.log(tasks[i].y_target[-1]) for run in runs]
                            for i in calibration]).reshape(calibration.size, len(runs))
         w_all = stacking_weights(errors)
-        self.weights_ = dict(zip(self.candidates, w_all.tolist()))
+        self.weights_ = dict(zip(self.candidates, w_all.tolist(), strict=True))
         weights = np.tile(w_all, (len(tasks), 1))
         names = sorted({tasks[i].run for i in calibration})
         order = np.random.default_rng(self.seed).permutation(len(names))
@@ -515,7 +516,7 @@ class StackedMethod:
         fold = np.array([fold_of_run[tasks[i].run] for i in calibration], dtype=int)
         for f in range(folds if folds >= 2 else 0):
             weights[calibration[fold == f]] = stacking_weights(errors[fold != f])
-        combined = [sum(wk * run[i] for wk, run in zip(weights[i], runs) if wk > 0)
+        combined = [sum(wk * run[i] for wk, run in zip(weights[i], runs, strict=True) if wk > 0)
                     for i in range(len(tasks))]
         self.spread_ = None
         if calibration.size == 0:
@@ -526,7 +527,7 @@ class StackedMethod:
         z = ndtri(QUANTILES)
         return [np.exp(q[:, median, None]
                        + self.spread_ * horizon_reach(t, self.h0)[:, None] * z[None, :])
-                for q, t in zip(combined, tasks)]
+                for q, t in zip(combined, tasks, strict=True)]
 
 
 def rmse_log(task: Task, quantiles: np.ndarray) -> float:
@@ -569,13 +570,13 @@ def holdout_benchmark(tasks: Sequence[Task], methods: Mapping[str, Method], *,
     errors, inside = {}, {}
     for name, method in methods.items():
         quantiles = run_method(method, tasks).quantiles
-        errors[name] = np.array([rmse_log(t, q) for t, q in zip(tasks, quantiles)])
+        errors[name] = np.array([rmse_log(t, q) for t, q in zip(tasks, quantiles, strict=True)])
         inside[name] = {}
         for level in LEVELS:
             lo, hi = _level_columns(level)
             inside[name][level] = [(np.asarray(q)[: t.x_target.size, lo] <= t.y_target)
                                    & (t.y_target <= np.asarray(q)[: t.x_target.size, hi])
-                                   for t, q in zip(tasks, quantiles)]
+                                   for t, q in zip(tasks, quantiles, strict=True)]
     labels = np.array([by(t) for t in tasks])
     rows = []
     for label in sorted(set(labels)):

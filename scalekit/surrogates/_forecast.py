@@ -106,7 +106,7 @@ class Forecast(ResultProtocol):
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Forecast":
+    def from_dict(cls, data: dict) -> Forecast:
         table = frame_from_records(data["forecasts"])
         return cls(data["method"], data["x"], data["y"], float(data["to"]), table,
                    [Diagnostic.from_dict(d) for d in data["diagnostics"]])
@@ -217,7 +217,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
                   size=t.size) for t in tasks]
     quantiles = _method(method)(tasks)
     rows = []
-    for task, q in zip(tasks, quantiles):
+    for task, q in zip(tasks, quantiles, strict=True):
         part = pd.DataFrame(q, columns=[f"q{level:g}" for level in QUANTILES])
         part.insert(0, "x", task.x_target)
         part.insert(0, "run", task.run)

@@ -216,7 +216,7 @@ class JointSurrogate(Surrogate):
         if design.tied:
             params.update(E=float(np.exp(p[2])), A=float(np.exp(p[3])), alpha=float(np.exp(p[4])))
         else:
-            params["E_r"] = {self.runs_[r]: float(np.exp(v)) for r, v in zip(present, p[2:])}
+            params["E_r"] = {self.runs_[r]: float(np.exp(v)) for r, v in zip(present, p[2:], strict=True)}
         return {"params": params, "log_predict": log_predict, "sigma": sigma, "sigma_pool": pool}
 
     def predict_quantiles(self, x, qs, *, runs):

@@ -100,7 +100,7 @@ class PaperM4(Surrogate):
         self.law_ = law
         self.coef_ = w
         with np.errstate(over="ignore"):
-            self.values_ = dict(zip(law.param_names, law.to_natural(from_limit(w)).tolist()))
+            self.values_ = dict(zip(law.param_names, law.to_natural(from_limit(w)).tolist(), strict=True))
         self.converged_ = bool(converged)
         residuals = np.log(loss) - self._log_median(x)
         self.sigma_ = float(np.sqrt((residuals ** 2).sum() / max(x.size - len(law.params), 1)))
@@ -127,7 +127,7 @@ def fit_paper_m4(models: Sequence[PaperM4], curves: Sequence[tuple]) -> list[Pap
         x, y, loss = model._checked_curve(x, y)
         problems.append((model, x, y, loss, *model._problem(x, loss)))
     fits = _best_rows([(x, loss, law, starts) for _, x, _, loss, law, starts in problems])
-    for (model, x, y, loss, law, _), (w, converged) in zip(problems, fits):
+    for (model, x, y, loss, law, _), (w, converged) in zip(problems, fits, strict=True):
         model._adopt(x, loss, law, w, converged)
         model._remember(x, y)
     return list(models)
@@ -149,7 +149,7 @@ def _best_rows(problems) -> list[tuple[np.ndarray, bool]]:
     for i, (x, *_) in enumerate(problems):
         groups.setdefault(int(np.ceil(np.log2(x.size))), []).append(i)
     for members in groups.values():
-        for i, best in zip(members, _fit_group([problems[i] for i in members])):
+        for i, best in zip(members, _fit_group([problems[i] for i in members]), strict=True):
             out[i] = best
     return out
 
@@ -187,7 +187,7 @@ def _fit_group(problems) -> list[tuple[np.ndarray, bool]]:
 
     fit = least_squares_batch(evaluate, to_limit(starts), lower, upper)
     out = []
-    for first, size in zip(np.cumsum([0] + sizes[:-1]), sizes):
+    for first, size in zip(np.cumsum([0] + sizes[:-1]), sizes, strict=True):
         best = first + int(np.argmin(fit.objective[first:first + size]))
         out.append((fit.z[best], bool(fit.converged[best])))
     return out

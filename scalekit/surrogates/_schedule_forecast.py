@@ -65,9 +65,9 @@ def _points(frame, run, y, schedule):
 def _start(schedules, steps, losses):
     """(L0, A, alpha, B) by least squares of L0 + A S1^-alpha - B (eta_max - eta) for each
     alpha of a grid; the shape parameters at :data:`_SHAPE_START` (fitting space)."""
-    s1 = np.concatenate([s.area(t) for s, t in zip(schedules, steps)])
+    s1 = np.concatenate([s.area(t) for s, t in zip(schedules, steps, strict=True)])
     eta = np.concatenate([s.rates[np.minimum(t, s.total_steps - 1)]
-                          for s, t in zip(schedules, steps)])
+                          for s, t in zip(schedules, steps, strict=True)])
     y = np.concatenate(losses)
     best = None
     for alpha in _ALPHAS:
@@ -90,8 +90,9 @@ def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Map
         raise InputError(f"The value of `fit_on` names run {missing[0]!r}, but it has no "
                          "learning-rate schedule (an lr column or a spec)")
     chosen = [schedules[run] for run in fit_on]
-    steps, losses = zip(*(_points(frame, run, y, s) for run, s in zip(fit_on, chosen)))
-    for run, t in zip(fit_on, steps):
+    steps, losses = zip(*(_points(frame, run, y, s) for run, s in zip(fit_on, chosen,
+                                                                      strict=True)), strict=True)
+    for run, t in zip(fit_on, steps, strict=True):
         if t.size < 3:
             raise InputError(f"run {run!r} has {t.size} points inside its schedule; the fit "
                              "needs at least 3 per run")
@@ -177,7 +178,7 @@ class ScheduleForecast(ResultProtocol):
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ScheduleForecast":
+    def from_dict(cls, data: dict) -> ScheduleForecast:
         return cls(list(data["fit_on"]), dict(data["params"]), dict(data["stderr"]),
                    list(data["runs"]), frame_from_records(data["forecasts"]),
                    dict(data["stats"]), [Diagnostic.from_dict(d) for d in data["diagnostics"]])

@@ -91,7 +91,7 @@ class ScheduleSearch(ResultProtocol):
                 "diagnostics": [d.to_dict() for d in self.diagnostics], "rates": self.rates}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ScheduleSearch":
+    def from_dict(cls, data: dict) -> ScheduleSearch:
         from scalekit.diagnostics import Diagnostic
 
         return cls(data["family"], int(data["total_steps"]), data["best"], data["baseline"],

@@ -48,7 +48,7 @@ class ForecastScores(ResultProtocol):
                 "evaluation": self.table.to_dict(orient="records")}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ForecastScores":
+    def from_dict(cls, data: dict) -> ForecastScores:
         return cls(frame_from_records(data["evaluation"]), data["kind"], data.get("reference"))
 
     def to_frame(self) -> pd.DataFrame:

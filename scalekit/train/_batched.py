@@ -135,7 +135,7 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
     data = data.to(device)
     probe_x, probe_y = data.sample(BatchStream(0, device), first.batch_size)
     flops_per_step = counted_step_flops(models[0], data.loss_of, probe_x, probe_y)
-    attrs = [run_attributes(c, data, m, flops_per_step, device) for c, m in zip(configs, models)]
+    attrs = [run_attributes(c, data, m, flops_per_step, device) for c, m in zip(configs, models, strict=True)]
     params, buffers = stack_module_state(models)
     flat = FlatParameters(params)
     base = copy.deepcopy(models[0]).to("meta")  # model i for a task's metrics (_member)
@@ -207,4 +207,4 @@ def train_batched(configs: Sequence[TrainConfig], *, log: Log | None = None) -> 
                     log(config.name, attrs[i], [point])
             train_sum.zero_()
             since_eval = 0
-    return [TrainedRun(c.name, a, p) for c, a, p in zip(configs, attrs, points)]
+    return [TrainedRun(c.name, a, p) for c, a, p in zip(configs, attrs, points, strict=True)]

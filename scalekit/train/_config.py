@@ -126,7 +126,7 @@ class TrainConfig:
         """The settings as plain values (for run attributes and reports)."""
         return dataclasses.asdict(self)
 
-    def replace(self, **changes: Any) -> "TrainConfig":
+    def replace(self, **changes: Any) -> TrainConfig:
         """A copy with ``changes`` applied (and checked)."""
         return dataclasses.replace(self, **changes)
 

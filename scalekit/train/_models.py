@@ -48,7 +48,7 @@ class MLP(_Scheduled):
     def __init__(self, n_in: int, n_out: int, *, width: int, depth: int) -> None:
         super().__init__()
         sizes = [n_in] + [width] * depth
-        self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        self.hidden = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
         self.out = nn.Linear(sizes[-1], n_out)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

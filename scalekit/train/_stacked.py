@@ -47,7 +47,7 @@ class FlatParameters:
         flow to ``data``); taken afresh each step, after the optimiser's update."""
         sizes = [shape.numel() for shape in self.shapes.values()]
         return {name: part.view(self.models, *shape) for (name, shape), part in
-                zip(self.shapes.items(), self.data.split(sizes, dim=1))}
+                zip(self.shapes.items(), self.data.split(sizes, dim=1), strict=True)}
 
 
 class _StackedLayer(nn.Module):

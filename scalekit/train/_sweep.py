@@ -55,11 +55,11 @@ class SweepSpec:
         axes = [(GRID_FIELDS[name], list(values)) for name, values in
                 ((f.name, getattr(self, f.name)) for f in fields(self) if f.name != "base")
                 if values is not None]
-        return [self.base.replace(**dict(zip([a for a, _ in axes], combo)))
+        return [self.base.replace(**dict(zip([a for a, _ in axes], combo, strict=True)))
                 for combo in itertools.product(*(v for _, v in axes))]
 
     @classmethod
-    def from_mapping(cls, settings: Mapping[str, Any], *, source: str | None = None) -> "SweepSpec":
+    def from_mapping(cls, settings: Mapping[str, Any], *, source: str | None = None) -> SweepSpec:
         """Build from a mapping (a parsed config file): grid keys plus any ``TrainConfig`` field."""
         base_names = {f.name for f in fields(TrainConfig)}
         unknown = set(settings) - set(GRID_FIELDS) - base_names

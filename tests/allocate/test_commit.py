@@ -196,7 +196,7 @@ def test_hindsight_is_the_lowest_point_any_run_reaches_within_the_budget():
     sweep = _cosine_sweep()
     budget = 0.05 * sweep.total_compute()
     slow = min(loss for curve in sweep.curves.values()
-               for compute, loss in zip(curve.compute, curve.loss) if compute <= budget)
+               for compute, loss in zip(curve.compute, curve.loss, strict=True) if compute <= budget)
     assert metrics.hindsight_loss(sweep.curves, budget) == slow
     rows = replay(sweep, policies=["loss", "commit"], budgets=[0.05], seeds=1,
                   frontier=False, completion=None).rows

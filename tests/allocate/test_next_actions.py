@@ -26,7 +26,8 @@ def test_each_rung_of_the_plan_is_the_replayed_allocation(frame):
         by_rung.setdefault(advance.rung, []).append(advance)
     reached = {run: 0.0 for run in full.runs}
     for rung in sorted(by_rung):
-        partial = frame[[c <= reached[r] * (1 + 1e-12) for r, c in zip(frame.run, frame.compute)]]
+        partial = frame[[c <= reached[r] * (1 + 1e-12) for r, c in zip(frame.run, frame.compute,
+                                                                       strict=True)]]
         sweep = (sweep_from_frame(partial, max_resource=full.max_resource) if len(partial)
                  else _empty_like(full))
         plan = plan_next(sweep, LossPolicy(), budget, seed=0, reached=reached)
@@ -40,7 +41,7 @@ def test_each_rung_of_the_plan_is_the_replayed_allocation(frame):
         for advance in by_rung[rung]:
             reached[advance.run] = advance.stop
     final = sweep_from_frame(frame[[c <= reached[r] * (1 + 1e-12) for r, c in
-                                    zip(frame.run, frame.compute)]],
+                                    zip(frame.run, frame.compute, strict=True)]],
                              max_resource=full.max_resource)
     done = plan_next(final, LossPolicy(), budget, seed=0, reached=reached)
     assert done.rung is None and not done.actions
@@ -53,7 +54,8 @@ def test_a_run_trained_past_its_rung_continues_from_where_it_is(frame):
     budget = 0.2 * full.total_compute()
 
     def plan_from(reached):
-        partial = frame[[c <= reached[r] * (1 + 1e-12) for r, c in zip(frame.run, frame.compute)]]
+        partial = frame[[c <= reached[r] * (1 + 1e-12) for r, c in zip(frame.run, frame.compute,
+                                                                       strict=True)]]
         return plan_next(sweep_from_frame(partial, max_resource=full.max_resource), LossPolicy(),
                          budget, seed=0, reached=reached)
 

@@ -113,7 +113,7 @@ def test_frontier_points_are_the_lower_envelope():
     compute, loss = frontier_points(sweep.curves)
     everything = sweep.to_frame()
     # slow reference: a point is on the frontier when no cheaper-or-equal point is lower
-    for c, value in zip(compute, loss):
+    for c, value in zip(compute, loss, strict=True):
         cheaper = everything[everything.compute <= c]
         assert value == cheaper.loss.min()
     for c in rng.choice(everything.compute.to_numpy(), 20):

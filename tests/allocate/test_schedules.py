@@ -62,7 +62,7 @@ def test_hyperband_bracket_s_has_s_plus_one_rungs_when_max_over_eta_is_inexact(l
     hb = Hyperband(low, high, eta)
     s_max = hb.s_max
     assert low * eta ** s_max <= high < low * eta ** (s_max + 1)
-    for bracket, s in zip(hb.bracket_list(), range(s_max, -1, -1)):
+    for bracket, s in zip(hb.bracket_list(), range(s_max, -1, -1), strict=True):
         n = math.ceil((s_max + 1) * eta ** s / (s + 1))
         assert bracket.n_runs == n
         assert [r.runs for r in bracket.rungs] == [max(1, n // eta ** i) for i in range(s + 1)]

@@ -146,7 +146,7 @@ def test_more_jobs_than_resamples_run_as_many_workers_as_resamples_and_say_so(pe
                  "--json", str(out)]) == 0
     cpus = len(os.sched_getaffinity(0))
     workers = min(3, cpus)
-    reason = "3 jobs" if 3 <= cpus else f"{cpus} CPU{'s' * (cpus != 1)}"
+    reason = "3 jobs" if cpus >= 3 else f"{cpus} CPU{'s' * (cpus != 1)}"
     expected = (f"bootstrap: {workers} worker{'s' * (workers != 1)} instead of 100000: "
                 f"{reason} (--n-jobs 100000)")
     assert expected in json.loads(out.read_text())["notes"]

@@ -159,7 +159,7 @@ def test_import_of_published_checkpoints_with_composite_run(tmp_path, capsys, pu
         curves = store.curves().frame
     assert curves["run"].nunique() == len({k[:-1] for k in firsts})
     stored = {(*run.split("/"), step): loss
-              for run, step, loss in zip(curves["run"], curves["step"], curves["loss"])}
+              for run, step, loss in zip(curves["run"], curves["step"], curves["loss"], strict=True)}
     assert stored == firsts
 
 

@@ -125,7 +125,7 @@ def test_law_task_reads_a_store_as_it_reads_the_files(ladder, tmp_path, capsys):
                      "--json", str(out), "--quiet"])
         assert code == 0, capsys.readouterr().err
         reports.append(json.loads(out.read_text())["predictions"])
-    for from_files, from_store in zip(*reports):
+    for from_files, from_store in zip(*reports, strict=True):
         assert from_store["task"] == from_files["task"]
         for key in ("intermediate", "accuracy"):
             assert from_store[key] == pytest.approx(from_files[key], rel=1e-9), key

@@ -86,7 +86,7 @@ def test_one_plain_loss_column_raises_nothing(tmp_path):
 def test_jsonl_with_eval_loss_and_loss_of_hugging_face_logs(tmp_path):
     path = tmp_path / "trainer_log.jsonl"
     rows = [{"run": "a", "step": s, "train/loss": t, "eval/loss": v}
-            for s, t, v in zip((10, 20, 30), TRAIN, VAL)]
+            for s, t, v in zip((10, 20, 30), TRAIN, VAL, strict=True)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     frame_read = read_curves(path)
     frame = frame_read.frame

@@ -231,7 +231,7 @@ def test_optuna_study_trials_are_curves_with_their_params(tmp_path, capsys):
         width = trial.suggest_int("d_model", 64, 512, log=True)
         trial.suggest_float("lr", 1e-4, 1e-2, log=True)
         curve = [2.0 + 100.0 / width + 1.0 / (1 + s) for s in STEPS]
-        for step, value in zip(STEPS, curve):
+        for step, value in zip(STEPS, curve, strict=True):
             trial.report(value, step)
         logged[trial.number] = (width, curve)
         return curve[-1]

@@ -251,18 +251,16 @@ def test_four_writer_processes_lose_no_point(new_store):
 
 def test_transaction_groups_writes_and_nested_blocks_are_savepoints(new_store):
     with CurveStore(new_store()) as store:
-        with pytest.raises(InputError):
-            with store.transaction():
-                store.add_run("kept-only-if-all-succeed")
-                store.append_points("kept-only-if-all-succeed", {"step": 1, "loss": 2.0})
-                store.append_points("kept-only-if-all-succeed", {"step": 1, "loss": 2.0})
+        with pytest.raises(InputError), store.transaction():
+            store.add_run("kept-only-if-all-succeed")
+            store.append_points("kept-only-if-all-succeed", {"step": 1, "loss": 2.0})
+            store.append_points("kept-only-if-all-succeed", {"step": 1, "loss": 2.0})
         assert store.runs().empty
         with store.transaction():
             store.add_run("outer")
-            with pytest.raises(InputError):
-                with store.transaction():
-                    store.add_run("inner")
-                    store.append_points("inner", {"step": 1, "loss": -1.0})
+            with pytest.raises(InputError), store.transaction():
+                store.add_run("inner")
+                store.append_points("inner", {"step": 1, "loss": -1.0})
             store.append_points("outer", {"step": 1, "loss": 2.0})
         assert list(store.runs()["run"]) == ["outer"]
         assert store.curves().frame["loss"].tolist() == [2.0]

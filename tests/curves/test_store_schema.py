@@ -91,9 +91,8 @@ def test_a_task_run_elsewhere_is_refused_naming_the_process_and_a_dead_ones_lock
         assert holder.stdout.readline().strip() == "held"
         with AllocationState(path) as state:
             with pytest.raises(InputError, match=f"allocation task 'toy' is being run by pid "
-                                                 f"{holder.pid} since 20"):
-                with state.locked("toy"):
-                    pass
+                                                 f"{holder.pid} since 20"), state.locked("toy"):
+                pass
             with state.locked("other"):  # another task is free
                 pass
     finally:

@@ -150,7 +150,7 @@ def test_design_from_a_store_proposes_new_runs_within_the_budget(tmp_path, capsy
     assert code == 0, capsys.readouterr().err
     report = json.loads(out.read_text())
     proposed = {(c["inputs"]["params"], c["inputs"]["tokens"]) for c in report["chosen"]}
-    observed = set(zip(runs.params, runs.tokens))
+    observed = set(zip(runs.params, runs.tokens, strict=True))
     assert len(report["chosen"]) == 3 and not proposed & observed
     assert report["plan_cost"] == pytest.approx(sum(c["cost"] for c in report["chosen"]))
     assert report["plan_cost"] <= 1e18 and len(report["predictions"]) == 9

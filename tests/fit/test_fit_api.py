@@ -113,7 +113,7 @@ def test_the_fit_says_when_fewer_bootstrap_workers_ran_than_asked_for():
     y = (0.5 + 3.0 * x ** -0.5) * np.exp(rng.normal(0.0, 0.01, x.size))
     cpus = len(os.sched_getaffinity(0))
     workers = min(3, cpus)  # three resamples: never more workers than those or the CPUs
-    reason = "3 jobs" if 3 <= cpus else f"{cpus} CPU{'s' * (cpus != 1)}"
+    reason = "3 jobs" if cpus >= 3 else f"{cpus} CPU{'s' * (cpus != 1)}"
     capped = fit_law("saturating_power", {"x": x}, y, bootstrap=3, n_jobs=1000)
     note = capped.stats["workers_note"]
     assert note == f"{workers} worker{'s' * (workers != 1)} instead of 1000: {reason}"

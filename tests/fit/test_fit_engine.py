@@ -219,7 +219,7 @@ def test_bnsl_expression_fits_like_the_builtin_and_stops_early(seed):
     assert fit.stats["n_starts_grid"] == expected.stats["n_starts_grid"] == 648
     assert fit.stats["n_starts"] < 648 and "stopping rule after" in fit.stats["stop_reason"]
     assert fit.stats["objective"] == pytest.approx(expected.stats["objective"], rel=1e-6)
-    for name, value in zip(builtin.param_names, truth):
+    for name, value in zip(builtin.param_names, truth, strict=True):
         assert fit.values[name] == pytest.approx(expected.values[name], rel=1e-4)
         assert fit.values[name] == pytest.approx(value, rel=0.1)
 

@@ -15,7 +15,7 @@ SIZES = np.geomspace(1e7, 1e9, 6)
 
 def _sweep(final_tokens):
     rows = []
-    for i, (n, d_end) in enumerate(zip(SIZES, final_tokens)):
+    for i, (n, d_end) in enumerate(zip(SIZES, final_tokens, strict=True)):
         for step, d in enumerate(np.geomspace(d_end / 100, d_end, 8), 1):
             rows.append({"run": f"r{i}", "step": step, "params": n, "tokens": d,
                          "loss": 1.7 + 400 / n ** 0.34 + 410 / d ** 0.28})

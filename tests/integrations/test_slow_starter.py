@@ -40,7 +40,7 @@ def study(pruner, order: list[int], seed: int) -> tuple[dict[int, TrialState], i
 
     def objective(trial):
         size = trial.suggest_int("size", 0, len(SIZES) - 1)
-        for step, value in zip(steps, curves[size]):
+        for step, value in zip(steps, curves[size], strict=True):
             used[0] += 1
             trial.report(float(value), int(step))
             if trial.should_prune():

@@ -131,7 +131,7 @@ def test_bands_hold_the_true_optima_of_each_metric():
     mid = np.exp(np.log(budgets).mean())
     bands, optima = result.bands_frame(), result.optima_frame()
     assert bands["compute"].min() == pytest.approx(1e17) and bands["compute"].max() == pytest.approx(1e20)
-    for metric, b in zip(("m1", "m2"), exponents):
+    for metric, b in zip(("m1", "m2"), exponents, strict=True):
         rows = bands[bands["metric"] == metric]
 
         def true_n(c, b=b):

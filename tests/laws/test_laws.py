@@ -71,7 +71,7 @@ def law_inputs(law):
 
 
 def test_chinchilla_optimum_matches_numerical_minimisation_under_fixed_compute():
-    values = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"]))
+    values = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"], strict=True))
     law = get_law("chinchilla")
     for C in (1e20, 5.76e23, 1e25):
         def loss_at(log_n, C=C):
@@ -89,7 +89,7 @@ def test_chinchilla_optimum_matches_numerical_minimisation_under_fixed_compute()
 
 def test_chinchilla_optimum_with_hoffmann_values_gives_their_exponents():
     # Hoffmann et al. (2022), approach 3: alpha = 0.34, beta = 0.28 -> a = 0.46, b = 0.54.
-    values = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"]))
+    values = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"], strict=True))
     optimum = chinchilla_optimum(values, np.array([1e21, 1e23]))
     assert optimum["a"] == pytest.approx(0.45, abs=0.01)
     assert optimum["b"] == pytest.approx(0.55, abs=0.01)
@@ -102,7 +102,7 @@ def test_expression_law_evaluates_like_builtin():
     custom = law_from_expression("E + A*N**-alpha + B*D**-beta")
     assert custom.inputs == ("params", "tokens")
     assert custom.param_names == ("E", "A", "alpha", "B", "beta")
-    theta = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"]))
+    theta = dict(zip(get_law("chinchilla").param_names, POINTS["chinchilla"], strict=True))
     np.testing.assert_allclose(custom.predict(X_ALL, theta),
                                get_law("chinchilla").predict(X_ALL, theta), rtol=1e-12)
 

@@ -71,7 +71,7 @@ def test_lattice_form_agrees_with_the_direct_sum_to_1e_10(spec):
                            *np.exp(rng.uniform(np.log([0.05, 0.03, 0.1]), np.log([20, 5, 1.5]),
                                                (3, 3)))]:
         got = loss_drop_sums(ScheduleTerms(rates, steps), C, beta, gamma)
-        for value, t in zip(got, steps):   # 1e-10 relative, or a few units of the drops' ulp
+        for value, t in zip(got, steps, strict=True):   # 1e-10 relative, or a few units of the drops' ulp
             want, scale = _direct(rates, t, C, beta, gamma)
             assert abs(value - want) <= 1e-10 * abs(want) + 1e-15 * scale, (t, C, beta, gamma)
 
@@ -84,7 +84,7 @@ def test_a_tiny_c_whose_power_overflows_gives_the_direct_sum_not_nan(C, beta, ga
     rates = parse_schedule(SPECS["wsd_20000_24000"]).rates
     steps = np.r_[1, 2160, 5000, 12000, rates.size - 1]
     got = loss_drop_sums(ScheduleTerms(rates, steps), C, beta, gamma)
-    for value, t in zip(got, steps):
+    for value, t in zip(got, steps, strict=True):
         want, scale = _direct(rates, t, C, beta, gamma)
         assert np.isfinite(value) and abs(value - want) <= 1e-12 * scale, (t, value, want)
 
@@ -133,7 +133,7 @@ def test_fit_of_three_schedules_recovers_the_truth_and_predicts_a_fourth():
     steps = [np.arange(150, s.total_steps, 50) for s in schedules]
     y = np.concatenate([multipower_value_and_jacobian(ScheduleTerms(s.rates, t), truth,
                                                       jacobian=False)
-                        for s, t in zip(schedules, steps)])
+                        for s, t in zip(schedules, steps, strict=True)])
     X = {"curve": np.concatenate([np.full(t.size, i) for i, t in enumerate(steps)]),
          "step": np.concatenate(steps)}
     law = multipower_law(schedules)

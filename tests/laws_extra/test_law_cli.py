@@ -23,7 +23,7 @@ def classes_csv(tmp_path):
     K = np.array([2, 4, 8, 16, 32, 64, 128, 256])
     eps = law.predict({"classes": K}, {"c": 0.01, "gamma": 0.8})
     eps = eps * np.exp(np.random.default_rng(0).normal(0, 0.03, K.size))
-    return _write_csv(tmp_path / "classes.csv", "classes,error", zip(K, eps))
+    return _write_csv(tmp_path / "classes.csv", "classes,error", zip(K, eps, strict=True))
 
 
 @pytest.fixture()
@@ -31,7 +31,7 @@ def k_csv(tmp_path):
     law = get_law("inference_k")
     ks = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
     err = law.predict({"k": ks}, {"E": 0.05, "A": 0.6, "a": 1.2, "B": 0.3, "b": 0.4})
-    return _write_csv(tmp_path / "k.csv", "k,error", zip(ks, err))
+    return _write_csv(tmp_path / "k.csv", "k,error", zip(ks, err, strict=True))
 
 
 def test_depth_on_chinchilla_with_plan(published_data, tmp_path, capsys):

@@ -60,9 +60,9 @@ def test_intervals_from_draws_follow_the_closed_form():
     names = ("E", "A", "B", "alpha", "beta", "rstar_d", "rstar_n")
     base = np.array([PUBLISHED[n] for n in names]) * np.array([1, 1, 2, 1, 1, 1, 1])
     draws = base * np.exp(rng.normal(0, [0, 0.1, 0.1, 0.02, 0.02, 0, 0], (40, 7)))
-    plan = plan_data_constrained(dict(zip(names, base)), 1e22, 1e30, draws=draws,
+    plan = plan_data_constrained(dict(zip(names, base, strict=True)), 1e22, 1e30, draws=draws,
                                  ci_level=0.9)
-    closed = [chinchilla_optimum(dict(zip(names, d)), 1e22)["params"] for d in draws]
+    closed = [chinchilla_optimum(dict(zip(names, d, strict=True)), 1e22)["params"] for d in draws]
     np.testing.assert_allclose(plan.params_ci, np.percentile(closed, [5, 95]), rtol=1e-4)
     assert plan.params_ci[0] < plan.params < plan.params_ci[1]
     assert plan.loss_lost_ci == pytest.approx((0.0, 0.0), abs=1e-9)

@@ -82,7 +82,7 @@ def test_intervals_reach_nominal_coverage_under_a_known_heavy_tailed_error_law()
     out = stack(tasks)
     for level, (lo, hi) in ((0.5, (2, 4)), (0.8, (1, 5)), (0.95, (0, 6))):
         inside = np.concatenate([(q[:, lo] <= t.y_target) & (t.y_target <= q[:, hi])
-                                 for q, t in zip(out, tasks)])
+                                 for q, t in zip(out, tasks, strict=True)])
         assert abs(inside.mean() - level) <= 0.04, (level, inside.mean())
 
 
@@ -133,7 +133,7 @@ def test_a_backtest_with_a_non_finite_forecast_takes_no_part():
     def flaky(tasks):
         out = _method(1.0)(tasks)
         return [np.full_like(q, np.inf) if t.run == "r0" and t.x.size < 12 else q
-                for q, t in zip(out, tasks)]
+                for q, t in zip(out, tasks, strict=True)]
     tasks = [_task(f"r{i}", "A") for i in range(4)]
     stack = BacktestStacked({"flaky": flaky, "biased": _method(1.05)})
     out = stack(tasks)

@@ -104,7 +104,7 @@ def test_new_methods_forecast_noise_free_power_laws(curves, tmp_path, method):
     assert main(["forecast", str(curves), "--to", "20000", "--method", method,
                  "--json", str(out), "-q"]) == 0
     final = {row["run"]: row for row in _final(json.loads(out.read_text()))}
-    for run, (e, a) in zip(("r0", "r1", "r2"), ((2.0, 5.0), (2.2, 4.0), (1.9, 6.0))):
+    for run, (e, a) in zip(("r0", "r1", "r2"), ((2.0, 5.0), (2.2, 4.0), (1.9, 6.0)), strict=True):
         assert final[run]["q0.5"] == pytest.approx(e + a * (20000 / 50) ** -0.5, rel=0.05)
 
 

@@ -22,7 +22,7 @@ THETAS = ([0.3, 0.95, 0.7, 50.0, 0.4], [0.1, 2.0, 1.8, 3e3, 0.6], [0.5, 1.0, 0.0
 def test_m4_solves_its_defining_equation(theta):
     theta = np.array(theta)
     L = get_law("m4").predict(X, theta)
-    assert ((L > theta[0]) & (L < theta[1])).all()
+    assert ((theta[0] < L) & (theta[1] > L)).all()
     lhs = (L - theta[0]) / (theta[1] - L) ** theta[2]
     np.testing.assert_allclose(lhs, theta[3] * X["x"] ** -theta[4], rtol=1e-9)
 
@@ -108,7 +108,7 @@ def test_protocol_matches_a_slow_computation():
                 assert row[f"cover{int(level * 100)}"] == pytest.approx(np.mean(hits))
             assert row["n_evaluations"] == len(members)
         wins = [1.0 if int(a * 1000) < int(b * 1000) else 0.5 if int(a * 1000) == int(b * 1000)
-                else 0.0 for a, b in zip(per["ours"], per["ref"])]
+                else 0.0 for a, b in zip(per["ours"], per["ref"], strict=True)]
         assert table.loc[(group, "ours"), "win_rate_vs_reference"] == pytest.approx(np.mean(wins))
         assert table.loc[(group, "ours"), "ratio_to_reference"] == pytest.approx(
             np.mean(per["ours"]) / np.mean(per["ref"]))

@@ -20,7 +20,7 @@ def law(n, d):
 def _sweep(lengths, seed=0, noise=0.003):
     rng = np.random.default_rng(seed)
     xs, ys, runs, sizes = [], [], [], []
-    for i, (n, k) in enumerate(zip(SIZES, lengths)):
+    for i, (n, k) in enumerate(zip(SIZES, lengths, strict=True)):
         d = np.geomspace(1e8, 1e11, 40)[:k]
         xs.append(d)
         ys.append(law(n, d) * np.exp(rng.normal(0, noise, k)))

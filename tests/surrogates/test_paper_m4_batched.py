@@ -24,7 +24,7 @@ def test_batched_fits_forecast_as_one_curve_at_a_time(published_data):
     tasks = _tasks(published_data)
     assert len({t.group for t in tasks}) >= 3 and len({t.x.size for t in tasks}) >= 2
     batched = paper_m4_method()(tasks)
-    for task, quantiles in zip(tasks, batched):
+    for task, quantiles in zip(tasks, batched, strict=True):
         l0_start, upper = PAPER_SETTINGS.get(task.group.split("|")[0], (1.0, None))
         alone = PaperM4(upper=upper, l0_start=l0_start).fit(task.x, task.y)
         np.testing.assert_allclose(np.log(quantiles),

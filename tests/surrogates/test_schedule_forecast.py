@@ -147,7 +147,7 @@ def test_free_schedule_without_a_loss_drop_is_the_constant_peak():
     from scalekit.surrogates._schedule_search import search_schedule
 
     params = dict(zip(("L0", "A", "alpha", "B", "C", "beta", "gamma"),
-                      (2.0, 0.6, 0.5, 1e-9, 2.0, 0.6, 0.6)))
+                      (2.0, 0.6, 0.5, 1e-9, 2.0, 0.6, 0.6), strict=True))
     search = search_schedule(params, total_steps=3000, warmup=100, peak=1e-3, family="free")
     rates = np.asarray(search.rates)
     np.testing.assert_allclose(rates[100:], 1e-3, rtol=1e-9)
@@ -159,7 +159,7 @@ def test_free_schedule_without_a_loss_drop_is_the_constant_peak():
 def test_free_schedule_is_non_increasing_and_no_worse_than_the_best_wsd():
     from scalekit.surrogates._schedule_search import search_schedule
 
-    params = dict(zip(("L0", "A", "alpha", "B", "C", "beta", "gamma"), TRUTH))
+    params = dict(zip(("L0", "A", "alpha", "B", "C", "beta", "gamma"), TRUTH, strict=True))
     wsd = search_schedule(params, total_steps=3000, warmup=100, peak=1e-3, family="wsd")
     free = search_schedule(params, total_steps=3000, warmup=100, peak=1e-3, family="free")
     rates = free.best_schedule().rates

@@ -71,7 +71,7 @@ def test_stacked_method_learns_the_cancelling_mix_and_reads_only_calibration_tru
     # changing the truths of the other tasks changes nothing
     moved = tasks[:10] + [Task(t.run, t.x, t.y, t.x_target, t.y_target * 5) for t in tasks[10:]]
     again = StackedMethod(candidates)(moved, calibration=calibration)
-    for a, b in zip(out, again):
+    for a, b in zip(out, again, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -80,7 +80,7 @@ def test_stacked_method_without_truths_is_the_plain_average():
     tasks = _tasks(4)
     out = StackedMethod(candidates)(tasks)
     reference = averaged_method(*candidates.values())(tasks)
-    for a, b in zip(out, reference):
+    for a, b in zip(out, reference, strict=True):
         np.testing.assert_allclose(a, b)
 
 
@@ -108,7 +108,7 @@ def test_stacked_intervals_grow_with_the_horizon_at_the_rate_of_the_calibration_
     assert stacked.spread_ == pytest.approx(0.05, rel=0.06)
     lo, hi = (int(np.flatnonzero(np.isclose(QUANTILES, q))[0]) for q in (0.1, 0.9))
     inside = np.array([(q[:, lo] <= t.y_target) & (t.y_target <= q[:, hi])
-                       for q, t in zip(out[600:], tasks[600:])])
+                       for q, t in zip(out[600:], tasks[600:], strict=True)])
     np.testing.assert_allclose(inside.mean(axis=0), 0.8, atol=0.04)
 
 

@@ -113,7 +113,7 @@ def test_staged_steps_learn_and_the_flat_run_is_one_step():
 def test_batched_runs_log_the_error_of_their_sequential_runs(stages):
     configs = [TrainConfig(**SMALL, seed=seed, lr=lr, options={**TASK, "stages": stages})
                for seed, lr in [(0, 3e-3), (1, 1e-2)]]
-    for config, together in zip(configs, train_batched(configs)):
+    for config, together in zip(configs, train_batched(configs), strict=True):
         alone = train(config)
         assert [p["error"] for p in together.points] == pytest.approx(
             [p["error"] for p in alone.points], abs=3 / SMALL["eval_size"])

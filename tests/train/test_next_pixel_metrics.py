@@ -95,7 +95,7 @@ def test_both_trainers_store_the_metrics_at_every_evaluation(tmp_path):
             frame = store.curves(metric=metric).frame
             assert frame["step"].tolist() == steps
             assert frame[metric].tolist() == [p[metric] for p in alone.points]
-    for a, b in zip(alone.points, together.points):
+    for a, b in zip(alone.points, together.points, strict=True):
         for metric in OWN:                                    # one held-out image may flip
             assert b[metric] == pytest.approx(a[metric], abs=1.5 / 48 if metric == OWN[0] else 1e-3)
     last = alone.points[-1]

@@ -48,7 +48,7 @@ def test_batched_char_gpts_follow_their_sequential_curves():
     kernel); each run must still follow the curve it trains alone."""
     configs = [TrainConfig(**{**CHAR, "steps": 30, "seed": seed, "lr": lr})
                for seed, lr in ((0, 3e-3), (1, 1e-3))]
-    for config, together in zip(configs, train_batched(configs)):
+    for config, together in zip(configs, train_batched(configs), strict=True):
         assert _losses(together) == pytest.approx(_losses(train(config)), rel=1e-4)
 
 
@@ -92,7 +92,7 @@ def test_a_cuda_run_in_bf16_follows_the_cpu_curve_of_the_same_seeds():
 def test_a_batched_cuda_sweep_follows_the_sequential_cuda_runs():
     configs = [TrainConfig(**{**CHAR, "device": "cuda", "precision": "fp32"}, seed=seed)
                for seed in range(3)]
-    for config, together in zip(configs, train_batched(configs)):
+    for config, together in zip(configs, train_batched(configs), strict=True):
         assert _losses(together) == pytest.approx(_losses(train(config)), rel=1e-3)
 
 

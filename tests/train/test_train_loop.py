@@ -71,7 +71,7 @@ def test_batched_runs_follow_their_sequential_curves(task, dropout):
                            dropout=dropout, weight_decay=decay)
                for seed, lr, decay in [(0, 1e-3, 0.0), (1, 3e-3, 0.1), (2, 1e-2, 0.0)]]
     batched = train_batched(configs)
-    for config, together in zip(configs, batched):
+    for config, together in zip(configs, batched, strict=True):
         alone = train(config)
         assert together.name == alone.name and together.attrs["params"] == alone.attrs["params"]
         if dropout == 0.0:

@@ -65,9 +65,9 @@ def read_csv_table(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
         raise InputError(f"the file is not UTF-8 text ({exc.reason})", source=source) from None
     if header is None:
         raise InputError("the file is empty", source=source)
-    columns = list(zip(*rows)) if rows else [()] * len(header)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(header)
     table = pd.DataFrame({name: np.array(cells, dtype=object)
-                          for name, cells in zip(header, columns)}, columns=header)
+                          for name, cells in zip(header, columns, strict=True)}, columns=header)
     return table, np.asarray(lines, dtype=np.int64)
 
 

@@ -52,7 +52,7 @@ def read_mlflow_records(uri: str, *, experiment: str | None = None,
             records.append(RunRecord(name, series, dict(run.data.params)))
     notes = []
     repeated = {n for n, count in seen.items() if count > 1}
-    for record, run in zip(records, runs):
+    for record, run in zip(records, runs, strict=True):
         if record.name in repeated:  # one name for several runs: tell them apart by id
             record.name = f"{record.name}-{run.info.run_id[:8]}"
     if repeated:

@@ -128,7 +128,7 @@ def _points(record: RunRecord, taken: str) -> tuple[dict[str, object], int]:
         column = role or METRIC_PREFIX + name
         if column in piece:
             continue
-        at = dict(zip((int(s) for s in other_steps), other_values))
+        at = dict(zip((int(s) for s in other_steps), other_values, strict=True))
         piece[column] = np.array([at.get(int(s), np.nan) for s in steps], dtype=np.float64)
         left += len(at.keys() - set(steps.tolist()))
     return piece, left

@@ -28,7 +28,7 @@ class EvalMetrics(Protocol):
 
     def __call__(self, model: Model) -> dict[str, float]: ...
 
-    def to(self, device: torch.device) -> "EvalMetrics": ...
+    def to(self, device: torch.device) -> EvalMetrics: ...
 
 
 class BatchStream:
@@ -98,7 +98,7 @@ class TaskData:
     error: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
     metrics: EvalMetrics | None = None
 
-    def to(self, device: torch.device) -> "TaskData":
+    def to(self, device: torch.device) -> TaskData:
         """The same task with its validation set and training data on ``device``.
 
         Every bundled sampler has ``to``: over a finite training set or a corpus
@@ -169,7 +169,7 @@ class IndexSampler:
         rows = draw_indices(stream, len(self.x), size)
         return self.x[rows], self.y[rows]
 
-    def to(self, device: torch.device) -> "IndexSampler":
+    def to(self, device: torch.device) -> IndexSampler:
         return IndexSampler(self.x.to(device), self.y.to(device))
 
 
@@ -195,7 +195,7 @@ class FreshSampler:
     def __call__(self, stream: BatchStream, size: int) -> tuple[torch.Tensor, torch.Tensor]:
         return self.draw(self.tensors, stream.fresh, size)
 
-    def to(self, device: torch.device) -> "FreshSampler":
+    def to(self, device: torch.device) -> FreshSampler:
         return FreshSampler(self.draw, {k: t.to(device) for k, t in self.tensors.items()})
 
 

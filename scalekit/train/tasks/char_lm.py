@@ -83,7 +83,7 @@ class WindowSampler:
         return _windows(self.tokens, draw_indices(stream, len(self.tokens) - self.context, size),
                         self.context)
 
-    def to(self, device: torch.device) -> "WindowSampler":
+    def to(self, device: torch.device) -> WindowSampler:
         return WindowSampler(self.tokens.to(device), self.context)
 
 

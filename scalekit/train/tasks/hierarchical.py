@@ -113,16 +113,16 @@ class StagedMLP(_Scheduled):
         sizes = [n_in] + [width] * depth + [max(stages)]
         self.weights = nn.ParameterList(
             nn.Parameter(torch.empty(len(stages), a, b).uniform_(-a ** -0.5, a ** -0.5))
-            for a, b in zip(sizes[:-1], sizes[1:]))
+            for a, b in zip(sizes[:-1], sizes[1:], strict=True))
         self.biases = nn.ParameterList(
             nn.Parameter(torch.empty(len(stages), b).uniform_(-a ** -0.5, a ** -0.5))
-            for a, b in zip(sizes[:-1], sizes[1:]))
+            for a, b in zip(sizes[:-1], sizes[1:], strict=True))
         absent = torch.arange(sizes[-1])[None, :] >= torch.tensor(stages)[:, None]
         self.register_buffer("absent", absent.float() * _ABSENT, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         last = len(self.weights) - 1
-        for layer, (weight, bias) in enumerate(zip(self.weights, self.biases)):
+        for layer, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
             x = torch.einsum("nhi,hio->nho", x, weight) + bias
             if layer < last:
                 x = self._drop(F.gelu(x))

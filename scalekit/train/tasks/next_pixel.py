@@ -93,7 +93,7 @@ class DigitMetrics:
         return {"probe_accuracy": accuracy, "completion_nll": completion_nll(model, self.held_out),
                 "completion_error": completion_error(model, self.held_out)}
 
-    def to(self, device: torch.device) -> "DigitMetrics":
+    def to(self, device: torch.device) -> DigitMetrics:
         return DigitMetrics(*(t.to(device) for t in (self.probe_inputs, self.probe_labels,
                                                       self.held_out, self.held_out_labels)))
 

@@ -24,7 +24,7 @@ DEFAULTS = {"dim": 32, "teacher_depth": 32, "noise": 0.05}
 def _teacher(t: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
     """The residual teacher's raw outputs at inputs ``x``."""
     h, depth = x, len(t["ws"])
-    for w, v in zip(t["ws"], t["vs"]):
+    for w, v in zip(t["ws"], t["vs"], strict=True):
         h = h + torch.tanh(h @ w) @ v / depth ** 0.5
     return h @ t["readout"]
 
