@@ -102,7 +102,8 @@ def plan_depth_in_data(result, params_budget: float, tokens: float, **plan_optio
     """
     from scalekit.planners._depth import plan_depth
 
-    depths = np.asarray(_points(result, "fit_depth_law").frame["depth"], dtype=float)    # every layer counted:
+    # every layer counted:
+    depths = np.asarray(_points(result, "fit_depth_law").frame["depth"], dtype=float)
     depths = depths + (2.0 if plan_options.get("exclude_end_layers") else 0.0)
     low, high = float(depths.min()), float(depths.max())
     plan = plan_depth(result.values, params_budget, tokens, depth_range=(low, high),
