@@ -29,7 +29,8 @@ law's own coordinates it stops short along M4's valley toward ``L0 -> inf``).
 Target: the objective within 1e-9 (relative) of the reference's best. Where the
 reference's optimum is well defined (its starts that reach the best objective within
 1e-9 relative give forecasts within 1e-6 in log of each other) the target is
-forecasts within 1e-6 in log of it; where it is flat, the objective and the forecast at the horizon are compared and counted apart.
+forecasts within 1e-6 in log of it; where it is flat, the objective and the forecast
+at the horizon are compared and counted apart.
 
 With ``--published K`` the same check also runs on ``K`` curves of the published
 revisiting benchmark (``data/published/revisiting_nsl_*.csv``, evenly spread over its
