@@ -57,6 +57,16 @@ class DesignResult(ResultProtocol):
                 "plan_cost": self.plan_cost, "predictions": list(self.predictions),
                 "fit": self.fit, "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
+    def to_frame(self):
+        """The runs in the order chosen: their inputs, cost, expected share of the target's
+        variance removed (model-based picks) and, in a replay, loss."""
+        import pandas as pd
+
+        return pd.DataFrame([{"order": k + 1, "row": c["row"], **c["inputs"], "cost": c["cost"],
+                              "variance_reduction": c.get("variance_reduction"),
+                              **({"loss": c["loss"]} if "loss" in c else {}),
+                              "reason": c["reason"]} for k, c in enumerate(self.chosen)])
+
     @classmethod
     def from_dict(cls, data: dict) -> DesignResult:
         return cls(method=data["method"], law=dict(data["law"]), budget=data["budget"],

@@ -160,6 +160,19 @@ class TaskLawResult(ResultProtocol):
                                 for p in self.predictions],
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
+    def to_frame(self):
+        """One row per task: the predicted accuracy and intermediate with their intervals
+        (and the actual accuracy and the error, when known)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"task": p.task, "accuracy": p.accuracy,
+                              "accuracy_low": p.accuracy_interval[0],
+                              "accuracy_high": p.accuracy_interval[1], self.x: p.intermediate,
+                              f"{self.x}_low": p.intermediate_interval[0],
+                              f"{self.x}_high": p.intermediate_interval[1],
+                              "actual": p.actual, "error": p.error}
+                             for p in self.predictions])
+
     @classmethod
     def from_dict(cls, data: dict) -> TaskLawResult:
         predictions = [TaskPrediction(**{k: (tuple(v) if k.endswith("interval") else v)

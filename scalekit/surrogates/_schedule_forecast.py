@@ -177,6 +177,10 @@ class ScheduleForecast(ResultProtocol):
                 "forecasts": self.table.to_dict(orient="records"), "stats": self.stats,
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}
 
+    def to_frame(self) -> pd.DataFrame:
+        """The forecasts: one row per schedule and step, with the quantiles."""
+        return self.table.copy()
+
     @classmethod
     def from_dict(cls, data: dict) -> ScheduleForecast:
         return cls(list(data["fit_on"]), dict(data["params"]), dict(data["stderr"]),
