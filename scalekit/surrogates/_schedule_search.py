@@ -90,6 +90,10 @@ class ScheduleSearch(ResultProtocol):
                 "candidates": self.candidates.to_dict(orient="records"),
                 "diagnostics": [d.to_dict() for d in self.diagnostics], "rates": self.rates}
 
+    def to_frame(self) -> pd.DataFrame:
+        """The candidate schedules searched, with their predicted final losses."""
+        return self.candidates.copy()
+
     @classmethod
     def from_dict(cls, data: dict) -> ScheduleSearch:
         from scalekit.diagnostics import Diagnostic

@@ -150,7 +150,7 @@ CASES = {
                                      ["schedule", "step"]),
     "plan --schedule-search": (lambda t: ["plan", "--schedule-search", "--from",
                                           _multipower_fit(t), "--total-steps", "3000"],
-                               ScheduleSearch, None, []),
+                               ScheduleSearch, None, ["spec"]),
     "plan --law data_constrained": (lambda t: ["plan", _constrained(t), "--law",
                                                "data_constrained", "--compute", "1e21",
                                                "--unique-tokens", "1e9", "--bootstrap", "0"],
