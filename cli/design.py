@@ -7,16 +7,15 @@ from pathlib import Path
 import typer
 
 from .common import (
-    JSON_SUFFIXES,
     checked_number,
     choice_option,
     library_choices,
-    output_option,
     plot_option,
     quiet_option,
     seed_option,
     store_option,
 )
+from .options import html_option, json_option
 
 FORMAT = "design"
 
@@ -50,8 +49,8 @@ def design(
     replay: bool = typer.Option(False, "--replay", metavar="", help="Replay on the pool's known losses "
                                 "(revealed only when chosen) until the budget is spent."),
     seed: int = seed_option(),
-    json_out: Path | None = output_option("--json", JSON_SUFFIXES, "Write the JSON report "
-                                             "here."),
+    json_out: Path | None = json_option(),
+    html: Path | None = html_option(),
     plot: Path | None = plot_option(),
     quiet: bool = quiet_option(),
 ) -> None:
@@ -101,10 +100,16 @@ def design(
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, result, input_sha256=None, seed=seed,
                                settings=settings)
-    if plot is not None:
+    if plot is not None or html is not None:
         from scalekit.report import plot_design
 
-        plot_design(result.to_dict(), candidates.frame, goal, path=plot)
+        figure = plot_design(result.to_dict(), candidates.frame, goal, path=plot).figure
+        if html is not None:
+            from .report import result_page, write_page
+
+            write_page(html, result_page(result, result.to_dict(), settings,
+                                         figures=[("Candidates, chosen runs and targets",
+                                                   figure)], table=result.to_frame()))
 
 
 def _table(path: Path, flag: str):

@@ -109,6 +109,9 @@ def pages(tmp_path_factory):
         "law task": (["law", "task", *map(str, sorted(LADDER.glob("*xC.csv"))), "--runs",
                       str(LADDER / "final.json"), "--predict", "N=6.89e9,D=3.95e12", "--task",
                       "piqa_val_5shot", "--bootstrap", "20"], 1, None),
+        "design": (["design", "--law", "chinchilla", "--grid", "N=1e7:1e9:4,D=1e8:1e10:4",
+                    "--target-compute", "1e21", "--budget", "1e18", "--batch", "3",
+                    "--method", "v_optimal"], 1, None),
     }
     out = {}
     for name, (args, figures, saved_figures) in commands.items():
@@ -123,7 +126,7 @@ def pages(tmp_path_factory):
 
 
 def test_every_page_opens_with_the_answer_and_holds_its_figures_and_tables(pages):
-    assert len(pages) == 20
+    assert len(pages) == 21
     for name, (page, figures) in pages.items():
         text = page.read_text()
         assert text.count("<svg") == figures == text.count("<figure>"), name
