@@ -86,8 +86,8 @@ def forecast(
         return _multipower(file, store, fit_on=fit_on, predict=predict_schedule,
                            schedule=schedule, total_steps=total_steps, evaluate=evaluate, y=y,
                            mapping=mapping,
-                           duplicates=duplicates, json_out=json_out, plot=plot, quiet=quiet,
-                           fmt=fmt)
+                           duplicates=duplicates, json_out=json_out, plot=plot, html=html,
+                           quiet=quiet, fmt=fmt)
     if fit_on is not None or predict_schedule or schedule:
         raise InputError("--fit-on, --predict-schedule and --schedule go with --method "
                          "multipower")
@@ -206,7 +206,7 @@ def _forecast(frame, method, target, axis, y, total_steps, runs, settings, notes
 
 
 def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluate, y, mapping,
-                duplicates, json_out, plot, quiet, fmt) -> None:
+                duplicates, json_out, plot, html, quiet, fmt) -> None:
     """``--method multipower``: fit the runs of --fit-on at once, forecast other schedules."""
     import hashlib
 
@@ -221,8 +221,6 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
         raise InputError("--method multipower needs --fit-on RUN,RUN,...")
     if not predict and not evaluate:
         raise InputError("--method multipower needs --predict-schedule SPEC|RUN or --evaluate")
-    if plot is not None:
-        raise InputError("--plot is not drawn for --method multipower yet; leave it out")
     specs = {}
     for item in schedule:
         run, eq, spec = item.partition("=")
@@ -268,13 +266,24 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
         print_tables([t for t in tables if t is not None], fmt)
         for note in collapse_notes([d.message for d in result.diagnostics]):
             typer.echo(f"note: {note}", err=True)
+    settings = {"method": "multipower", "fit_on": result.fit_on,
+                "predict_schedule": list(predict), "evaluate": evaluate, "schedules": specs,
+                "y": y, "loss": "huber", "delta": result.stats["delta"]}
     if json_out is not None:
         digest = hashlib.sha256("".join(digests).encode()).hexdigest()
         serialise.write_report(json_out, FORMAT, result, input_sha256=digest, seed=0,
-                               settings={"method": "multipower", "fit_on": result.fit_on,
-                                         "predict_schedule": list(predict), "evaluate": evaluate,
-                                         "schedules": specs, "y": y, "loss": "huber",
-                                         "delta": result.stats["delta"]})
+                               settings=settings)
+    if plot is not None or html is not None:
+        from scalekit.report import plot_schedule_search
+
+        curves = result.table.rename(columns={"q0.5": "loss"})
+        figure = plot_schedule_search(curves, plot)[0].figure
+        if html is not None:
+            from .report import result_page, write_page
+
+            write_page(html, result_page(result, result.to_dict(), settings,
+                                         figures=[("Schedules and their predicted medians",
+                                                   figure)], table=result.to_frame()))
 
 
 def _groups(table, reference):

@@ -77,8 +77,8 @@ def plan(
 
     if schedule_search:
         return _schedule_search(from_fit, file=file, store=store, total_steps=total_steps,
-                                family=family, plot=plot, json_out=json_out, quiet=quiet,
-                                fmt=fmt)
+                                family=family, plot=plot, html=html, json_out=json_out,
+                                quiet=quiet, fmt=fmt)
     if total_steps is not None or plot is not None:
         raise InputError("--total-steps and --plot go with --schedule-search")
 
@@ -124,8 +124,8 @@ def plan(
         write_page(html, fit_page(result, {**body, "plan": body.get("by_compute")}, settings))
 
 
-def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_out, quiet,
-                     fmt) -> None:
+def _schedule_search(from_fit, *, file, store, total_steps, family, plot, html, json_out,
+                     quiet, fmt) -> None:
     """``--schedule-search``: the schedule of --family with the least predicted final loss."""
     import json
 
@@ -161,17 +161,24 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, json_o
                              f"{format_interval(result.gain_interval)})"]]
         print_tables([table_data(f"schedule search ({family}, {total_steps} steps)",
                                  ["", "schedule", "predicted final loss"], rows)], fmt)
-    if plot is not None:
+    settings = {"schedule_search": True, "from": str(from_fit), "total_steps": total_steps,
+                "family": family}
+    if plot is not None or html is not None:
         from scalekit.report import plot_schedule_search
 
         curves = schedule_curves(params, [result.best_schedule(), result.baseline],
                                  total_steps=total_steps)
-        plot_schedule_search(curves, plot, labels={result.best: f"best {family}",
-                                                    result.baseline: "cosine"})
+        figure = plot_schedule_search(curves, plot, labels={result.best: f"best {family}",
+                                                             result.baseline: "cosine"})[0].figure
+        if html is not None:
+            from .report import result_page, write_page
+
+            write_page(html, result_page(result, result.to_dict(), settings,
+                                         figures=[("The best schedule against cosine",
+                                                   figure)], table=result.to_frame()))
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, result, input_sha256=input_sha256(from_fit),
-                               seed=0, settings={"schedule_search": True, "from": str(from_fit),
-                                                 "total_steps": total_steps, "family": family})
+                               seed=0, settings=settings)
 
 
 def plan_body(result, notes, *, compute, target_loss, compare, k: float) -> dict:

@@ -19,28 +19,22 @@ from scalekit.fit import FitResult
 from scalekit.fit._plan_report import PlanReport
 from scalekit.isoflop._analysis import IsoFLOPReport
 from scalekit.laws import get_law
-from scalekit.laws._multipower import ScheduleTerms, multipower_value_and_jacobian
 from scalekit.planners._cot import TreePlan
 from scalekit.planners._data_constrained import DataConstrainedPlan
 from scalekit.planners._inference_k import SampleSimulation, SamplesPlan
 from scalekit.planners._task_law import TaskLawResult
-from scalekit.schedules import parse_schedule
 from scalekit.serialise import dumps
 from scalekit.surrogates._forecast import Forecast
 from scalekit.surrogates._schedule_forecast import ScheduleForecast
 from scalekit.surrogates._schedule_search import ScheduleSearch
 from scalekit.surrogates._scores import ForecastScores
 from scalekit.train import SweepResult
+from multipower_runs import SCHEDULES, schedule_runs
 from scalekit_cli.app import main
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published"
 CHINCHILLA = str(PUBLISHED / "chinchilla_epoch_svg.csv")
 LADDER = PUBLISHED / "olmo_ladder"
-#: Schedules of three short runs whose losses follow a multi-power law (Luo et al. 2025).
-SCHEDULES = {"cos": "cosine:warmup=100,peak=1e-3,final=1e-4,total=3000",
-             "const": "constant:warmup=100,peak=1e-3,total=3000",
-             "two": "two_stage:warmup=100,peak=1e-3,second=3e-4,switch=1500,total=2500"}
-MULTIPOWER = np.array([2.0, 0.6, 0.5, 400.0, 2.0, 0.6, 0.6])   # L0, A, alpha, B, C, beta, gamma
 
 
 def _curves(tmp_path) -> str:
@@ -76,22 +70,9 @@ def _samples(tmp_path) -> str:
                      {"E": 0.05, "A": 0.6, "a": 1.2, "B": 0.3, "b": 0.4})
 
 
-def _schedule_runs(tmp_path) -> list[str]:
-    paths = []
-    for name, spec in SCHEDULES.items():
-        rates = parse_schedule(spec).rates
-        steps = np.arange(100, rates.size, 50)
-        loss = multipower_value_and_jacobian(ScheduleTerms(rates, steps), MULTIPOWER,
-                                             jacobian=False)
-        path = tmp_path / f"{name}.csv"
-        pd.DataFrame({"step": steps, "lr": rates[steps], "loss": loss}).to_csv(path, index=False)
-        paths.append(str(path))
-    return paths
-
-
 def _multipower_fit(tmp_path) -> str:
     out = tmp_path / "multipower.json"
-    assert main(["forecast", *_schedule_runs(tmp_path), "--method", "multipower", "--fit-on",
+    assert main(["forecast", *schedule_runs(tmp_path), "--method", "multipower", "--fit-on",
                  "cos,const,two", "--json", str(out), "--quiet",
                  "--predict-schedule", SCHEDULES["cos"]]) == 0
     return str(out)
@@ -144,7 +125,7 @@ CASES = {
                                  "--policy", "loss"], Plan, None, []),
     "allocate run": (lambda t: ["allocate", "run", "synthetic", "--budget", "3e18", "--store",
                                 str(t / "run.db")], AllocationRunResult, None, []),
-    "forecast --method multipower": (lambda t: ["forecast", *_schedule_runs(t), "--method",
+    "forecast --method multipower": (lambda t: ["forecast", *schedule_runs(t), "--method",
                                                 "multipower", "--fit-on", "cos,const",
                                                 "--evaluate"], ScheduleForecast, None,
                                      ["schedule", "step"]),

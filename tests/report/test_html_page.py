@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from multipower_runs import schedule_runs
 
 from scalekit.allocate._synthetic import early_leader_frame
 from scalekit_cli.app import main
@@ -109,6 +110,9 @@ def pages(tmp_path_factory):
         "law task": (["law", "task", *map(str, sorted(LADDER.glob("*xC.csv"))), "--runs",
                       str(LADDER / "final.json"), "--predict", "N=6.89e9,D=3.95e12", "--task",
                       "piqa_val_5shot", "--bootstrap", "20"], 1, None),
+        "forecast --method multipower": (["forecast", *schedule_runs(folder), "--method",
+                                          "multipower", "--fit-on", "cos,const", "--evaluate"],
+                                         1, None),
         "design": (["design", "--law", "chinchilla", "--grid", "N=1e7:1e9:4,D=1e8:1e10:4",
                     "--target-compute", "1e21", "--budget", "1e18", "--batch", "3",
                     "--method", "v_optimal"], 1, None),
@@ -122,11 +126,16 @@ def pages(tmp_path_factory):
             again = folder / f"{name.replace(' ', '_')}_saved.html"
             assert main(["report", str(saved), "-o", str(again)]) == 0, name
             out[f"{name} (report)"] = (again, saved_figures)
+    search = folder / "schedule_search.html"         # from the multi-power fit saved above
+    assert main(["plan", "--schedule-search", "--from", str(folder / "forecast --method "
+                 "multipower.json"), "--total-steps", "3000", "--quiet", "--html",
+                 str(search)]) == 0
+    out["plan --schedule-search"] = (search, 1)
     return out
 
 
 def test_every_page_opens_with_the_answer_and_holds_its_figures_and_tables(pages):
-    assert len(pages) == 21
+    assert len(pages) == 23
     for name, (page, figures) in pages.items():
         text = page.read_text()
         assert text.count("<svg") == figures == text.count("<figure>"), name
