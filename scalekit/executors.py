@@ -7,6 +7,9 @@ the bootstrap.
   in the OpenMP barrier). Its workers ignore Ctrl-C (the parent handles it and
   ends them) and exit on their own within a fraction of a second once their
   parent has died, so a killed run leaves no orphan training and writing;
+- :func:`fork_map` maps a function over items in forked workers that inherit the
+  function (a closure over what does not pickle, such as a law built from an
+  expression) instead of receiving it pickled; same Ctrl-C and parent-death rules;
 - :class:`RayExecutor` hands jobs to a Ray cluster (the optional extra
   ``scalekit-laws[ray]``), started locally unless an address is given;
 - :func:`make_executor` picks one of these by name (``local`` or ``ray``), and
@@ -189,6 +192,74 @@ def running(executor: Executor) -> Iterator[Executor]:
             executor.shutdown(wait=False, cancel_futures=True)
         raise
     executor.shutdown()
+
+
+def fork_map(function: Callable[[Any], Any], items: list, workers: int) -> Iterator[Any]:
+    """``function(item)`` for every item, in order, from ``workers`` forked processes.
+
+    The processes inherit ``function`` through ``fork`` (it is never pickled: it may close
+    over anything); items and results travel pickled. Only for work that runs no OpenMP
+    code (a ``fork`` after it can deadlock). The workers ignore Ctrl-C and exit once this
+    process has died; a Ctrl-C or an error here, or a worker's failure, ends them at once.
+    """
+    context = multiprocessing.get_context("fork")
+    tasks, results = context.SimpleQueue(), context.Queue()
+    threads = max(1, usable_cpus() // workers)
+    processes = [context.Process(target=_serve, daemon=True,
+                                 args=(function, tasks, results, os.getpid(), threads))
+                 for _ in range(workers)]
+    block = getattr(signal, "pthread_sigmask", None)
+    previous = block(signal.SIG_BLOCK, {signal.SIGINT}) if block else None
+    try:  # started with Ctrl-C blocked, so that one reaches only this process
+        for process in processes:
+            process.start()
+    finally:
+        if block:
+            block(signal.SIG_SETMASK, previous)
+    try:
+        for index, item in enumerate(items):
+            tasks.put((index, item))
+        for _ in processes:
+            tasks.put(None)
+        done: dict[int, Any] = {}
+        for index in range(len(items)):
+            while index not in done:
+                done.update(_next_result(results, processes))
+            yield done.pop(index)
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+        for process in processes:
+            process.join(timeout=5)
+
+
+def _next_result(results, processes) -> dict:
+    """One ``{index: result}`` from a worker; a worker's error, or its death, is raised."""
+    import queue
+
+    while True:
+        try:
+            index, ok, value = results.get(timeout=PARENT_CHECK_S)
+        except queue.Empty:
+            if any(p.exitcode not in (None, 0) for p in processes):
+                raise RuntimeError("a worker process died (killed or out of memory)") from None
+            continue
+        if not ok:
+            raise RuntimeError(f"a worker failed: {value}")
+        return {index: value}
+
+
+def _serve(function, tasks, results, parent: int, threads: int) -> None:
+    """A :func:`fork_map` worker: apply ``function`` to tasks until told to stop."""
+    _start_worker(parent, threads)
+    while (task := tasks.get()) is not None:
+        index, item = task
+        try:
+            results.put((index, True, function(item)))
+        except Exception as exc:  # noqa: BLE001 - handed to the parent
+            results.put((index, False, f"{type(exc).__name__}: {exc}"))
+            return
 
 
 def _start_worker(parent: int, threads: int) -> None:

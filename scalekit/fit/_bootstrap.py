@@ -22,15 +22,14 @@ resample checked (``tests/fit/test_real_chinchilla.py`` and
 from __future__ import annotations
 
 import multiprocessing
+from functools import partial
 
 import numpy as np
 
-from scalekit.executors import process_pool, running, usable_cpus, worker_count
+from scalekit.executors import fork_map, usable_cpus, worker_count
 from scalekit.fit._multistart import minimize_batch
 from scalekit.laws import Law
 from scalekit.progress import track
-
-_JOB: dict = {}
 
 
 def resample_counts(rng: np.random.Generator, n_points: int, n_resamples: int) -> np.ndarray:
@@ -69,34 +68,30 @@ def bootstrap_fits(law: Law, X, log_y: np.ndarray, counts: np.ndarray, starts: n
     z : ndarray (B, P)
     objective : ndarray (B,)
     """
-    global _JOB
     B = len(counts)
     workers, _ = worker_count(n_jobs, B)  # never more processes than resamples or CPUs
     chunks = np.array_split(np.arange(B), max(1, min(B, 4 * workers))) if B else []
-    _JOB = dict(law=law, X=X, log_y=log_y, counts=counts, starts=starts, loss=loss,
-                delta=delta)
-    try:
-        if workers > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
-            with running(process_pool(workers, start="fork")) as pool:  # Ctrl-C ends them
-                parts = list(track(pool.map(_fit_chunk, chunks), "bootstrap",
-                                   total=len(chunks)))
-        else:
-            parts = [_fit_chunk(chunk) for chunk in track(chunks, "bootstrap")]
-    finally:
-        _JOB = {}
+    # the workers inherit the job through fork: a law may close over what does not pickle
+    fit_chunk = partial(_fit_chunk, law, X, log_y, counts, starts, loss, delta)
+    if workers > 1 and len(chunks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        parts = list(track(fork_map(fit_chunk, chunks, workers), "bootstrap",
+                           total=len(chunks)))
+    else:
+        parts = [fit_chunk(chunk) for chunk in track(chunks, "bootstrap")]
     if not parts:
         P = starts.shape[-1]
         return np.zeros((0, P)), np.zeros(0)
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def _fit_chunk(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    job = _JOB
-    starts = job["starts"][rows]                                  # (b, S, P)
+def _fit_chunk(law, X, log_y, counts, starts, loss, delta,
+               rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The best fit of each resample in ``rows``."""
+    starts = starts[rows]                                         # (b, S, P)
     b, S, P = starts.shape
-    weights = np.repeat(job["counts"][rows], S, axis=0)           # (b*S, n)
-    result = minimize_batch(job["law"], job["X"], job["log_y"], starts.reshape(b * S, P),
-                            loss=job["loss"], delta=job["delta"], weights=weights)
+    weights = np.repeat(counts[rows], S, axis=0)                  # (b*S, n)
+    result = minimize_batch(law, X, log_y, starts.reshape(b * S, P), loss=loss, delta=delta,
+                            weights=weights)
     objective = result.objective.reshape(b, S)
     best = np.argmin(objective, axis=1)
     z = result.z.reshape(b, S, P)[np.arange(b), best]

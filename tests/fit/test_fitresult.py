@@ -111,6 +111,25 @@ def test_bad_input_raises_input_error():
         fit_law("no_such_law", X, y)
 
 
+def test_a_law_that_does_not_pickle_bootstraps_in_worker_processes_alike():
+    """An expression law closes over compiled functions (pickle refuses it); the workers
+    inherit it through fork, with no module-level job in between."""
+    import pickle
+
+    from scalekit.fit import _bootstrap
+    from scalekit.laws import law_from_expression
+
+    X, y = points(seed=8)
+    law = law_from_expression("E + A*x**-a")
+    with pytest.raises((AttributeError, pickle.PicklingError)):
+        pickle.dumps(law)
+    one = fit_law(law, X, y, bootstrap=24, seed=5, n_jobs=1)
+    two = fit_law(law, X, y, bootstrap=24, seed=5, n_jobs=2)
+    np.testing.assert_allclose(one.bootstrap_values, two.bootstrap_values, rtol=1e-12)
+    assert not [name for name, value in vars(_bootstrap).items() if not name.startswith("__")
+                and (name.isupper() or isinstance(value, (dict, list, set)))]
+
+
 def test_bootstrap_is_seeded_and_independent_of_the_process_count():
     X, y = points(seed=8)
     one = fit_law("saturating_power", X, y, bootstrap=30, seed=5, n_jobs=1)
