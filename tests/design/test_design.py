@@ -154,3 +154,39 @@ def test_design_from_a_store_proposes_new_runs_within_the_budget(tmp_path, capsy
     assert len(report["chosen"]) == 3 and not proposed & observed
     assert report["plan_cost"] == pytest.approx(sum(c["cost"] for c in report["chosen"]))
     assert report["plan_cost"] <= 1e18 and len(report["predictions"]) == 9
+
+
+@pytest.mark.slow
+def test_one_round_design_train_design_from_an_empty_store(tmp_path, capsys):
+    """The plan's settings are what `scalekit train` needs to run exactly the proposed run:
+    trained, it lands in the store with the proposal's N and D and is not proposed again."""
+    from scalekit.curves import CurveStore
+    from scalekit.fit.frame import last_points
+    from scalekit.train.models import MLP, count_parameters
+
+    rows = [{"params": count_parameters(MLP(32, 1, width=w, depth=1))["params"],
+             "tokens": 64 * s, "width": w, "depth": 1, "steps": s}
+            for w in (4, 8) for s in (10, 20)]
+    pd.DataFrame(rows).to_csv(tmp_path / "pool.csv", index=False)
+    pd.DataFrame([{"params": 5000, "tokens": 64 * 200}]).to_csv(tmp_path / "target.csv",
+                                                                 index=False)
+    store = tmp_path / "loop.db"
+    CurveStore(store).close()
+    design = ["design", "--law", "chinchilla", "--pool", str(tmp_path / "pool.csv"), "--target",
+              str(tmp_path / "target.csv"), "--budget", "100%", "--store", str(store),
+              "--batch", "2", "--quiet", "--json"]
+    assert main([*design, str(tmp_path / "plan0.json")]) == 0, capsys.readouterr().err
+    first = json.loads((tmp_path / "plan0.json").read_text())["chosen"]
+    assert len(first) == 2 and all("starting design" in c["reason"] for c in first)
+    run = first[0]["settings"]
+    assert main(["train", "teacher_student", "--widths", str(run["width"]), "--depths",
+                 str(run["depth"]), "--steps", str(run["steps"]), "--evals", "2",
+                 "--store", str(store), "--quiet"]) == 0
+    with CurveStore(store) as opened:
+        trained = last_points(opened.curves(metric="loss").frame)
+    assert len(trained) == 1
+    assert trained.params.iloc[0] == first[0]["inputs"]["params"]
+    assert trained.tokens.iloc[0] == first[0]["inputs"]["tokens"]
+    assert main([*design, str(tmp_path / "plan1.json")]) == 0
+    again = json.loads((tmp_path / "plan1.json").read_text())["chosen"]
+    assert first[0]["row"] not in [c["row"] for c in again] and len(again) == 2
