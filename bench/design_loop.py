@@ -23,9 +23,9 @@ import pandas as pd
 
 from scalekit.curves import CurveStore
 from scalekit.fit import fit_law
-from scalekit.fit.frame import last_points
+from scalekit.fit._frame import last_points
 from scalekit.laws import get_law
-from scalekit.train.models import MLP, count_parameters
+from scalekit.train._models import MLP, count_parameters
 
 WIDTHS, STEPS, BATCH_SIZE, DIM = (4, 8, 16, 32, 64), (100, 200, 400, 800, 1600), 64, 32
 TARGET = {"width": 128, "steps": 6400}

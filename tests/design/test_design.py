@@ -161,8 +161,8 @@ def test_one_round_design_train_design_from_an_empty_store(tmp_path, capsys):
     """The plan's settings are what `scalekit train` needs to run exactly the proposed run:
     trained, it lands in the store with the proposal's N and D and is not proposed again."""
     from scalekit.curves import CurveStore
-    from scalekit.fit.frame import last_points
-    from scalekit.train.models import MLP, count_parameters
+    from scalekit.fit._frame import last_points
+    from scalekit.train._models import MLP, count_parameters
 
     rows = [{"params": count_parameters(MLP(32, 1, width=w, depth=1))["params"],
              "tokens": 64 * s, "width": w, "depth": 1, "steps": s}
