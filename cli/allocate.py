@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from .options import html_option
+from .options import html_option, map_option, seed_option
 from .common import (choice_argument, choice_option, format_option, json_option,
                      library_choices, on_interrupt, open_curves, parse_mapping, plot_option,
                      print_renderable, print_tables, quiet_option, store_option)
@@ -81,11 +81,10 @@ _SURROGATE = choice_option("joint", "--surrogate",
                            library_choices("scalekit.allocate", "SURROGATES"),
                            "Surrogate of the forecast and frontier policies: joint, ensemble "
                            "or gp.")
-_SEED = typer.Option(0, "--seed", callback=_at_least("--seed", 0),  # numpy seeds are >= 0
-                     help="Seed of every random choice (first seed).")
+_SEED = seed_option()
 _GROUP = typer.Option(None, "--group", help="Columns whose values name a run, comma-separated "
                       "(e.g. model,peak_lr,sweep).")
-_MAP = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role, as role=column (repeatable).")
+_MAP = map_option()
 _DUPLICATES = choice_option("error", "--duplicates",
                             library_choices("scalekit.curves", "DUPLICATES"),
                             "A step a run logs twice in --curves: error, or keep the first or "

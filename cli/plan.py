@@ -14,7 +14,7 @@ import typer
 
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
-from .options import MORE, PLOT_SUFFIXES, html_option, output_option, verbose_option
+from .options import MORE, html_option, plot_option, verbose_option
 from .common import (bootstrap_option, checked_number, ci_level_option, file_argument, format_option,
                      json_option, map_option, open_curves, parse_mapping, print_tables,
                      notes_in_flags, quiet_option, seed_option,
@@ -62,9 +62,7 @@ def plan(
     family: str = typer.Option("wsd", "--family", help="With --schedule-search: wsd (decay "
                                "start, final rate, shape), cosine (final rate) or free (a "
                                "non-increasing rate per step, from the best wsd)."),
-    plot: Path | None = output_option("--plot", PLOT_SUFFIXES, "With --schedule-search: draw "
-                                         "the chosen and the cosine schedule and their "
-                                         "predicted curves (PNG/SVG)."),
+    plot: Path | None = plot_option(),
     json_out: Path | None = json_option(),
     html: Path | None = html_option(),
     quiet: bool = quiet_option(),

@@ -10,6 +10,7 @@ import typer
 from .common import (check_writable, choice_option, format_option, is_server_url,
                      library_choices, notes_in_flags, parse_mapping, print_tables,
                      store_location, store_option)
+from .options import map_option, quiet_option
 
 store_app = typer.Typer(name="store", help="Keep learning curves in a store: a SQLite file or "
                         "a PostgreSQL database (import, ls, show, export, rm, copy).",
@@ -23,8 +24,7 @@ def import_(
                                         "W&B offline runs, an mlruns folder) or tracking URIs "
                                         "(sqlite:///mlflow.db, sqlite:///optuna.db)."),
     store: Path = store_option(writes=True),
-    mapping: list[str] = typer.Option([], "--map", metavar="ROLE=COLUMN", help="Column role as role=column "
-                                      "(repeatable); run=a,b joins several columns."),
+    mapping: list[str] = map_option("run=a,b, which joins several columns"),
     format: str | None = choice_option(None, "--format",
                                           library_choices("scalekit.curves", "FORMATS"),
                                           "csv, wandb, jsonl, "
@@ -42,7 +42,7 @@ def import_(
     runs: Path | None = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
                                         "final.json as it stands): each SOURCE is one run's "
                                         "file, its attributes matched by file name."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", help="Print nothing but errors."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Import curves in one transaction: every row of every source, or nothing."""
     from scalekit.curves import CurveStore, read_curves
