@@ -9,7 +9,9 @@ functions included.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
+import importlib.util
 import re
 import sys
 from collections import defaultdict
@@ -155,17 +157,27 @@ def test_no_cycles_between_packages():
     assert not cycles, "package cycles:\n" + "\n".join(cycles)
 
 
-#: Modules below a package that docs/DESIGN.md keeps public: the plot modules, the adapters
-#: into other tools and the trainers' task plugins (loaded by name).
-PUBLIC_BELOW_A_FACE = re.compile(r"scalekit\.(report\.\w+_plots?|integrations\.\w+|train\.tasks(\.\w+)?)")
+@functools.cache
+def _public_below_a_face() -> tuple[frozenset[str], frozenset[str]]:
+    """The modules below a package that stay public (plot modules, adapters) and the packages
+    whose modules do (task plugins): the one list, in tools/privatise.py."""
+    tool_path = Path(__file__).resolve().parents[1] / "tools" / "privatise.py"
+    spec = importlib.util.spec_from_file_location("privatise", tool_path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return frozenset(tool.PUBLIC), frozenset(tool.PUBLIC_PACKAGES)
 
 
 def _not_a_face(module: str) -> bool:
     """Whether ``module`` is deeper than a face: ``scalekit``, ``scalekit.<package>``, the
     foundation modules ``scalekit.<module>`` of docs/DESIGN.md and the public modules of
-    :data:`PUBLIC_BELOW_A_FACE` are faces."""
+    :func:`_public_below_a_face` are faces."""
     parts = module.split(".")
-    return parts[0] == "scalekit" and len(parts) > 2 and not PUBLIC_BELOW_A_FACE.fullmatch(module)
+    if parts[0] != "scalekit" or len(parts) <= 2:
+        return False
+    modules, packages = _public_below_a_face()
+    return module not in modules and not any(module == p or module.startswith(p + ".")
+                                             for p in packages)
 
 
 def test_the_cli_imports_only_the_faces():

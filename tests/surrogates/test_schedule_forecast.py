@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from scalekit.laws._multipower import ScheduleTerms, multipower_value_and_jacobian
-from scalekit.schedules import parse_schedule
+from multipower_runs import curve, schedule_runs
 from scalekit_cli.app import main
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample_curves.csv"
@@ -23,21 +23,12 @@ SPECS = {"cos": "cosine:warmup=100,peak=1e-3,final=1e-4,total=3000",
 
 
 def _curve(spec, steps):
-    rates = parse_schedule(spec).rates_through(int(np.max(steps)))
-    return multipower_value_and_jacobian(ScheduleTerms(rates, steps), TRUTH, jacobian=False)
+    return curve(spec, steps, TRUTH)
 
 
 @pytest.fixture
 def runs(tmp_path):
-    paths = []
-    for name, spec in SPECS.items():
-        rates = parse_schedule(spec).rates
-        steps = np.arange(100, rates.size, 50)
-        path = tmp_path / f"{name}.csv"
-        pd.DataFrame({"step": steps, "lr": rates[steps], "loss": _curve(spec, steps)}).to_csv(
-            path, index=False)
-        paths.append(str(path))
-    return paths
+    return schedule_runs(tmp_path, SPECS, TRUTH)
 
 
 def test_forecast_past_the_schedule_end_is_refused(tmp_path, capsys):
