@@ -26,6 +26,19 @@ benchmark) the candidates' full-prefix medians are combined in log space:
   al. 2005, Lei et al. 2018). Where a group has too few backtest points for that
   rank, the level takes the normal half-width ``z s`` with ``s**2 = mean(r**2)``
   (``fallback_spread`` without any backtest).
+- **Annealing drop.** Where a task knows its run's learning-rate schedule
+  (:attr:`~scalekit.surrogates._evaluate.Task.rates`, ``x`` the step), a loss
+  forecast from the prefix's trend misses the drop that the rate's further fall
+  brings (no prefix holds it). Every candidate's log median, for the task and
+  for its backtest alike, is lowered by ``anneal_drop * (eta(x_last) -
+  eta(x)) / max(eta)`` where the rate falls: the loss-drop term of the
+  multi-power law of Luo et al. (2025), ``B (eta_{t0} - eta_t)`` once its
+  saturating ``G`` has reached 1, in ln loss relative to the run's peak rate.
+  The default ``anneal_drop = 0.0385`` is the mean of ``B eta_max / L`` at the
+  end of the paper's cosine run for its two models, with the repository's
+  published parameters (``B`` = 363.8 and 437.9, ``eta_max`` = 3e-4, final
+  loss 3.304 and 2.979: 0.033 and 0.044); it is not fitted to any curve it
+  forecasts.
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ from scipy.optimize import minimize
 from scipy.special import ndtri
 
 from scalekit.checks import check_number
+from scalekit.errors import InputError
 from scalekit.progress import track
 from scalekit.surrogates._evaluate import QUANTILES, Method, Task, horizon_reach, median_column
 
@@ -50,7 +64,21 @@ def backtest_task(task: Task, *, min_points: int) -> Task | None:
     if head.sum() < min_points or head.all():
         return None
     return Task(task.run, task.x[head], task.y[head], task.x[~head], task.y[~head],
-                group=task.group, size=task.size)
+                group=task.group, size=task.size, rates=task.rates)
+
+
+def rate_fall(task: Task) -> np.ndarray:
+    """How far the rate falls from the last observed step to each target step, over its
+    peak (0 where it does not fall, or where the task has no ``rates``)."""
+    if task.rates is None:
+        return np.zeros(task.x_target.size)
+    rates = np.asarray(task.rates, dtype=float)
+    steps = np.round(np.concatenate([task.x[-1:], task.x_target])).astype(np.int64)
+    if steps.min() < 0 or steps.max() >= rates.size:
+        raise InputError(f"run {task.run!r}: its schedule has {rates.size} steps, but the "
+                         f"forecast asks for step {steps.max()}")
+    eta = rates[steps]
+    return np.maximum(eta[0] - eta[1:], 0.0) / rates.max()
 
 
 def candidate_medians(method: Method, tasks: Sequence[Task]) -> list[np.ndarray]:
@@ -141,6 +169,10 @@ class BacktestStacked:
         Horizon (in e-folds of x) below which the interval stops narrowing.
     fallback_spread : float
         ``s`` of the normal interval for a group without any backtest.
+    anneal_drop : float
+        Drop of ln loss per unit fall of the learning rate relative to its peak,
+        for tasks that know their schedule (module docstring); 0 ignores
+        schedules.
 
     Attributes
     ----------
@@ -155,24 +187,29 @@ class BacktestStacked:
     """
 
     def __init__(self, candidates: Mapping[str, Method], *, min_points: int = 6,
-                 h0: float = 0.1, fallback_spread: float = 0.05) -> None:
+                 h0: float = 0.1, fallback_spread: float = 0.05,
+                 anneal_drop: float = 0.0385) -> None:
         self.candidates = dict(candidates)
         self.min_points = min_points
         self.h0 = h0
         self.fallback_spread = fallback_spread
+        self.anneal_drop = anneal_drop
 
     def __call__(self, tasks: Sequence[Task]) -> list[np.ndarray]:
         check_number("min_points", self.min_points, low=2, integer=True)
         check_number("h0", self.h0, low=0.0, low_open=True)
         check_number("fallback_spread", self.fallback_spread, low=0.0, low_open=True)
+        check_number("anneal_drop", self.anneal_drop, low=0.0)
         backs = [backtest_task(t, min_points=self.min_points) for t in tasks]
         learn = [i for i, b in enumerate(backs) if b is not None]
         pseudo = [backs[i] for i in learn]
         names = list(self.candidates)
         jobs = [("full", n, tasks) for n in names] + [("back", n, pseudo) for n in names
                                                       if pseudo]
-        medians = {(phase, name): [np.log(m) for m in candidate_medians(self.candidates[name],
-                                                                         batch)]
+        drops = {phase: [self.anneal_drop * rate_fall(t) for t in batch]
+                 for phase, batch in (("full", tasks), ("back", pseudo))}
+        medians = {(phase, name): [np.log(m) - d for m, d in zip(
+                       candidate_medians(self.candidates[name], batch), drops[phase], strict=True)]
                    for phase, name, batch in track(jobs, "forecast")}  # the CLI's progress bar
         levels = sorted({_level(q) for q in QUANTILES} - {0.0})
         signs = np.sign(QUANTILES - 0.5)

@@ -46,7 +46,11 @@ def horizon_reach(task: Task, h0: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Task:
-    """One forecasting problem: an observed prefix and the points to forecast."""
+    """One forecasting problem: an observed prefix and the points to forecast.
+
+    ``rates``, where the run's learning-rate schedule is known and ``x`` is the
+    step: the rate at steps 0, 1, … through at least the last target step.
+    """
 
     run: str
     x: np.ndarray
@@ -55,6 +59,7 @@ class Task:
     y_target: np.ndarray
     group: str = ""
     size: float = float("nan")
+    rates: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

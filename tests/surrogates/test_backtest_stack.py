@@ -11,6 +11,7 @@ from scipy import stats
 
 from scalekit.surrogates._backtest_stack import (BacktestStacked, backtest_task, curve_rmse_weights,
                                                  half_widths, shrunk_weights)
+from scalekit.errors import InputError
 from scalekit.surrogates._evaluate import QUANTILES, Task, horizon_reach
 
 
@@ -193,3 +194,48 @@ def test_remembered_keeps_only_the_last_task_lists_it_is_told_to():
     a, b, c = [_task("a", "g")], [_task("b", "g")], [_task("c", "g")]
     assert [method(t)[0] for t in (a, b, a, c, b, a)] == [1, 2, 1, 3, 2, 4]
     assert calls == [a, b, c, a]          # a was dropped when c came, b was still held
+
+
+def _trend(t):
+    return np.log(2.0 + 3.0 * t ** -0.3)
+
+
+def test_the_annealing_drop_ahead_is_taken_off_where_the_schedule_is_known():
+    """Truth: ln L = trend - b (eta_max - eta_t) / eta_max under a cosine from 1e-3 to 1e-4
+    (the multi-power law's drop with G = 1); the one candidate continues the trend from
+    the last observed point, so it misses exactly the drop still ahead. With the true b
+    the default's median is the truth; ignoring the schedule (the former default) it is
+    too high by b times the rate's relative fall ahead."""
+    b, total = 0.03, 2000
+    steps = np.arange(total + 1)
+    rates = 1e-4 + 0.9e-3 * 0.5 * (1 + np.cos(np.pi * steps / total))
+
+    def truth(t):
+        t = np.asarray(t, dtype=int)
+        return np.exp(_trend(t) - b * (rates.max() - rates[t]) / rates.max())
+
+    def trend_method(tasks):
+        return [np.tile((t.y[-1] * np.exp(_trend(t.x_target) - _trend(t.x[-1])))[:, None],
+                        (1, QUANTILES.size)) for t in tasks]
+
+    tasks = []
+    for k, cut in enumerate((600, 800, 1000, 1200)):
+        x, xt = np.arange(20, cut + 1, 20.0), np.arange(cut + 50, total + 1, 50.0)
+        tasks.append(Task(f"r{k}", x, truth(x), xt, truth(xt), group="g", rates=rates))
+    median = int(np.flatnonzero(QUANTILES == 0.5)[0])
+    known = BacktestStacked({"trend": trend_method}, anneal_drop=b)(tasks)
+    blind = BacktestStacked({"trend": trend_method}, anneal_drop=b)(
+        [Task(t.run, t.x, t.y, t.x_target, t.y_target, group=t.group) for t in tasks])
+    for t, q, q_blind in zip(tasks, known, blind, strict=True):
+        np.testing.assert_allclose(np.log(q[:, median]), np.log(t.y_target), atol=1e-12)
+        ahead = b * (rates[int(t.x[-1])] - rates[t.x_target.astype(int)]) / rates.max()
+        np.testing.assert_allclose(np.log(q_blind[:, median]) - np.log(t.y_target), ahead,
+                                   atol=1e-12)
+        assert ahead[-1] > 0.005
+
+
+def test_a_schedule_shorter_than_the_forecast_is_refused():
+    x = np.arange(1.0, 11.0)
+    task = Task("r", x, _curve(x), np.array([20.0]), np.array([np.nan]), rates=np.ones(15))
+    with pytest.raises(InputError, match="15 steps"):
+        BacktestStacked({"a": _method(1.0)})([task])
