@@ -3,7 +3,11 @@
 For every task the observed prefix is cut where the forecast would start if
 the task's horizon were asked of its prefix: the points with ``x >
 x_last * exp(-h)`` are held back, ``h = ln(max x_target / x_last)`` (only the
-requested positions are read, never a truth). Each candidate forecasts those
+requested positions are read, never a truth). In a group where no task keeps
+``min_points`` points below that cut (a long horizon asked of short prefixes),
+each task keeps its first ``min_points`` points and holds back the rest: the
+longest backtest its prefix allows (before, such a group learned nothing and
+took equal weights and the fallback spread). Each candidate forecasts those
 held-back points from the rest (a backtest where a candidate's forecast is not
 finite takes no part). Per group of tasks (a sweep, or a domain of a
 benchmark) the candidates' full-prefix medians are combined in log space:
@@ -57,10 +61,14 @@ from scalekit.surrogates._evaluate import QUANTILES, Method, Task, horizon_reach
 _MEDIAN = median_column()
 
 
-def backtest_task(task: Task, *, min_points: int) -> Task | None:
-    """The task's prefix cut at its own horizon, or None where too few points would be left."""
+def backtest_task(task: Task, *, min_points: int, longest: bool = False) -> Task | None:
+    """The task's prefix cut at its own horizon; None where fewer than ``min_points``
+    points would be kept (with ``longest``: then cut after its first ``min_points``) or
+    nothing would be held back."""
     horizon = float(np.log(task.x_target.max() / task.x[-1]))
     head = task.x <= task.x[-1] * np.exp(-max(horizon, 1e-9))
+    if head.sum() < min_points and longest:
+        head = np.arange(task.x.size) < min_points
     if head.sum() < min_points or head.all():
         return None
     return Task(task.run, task.x[head], task.y[head], task.x[~head], task.y[~head],
@@ -69,15 +77,17 @@ def backtest_task(task: Task, *, min_points: int) -> Task | None:
 
 def rate_fall(task: Task) -> np.ndarray:
     """How far the rate falls from the last observed step to each target step, over its
-    peak (0 where it does not fall, or where the task has no ``rates``)."""
+    peak (0 where it does not fall, or where the task has no ``rates``). The step at a
+    schedule's end (after its last update) keeps the last rate, as in
+    :meth:`scalekit.schedules.Schedule.rates_through`."""
     if task.rates is None:
         return np.zeros(task.x_target.size)
     rates = np.asarray(task.rates, dtype=float)
     steps = np.round(np.concatenate([task.x[-1:], task.x_target])).astype(np.int64)
-    if steps.min() < 0 or steps.max() >= rates.size:
-        raise InputError(f"run {task.run!r}: its schedule has {rates.size} steps, but the "
+    if steps.min() < 0 or steps.max() > rates.size:
+        raise InputError(f"run {task.run!r}: its schedule ends at step {rates.size}, but the "
                          f"forecast asks for step {steps.max()}")
-    eta = rates[steps]
+    eta = rates[np.minimum(steps, rates.size - 1)]
     return np.maximum(eta[0] - eta[1:], 0.0) / rates.max()
 
 
@@ -163,8 +173,8 @@ class BacktestStacked:
         The methods to combine; only their medians are read
         (:func:`candidate_medians`).
     min_points : int
-        Fewest points a backtest's head keeps; shorter tasks take no part in
-        learning (they are still forecast).
+        Fewest points a backtest's head keeps; tasks with no more points take no
+        part in learning (they are still forecast).
     h0 : float
         Horizon (in e-folds of x) below which the interval stops narrowing.
     fallback_spread : float
@@ -201,6 +211,10 @@ class BacktestStacked:
         check_number("fallback_spread", self.fallback_spread, low=0.0, low_open=True)
         check_number("anneal_drop", self.anneal_drop, low=0.0)
         backs = [backtest_task(t, min_points=self.min_points) for t in tasks]
+        learned = {t.group for t, b in zip(tasks, backs, strict=True) if b is not None}
+        backs = [b if b is not None or t.group in learned else
+                 backtest_task(t, min_points=self.min_points, longest=True)
+                 for t, b in zip(tasks, backs, strict=True)]
         learn = [i for i, b in enumerate(backs) if b is not None]
         pseudo = [backs[i] for i in learn]
         names = list(self.candidates)

@@ -237,5 +237,24 @@ def test_the_annealing_drop_ahead_is_taken_off_where_the_schedule_is_known():
 def test_a_schedule_shorter_than_the_forecast_is_refused():
     x = np.arange(1.0, 11.0)
     task = Task("r", x, _curve(x), np.array([20.0]), np.array([np.nan]), rates=np.ones(15))
-    with pytest.raises(InputError, match="15 steps"):
+    with pytest.raises(InputError, match="ends at step 15"):
         BacktestStacked({"a": _method(1.0)})([task])
+
+
+def test_a_short_prefix_is_backtested_at_the_longest_reach_it_allows():
+    """A horizon of 3 e-folds asked of 8 points spanning 4.6 leaves 3 below the cut: where
+    no task of the group has a backtest at its horizon, each keeps its first 6 points
+    (min_points), so the group still learns which candidate extrapolates (the former
+    default fell back on equal weights)."""
+    x = np.geomspace(1.0, 100.0, 8)
+    xt = 100.0 * np.exp(np.array([1.0, 2.0, 3.0]))
+    tasks = [Task(f"r{i}", x, _curve(x), xt, _curve(xt), group="g") for i in range(3)]
+    assert backtest_task(tasks[0], min_points=6) is None
+    back = backtest_task(tasks[0], min_points=6, longest=True)
+    np.testing.assert_array_equal(back.x, x[:6])
+    np.testing.assert_array_equal(back.x_target, x[6:])
+    stack = BacktestStacked({"exact": _method(1.0), "biased": _method(1.05)})
+    out = stack(tasks)
+    assert stack.weights_["g"]["exact"] == pytest.approx(1.0, abs=1e-6)
+    median = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
+    np.testing.assert_allclose(out[0][:, median], _curve(xt), rtol=1e-6)
