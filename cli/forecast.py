@@ -66,7 +66,9 @@ def forecast(
         "spec (cosine:warmup=2160,peak=3e-4,final=3e-5,total=24000; wsd:…,decay=D; "
         "constant:…; two_stage:…,second=R,switch=K) or a run (repeatable)."),
     schedule: list[str] = typer.Option([], "--schedule", help="A run's schedule as RUN=SPEC "
-                                       "(repeatable; else its lr column)."),
+                                       "(repeatable; with multipower, else its lr column). "
+                                       "The default method lowers the run's forecast by the "
+                                       "loss drop the rate's fall ahead brings."),
     total_steps: int | None = typer.Option(None, "--total-steps", help="Where every run "
                                               "ends (its schedule's last step): no forecast "
                                               "past it; by default the curves' total_steps "
@@ -88,9 +90,11 @@ def forecast(
                            mapping=mapping,
                            duplicates=duplicates, json_out=json_out, plot=plot, html=html,
                            quiet=quiet, fmt=fmt)
-    if fit_on is not None or predict_schedule or schedule:
-        raise InputError("--fit-on, --predict-schedule and --schedule go with --method "
-                         "multipower")
+    if fit_on is not None or predict_schedule:
+        raise InputError("--fit-on and --predict-schedule go with --method multipower")
+    if schedule and (evaluate or method != "stacked-backtest"):
+        raise InputError("--schedule goes with --method multipower, or with a forecast (--to) "
+                         "by the default stacked-backtest")
     if file is not None and len(file) > 1:
         raise InputError("several curves files go with --method multipower; give one FILE")
     file = file[0] if file else None
@@ -128,6 +132,8 @@ def forecast(
         body, shown_table = _evaluation(frame, method, axis, y, settings, notes, read, html)
     else:
         target = to_compute if to_compute is not None else to
+        if schedule:
+            settings["schedules"] = _run_specs(schedule)
         body, shown_table = _forecast(frame, method, target, axis, y, total_steps, runs,
                                       settings, notes, read, html, plot)
     if plot is not None and evaluate:
@@ -183,7 +189,7 @@ def _forecast(frame, method, target, axis, y, total_steps, runs, settings, notes
     from scalekit.surrogates import forecast_frame
 
     result = forecast_frame(frame, to=target, x=axis, y=y, method=method,
-                            total_steps=total_steps)
+                            total_steps=total_steps, schedules=settings.get("schedules"))
     table, final = result.table, result.final
     notes += notes_in_flags(d.line() for d in result.diagnostics)
     shown = final[["run", "x", "q0.5", "q0.1", "q0.9", "q0.025", "q0.975"]].rename(
@@ -205,6 +211,19 @@ def _forecast(frame, method, target, axis, y, total_steps, runs, settings, notes
     return body, _table(f"forecast at {axis} = {target:g} ({method})", shown)
 
 
+def _run_specs(items) -> dict:
+    """``--schedule RUN=SPEC`` (repeatable) as {run: spec}."""
+    from scalekit.errors import InputError
+
+    specs = {}
+    for item in items:
+        run, eq, spec = item.partition("=")
+        if not eq or not run.strip() or not spec.strip():
+            raise InputError(f"--schedule takes RUN=SPEC, got {item!r}")
+        specs[run.strip()] = spec.strip()
+    return specs
+
+
 def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluate, y, mapping,
                 duplicates, json_out, plot, html, quiet, fmt) -> None:
     """``--method multipower``: fit the runs of --fit-on at once, forecast other schedules."""
@@ -221,12 +240,7 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
         raise InputError("--method multipower needs --fit-on RUN,RUN,...")
     if not predict and not evaluate:
         raise InputError("--method multipower needs --predict-schedule SPEC|RUN or --evaluate")
-    specs = {}
-    for item in schedule:
-        run, eq, spec = item.partition("=")
-        if not eq or not run.strip() or not spec.strip():
-            raise InputError(f"--schedule takes RUN=SPEC, got {item!r}")
-        specs[run.strip()] = spec.strip()
+    specs = _run_specs(schedule)
     frames, digests = [], []
     for path in (files or [None]):
         curves, digest = open_curves(path, store if path is None else None,

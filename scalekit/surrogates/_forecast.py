@@ -8,7 +8,7 @@ them, and scores each method (:mod:`scalekit.surrogates.evaluate`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +19,7 @@ from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.formatting import collapse_notes, format_interval, format_number
 from scalekit.results import ResultProtocol, frame_from_records
+from scalekit.schedules import Schedule, parse_schedule
 from scalekit.surrogates._base import check_curve
 from scalekit.surrogates._curve_families import FAMILIES
 from scalekit.surrogates._scores import ForecastScores
@@ -134,7 +135,8 @@ class Forecast(ResultProtocol):
 
 def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = "loss",
                    method: str = "stacked-backtest", points: int = 40, min_points: int = 5,
-                   total_steps: int | None = None) -> Forecast:
+                   total_steps: int | None = None,
+                   schedules: Mapping[str, str | Schedule] | None = None) -> Forecast:
     """Forecast every run of ``frame`` from its last point to ``x = to``.
 
     Parameters
@@ -161,6 +163,12 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         ``total_steps`` or configured ``steps`` column where the curves have one. A
         run that ends before ``to`` (with ``x`` the step) is not forecast, with a
         warning.
+    schedules : mapping of run to spec or Schedule, optional
+        Runs' learning-rate schedules (``x`` the step; :func:`scalekit.schedules.
+        parse_schedule` specs). The default method lowers such a run's forecast by
+        the loss drop the rate's fall ahead brings
+        (:mod:`scalekit.surrogates._backtest_stack`); a run ends at its schedule's
+        last step unless ``total_steps`` says otherwise.
 
     Returns
     -------
@@ -178,6 +186,9 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         ends = {run: float(total_steps) for run in frame["run"].unique()}
     else:
         ends = run_ends(frame) if x == "step" else {}
+    rates = _schedule_rates(frame, schedules or {}, x=x, method=method)
+    if total_steps is None:
+        ends.update({run: float(r.size) for run, r in rates.items()})
     for run, curve in frame.groupby("run", sort=True):
         curve = curve[[x, y]].dropna()
         curve = curve[curve[x] > 0]
@@ -205,7 +216,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         size = float(frame.loc[frame["run"] == run, "params"].iloc[0]) \
             if "params" in frame.columns else float("nan")
         tasks.append(Task(str(run), curve[x].to_numpy(float), curve[y].to_numpy(float),
-                          grid, np.full(grid.size, np.nan), size=size))
+                          grid, np.full(grid.size, np.nan), size=size, rates=rates.get(str(run))))
     if not tasks and finished and finished == len(skipped):
         raise InputError(f"every run's schedule ends before {x} {to:g} (the latest at "
                          f"{max(ends.values()):g}): the runs are finished; give a longer "
@@ -214,7 +225,7 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         raise InputError("no run has enough points below the target to forecast"
                          + (f" ({skipped[0][1]})" if skipped else ""))
     tasks = [Task(t.run, *check_curve(t.x, t.y, min_points=min_points), t.x_target, t.y_target,
-                  size=t.size) for t in tasks]
+                  size=t.size, rates=t.rates) for t in tasks]
     quantiles = _method(method)(tasks)
     rows = []
     for task, q in zip(tasks, quantiles, strict=True):
@@ -225,6 +236,28 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
     diagnostics = [Diagnostic("run_skipped", "warning", message, run=str(run))
                    for run, message in skipped]
     return Forecast(method, x, y, float(to), pd.concat(rows, ignore_index=True), diagnostics)
+
+
+def _schedule_rates(frame: pd.DataFrame, schedules: Mapping, *, x: str, method: str) -> dict:
+    """Each named run's rate per step, checked: the runs exist, ``x`` is the step and the
+    method is the default (the one that reads schedules)."""
+    if not schedules:
+        return {}
+    if x != "step":
+        raise InputError(f"a schedule places steps, but the forecast is along {x!r}; forecast "
+                         "along the step to give schedules")
+    if method != "stacked-backtest":
+        raise InputError(f"schedules are read by the default method stacked-backtest, not by "
+                         f"{method!r}")
+    known = set(frame["run"].astype(str))
+    out = {}
+    for run, schedule in schedules.items():
+        if str(run) not in known:
+            raise InputError(f"a schedule is given for run {run!r}, which is not in the curves")
+        if not isinstance(schedule, Schedule):
+            schedule = parse_schedule(str(schedule), name=str(run))
+        out[str(run)] = schedule.rates
+    return out
 
 
 def run_ends(frame: pd.DataFrame) -> dict:

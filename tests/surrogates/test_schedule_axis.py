@@ -58,3 +58,25 @@ def test_the_default_forecasts_against_the_step_even_where_the_schedule_is_known
                           "total_steps": 1000})
     with_lr = forecast_frame(frame, to=600).table
     pd.testing.assert_frame_equal(with_lr, forecast_frame(frame.drop(columns="lr"), to=600).table)
+
+
+@pytest.mark.slow
+def test_a_given_schedule_lowers_the_default_forecast_only_where_the_rate_falls():
+    """With ``schedules`` the default takes off the annealing drop ahead: a constant rate
+    (no fall) leaves the forecast as it is; a cosine lowers its median at the end, and a
+    target past the schedule's end is refused."""
+    steps = np.arange(1, 16) * 20.0
+    frame = pd.DataFrame({"run": "a", "step": steps, "loss": 2.0 + 3.0 * steps ** -0.4})
+    blind = forecast_frame(frame, to=600).table
+    flat = forecast_frame(frame, to=600, schedules={"a": "constant:warmup=10,peak=1e-3,total=1000"}).table
+    pd.testing.assert_frame_equal(flat, blind)
+    cosine = forecast_frame(frame, to=600,
+                            schedules={"a": "cosine:warmup=10,peak=1e-3,final=1e-4,total=1000"}).table
+    assert cosine["q0.5"].iloc[-1] < blind["q0.5"].iloc[-1]
+    with pytest.raises(InputError, match="not in the curves"):
+        forecast_frame(frame, to=600, schedules={"b": "constant:warmup=10,peak=1e-3,total=1000"})
+    with pytest.raises(InputError, match="default method"):
+        forecast_frame(frame, to=600, method="pow3",
+                       schedules={"a": "constant:warmup=10,peak=1e-3,total=1000"})
+    with pytest.raises(InputError, match="finished"):
+        forecast_frame(frame, to=600, schedules={"a": "constant:warmup=10,peak=1e-3,total=500"})
