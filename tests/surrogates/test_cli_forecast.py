@@ -60,6 +60,10 @@ def test_evaluate_mode_scores_the_method(curves, tmp_path):
     ["--to", "1e9", "--method", "nope"],
     ["--to", "1e9", "--run", "missing"],
     ["--to", "10"],
+    ["--to", "1000", "--method", "pow3", "--schedule", "r0=constant:warmup=10,peak=1e-3,total=3000"],
+    ["--evaluate", "--schedule", "r0=constant:warmup=10,peak=1e-3,total=3000"],
+    ["--to", "1000", "--schedule", "r9=constant:warmup=10,peak=1e-3,total=3000"],
+    ["--to", "1000", "--schedule", "r0"],
 ])
 def test_bad_requests_exit_with_code_2(curves, args, capsys):
     assert main(["forecast", str(curves), *args]) == 2
@@ -164,3 +168,19 @@ def test_evaluate_json_keeps_the_readers_notes_and_diagnostics_apart(curves, tmp
     assert [d["code"] for d in body["diagnostics"]] == ["metric_choice"]
     assert any("colour" in note for note in body["notes"])
     assert not any("train_loss" in note for note in body["notes"])  # said once, by the diagnostic
+
+
+@pytest.mark.slow
+def test_a_schedule_given_to_the_default_lowers_that_runs_forecast(curves, tmp_path):
+    """The rate of r0 falls along a cosine to step 4000: the forecast at 4000 of the run
+    given its schedule is lower than without it."""
+    finals = []
+    for extra in ([], ["--schedule", "r0=cosine:warmup=10,peak=1e-3,final=1e-4,total=4000"]):
+        out = tmp_path / f"f{len(extra)}.json"
+        assert main(["forecast", str(curves), "--to", "4000", "--json", str(out), "-q",
+                     *extra]) == 0
+        report = json.loads(out.read_text())
+        finals.append({row["run"]: row["q0.5"] for row in _final(report)})
+    assert report["settings"]["schedules"] == {"r0": "cosine:warmup=10,peak=1e-3,final=1e-4,"
+                                                      "total=4000"}
+    assert finals[1]["r0"] < finals[0]["r0"]
