@@ -234,17 +234,22 @@ def print_tables(tables: list[dict], fmt: str, *, title: str | None = None,
         typer.echo(line, err=True)
 
 
-def parse_mapping(items: list[str]) -> dict[str, str] | None:
-    """Parse repeated ``--map role=column`` options."""
+def parse_pairs(items: list[str], *, flag: str, form: str) -> dict[str, str]:
+    """Parse repeated ``flag KEY=VALUE`` options (``form`` spells them in the error)."""
     from scalekit.errors import InputError
 
-    mapping = {}
+    pairs = {}
     for item in items:
-        role, sep, column = item.partition("=")
-        if not sep or not role.strip() or not column.strip():
-            raise InputError(f"--map takes role=column, got {item!r}")
-        mapping[role.strip()] = column.strip()
-    return mapping or None
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise InputError(f"{flag} takes {form}, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def parse_mapping(items: list[str]) -> dict[str, str] | None:
+    """Parse repeated ``--map role=column`` options."""
+    return parse_pairs(items, flag="--map", form="role=column") or None
 
 
 def input_sha256(path: Path) -> str:

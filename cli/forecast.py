@@ -8,8 +8,8 @@ import typer
 
 from .options import html_option
 from .common import (choice_option, format_option, json_option,
-                     library_choices, map_option, open_curves, parse_mapping, plot_option,
-                     notes_in_flags, print_tables, quiet_option, store_option)
+                     library_choices, map_option, open_curves, parse_mapping, parse_pairs,
+                     plot_option, notes_in_flags, print_tables, quiet_option, store_option)
 
 FORMAT = "forecast"
 
@@ -133,7 +133,7 @@ def forecast(
     else:
         target = to_compute if to_compute is not None else to
         if schedule:
-            settings["schedules"] = _run_specs(schedule)
+            settings["schedules"] = parse_pairs(schedule, flag="--schedule", form="RUN=SPEC")
         body, shown_table = _forecast(frame, method, target, axis, y, total_steps, runs,
                                       settings, notes, read, html, plot)
     if plot is not None and evaluate:
@@ -211,19 +211,6 @@ def _forecast(frame, method, target, axis, y, total_steps, runs, settings, notes
     return body, _table(f"forecast at {axis} = {target:g} ({method})", shown)
 
 
-def _run_specs(items) -> dict:
-    """``--schedule RUN=SPEC`` (repeatable) as {run: spec}."""
-    from scalekit.errors import InputError
-
-    specs = {}
-    for item in items:
-        run, eq, spec = item.partition("=")
-        if not eq or not run.strip() or not spec.strip():
-            raise InputError(f"--schedule takes RUN=SPEC, got {item!r}")
-        specs[run.strip()] = spec.strip()
-    return specs
-
-
 def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluate, y, mapping,
                 duplicates, json_out, plot, html, quiet, fmt) -> None:
     """``--method multipower``: fit the runs of --fit-on at once, forecast other schedules."""
@@ -240,7 +227,7 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
         raise InputError("--method multipower needs --fit-on RUN,RUN,...")
     if not predict and not evaluate:
         raise InputError("--method multipower needs --predict-schedule SPEC|RUN or --evaluate")
-    specs = _run_specs(schedule)
+    specs = parse_pairs(schedule, flag="--schedule", form="RUN=SPEC")
     frames, digests = [], []
     for path in (files or [None]):
         curves, digest = open_curves(path, store if path is None else None,
