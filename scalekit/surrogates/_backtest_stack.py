@@ -31,15 +31,18 @@ benchmark) the candidates' full-prefix medians are combined in log space:
   rank, the level takes the normal half-width ``z s`` with ``s**2 = mean(r**2)``
   (``fallback_spread`` without any backtest).
 - **Annealing drop.** Where a task knows its run's learning-rate schedule
-  (:attr:`~scalekit.surrogates._evaluate.Task.rates`, ``x`` the step), a loss
-  forecast from the prefix's trend misses the drop that the rate's further fall
-  brings (no prefix holds it). Every candidate's log median, for the task and
-  for its backtest alike, is lowered by ``anneal_drop * (eta(x_last) -
-  eta(x)) / max(eta)`` where the rate falls: the loss-drop term of the
-  multi-power law of Luo et al. (2025), ``B (eta_{t0} - eta_t)`` once its
-  saturating ``G`` has reached 1, in ln loss relative to the run's peak rate.
-  The default ``anneal_drop = 0.0385`` is the mean of ``B eta_max / L`` at the
-  end of the paper's cosine run for its two models, with the repository's
+  (:attr:`~scalekit.surrogates._evaluate.Task.rates`, ``x`` the step), a trend
+  fitted to the prefix misses the drop in loss that the rate's further fall
+  brings (no prefix holds it). With ``phi(x)`` the rate's fall below its
+  running peak over the schedule's peak, the loss is taken to be a curve at the
+  peak rate times ``exp(-anneal_drop * phi(x))``: the prefix (and so its
+  backtest) is lifted by ``exp(anneal_drop * phi)`` before the candidates fit
+  it, and the combined forecast is lowered by ``exp(-anneal_drop * phi)`` at
+  each target. This is the loss-drop term of the multi-power law of Luo et al.
+  (2025), ``B sum (eta_{k-1} - eta_k) G(...)`` once its saturating ``G`` has
+  reached 1 (its largest value), in ln loss relative to the peak rate. The
+  default ``anneal_drop = 0.0385`` is the mean of ``B eta_max / L`` at the end
+  of the paper's cosine run for its two models, with the repository's
   published parameters (``B`` = 363.8 and 437.9, ``eta_max`` = 3e-4, final
   loss 3.304 and 2.979: 0.033 and 0.044); it is not fitted to any curve it
   forecasts.
@@ -75,20 +78,29 @@ def backtest_task(task: Task, *, min_points: int, longest: bool = False) -> Task
                 group=task.group, size=task.size, rates=task.rates)
 
 
-def rate_fall(task: Task) -> np.ndarray:
-    """How far the rate falls from the last observed step to each target step, over its
-    peak (0 where it does not fall, or where the task has no ``rates``). The step at a
-    schedule's end (after its last update) keeps the last rate, as in
+def rate_fall(task: Task, x: np.ndarray) -> np.ndarray:
+    """``phi``: the rate's fall below its running peak at each step ``x``, over the
+    schedule's peak (0 during a warm-up, and everywhere for a task without ``rates``).
+    The step at a schedule's end (after its last update) keeps the last rate, as in
     :meth:`scalekit.schedules.Schedule.rates_through`."""
     if task.rates is None:
-        return np.zeros(task.x_target.size)
+        return np.zeros(np.shape(x))
     rates = np.asarray(task.rates, dtype=float)
-    steps = np.round(np.concatenate([task.x[-1:], task.x_target])).astype(np.int64)
+    steps = np.round(x).astype(np.int64)
     if steps.min() < 0 or steps.max() > rates.size:
         raise InputError(f"run {task.run!r}: its schedule ends at step {rates.size}, but the "
                          f"forecast asks for step {steps.max()}")
-    eta = rates[np.minimum(steps, rates.size - 1)]
-    return np.maximum(eta[0] - eta[1:], 0.0) / rates.max()
+    steps = np.minimum(steps, rates.size - 1)
+    return (np.maximum.accumulate(rates)[steps] - rates[steps]) / rates.max()
+
+
+def _lifted(task: Task, drop: float) -> Task:
+    """``task`` with its losses at the peak rate: times ``exp(drop * phi)``."""
+    if task.rates is None or drop == 0:
+        return task
+    return Task(task.run, task.x, task.y * np.exp(drop * rate_fall(task, task.x)), task.x_target,
+                task.y_target * np.exp(drop * rate_fall(task, task.x_target)), group=task.group,
+                size=task.size, rates=task.rates)
 
 
 def candidate_medians(method: Method, tasks: Sequence[Task]) -> list[np.ndarray]:
@@ -210,6 +222,8 @@ class BacktestStacked:
         check_number("h0", self.h0, low=0.0, low_open=True)
         check_number("fallback_spread", self.fallback_spread, low=0.0, low_open=True)
         check_number("anneal_drop", self.anneal_drop, low=0.0)
+        drops = [self.anneal_drop * rate_fall(t, t.x_target) for t in tasks]
+        tasks = [_lifted(t, self.anneal_drop) for t in tasks]
         backs = [backtest_task(t, min_points=self.min_points) for t in tasks]
         learned = {t.group for t, b in zip(tasks, backs, strict=True) if b is not None}
         backs = [b if b is not None or t.group in learned else
@@ -220,10 +234,8 @@ class BacktestStacked:
         names = list(self.candidates)
         jobs = [("full", n, tasks) for n in names] + [("back", n, pseudo) for n in names
                                                       if pseudo]
-        drops = {phase: [self.anneal_drop * rate_fall(t) for t in batch]
-                 for phase, batch in (("full", tasks), ("back", pseudo))}
-        medians = {(phase, name): [np.log(m) - d for m, d in zip(
-                       candidate_medians(self.candidates[name], batch), drops[phase], strict=True)]
+        medians = {(phase, name): [np.log(m) for m in candidate_medians(self.candidates[name],
+                                                                         batch)]
                    for phase, name, batch in track(jobs, "forecast")}  # the CLI's progress bar
         levels = sorted({_level(q) for q in QUANTILES} - {0.0})
         signs = np.sign(QUANTILES - 0.5)
@@ -249,5 +261,5 @@ class BacktestStacked:
                 median = sum(w * medians["full", n][i] for w, n in zip(weights, names, strict=True)
                              if w > 0)   # a candidate left out may not poison it (0 * inf)
                 reach = horizon_reach(tasks[i], self.h0)
-                out[i] = np.exp(median[:, None] + reach[:, None] * offsets[None, :])
+                out[i] = np.exp((median - drops[i])[:, None] + reach[:, None] * offsets[None, :])
         return out

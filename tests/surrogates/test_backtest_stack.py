@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from scalekit.surrogates._backtest_stack import (BacktestStacked, backtest_task, curve_rmse_weights,
-                                                 half_widths, shrunk_weights)
+                                                 half_widths, rate_fall, shrunk_weights)
 from scalekit.errors import InputError
 from scalekit.surrogates._evaluate import QUANTILES, Task, horizon_reach
 
@@ -200,12 +200,14 @@ def _trend(t):
     return np.log(2.0 + 3.0 * t ** -0.3)
 
 
-def test_the_annealing_drop_ahead_is_taken_off_where_the_schedule_is_known():
+def test_the_annealing_drop_is_taken_off_where_the_schedule_is_known():
     """Truth: ln L = trend - b (eta_max - eta_t) / eta_max under a cosine from 1e-3 to 1e-4
-    (the multi-power law's drop with G = 1); the one candidate continues the trend from
-    the last observed point, so it misses exactly the drop still ahead. With the true b
-    the default's median is the truth; ignoring the schedule (the former default) it is
-    too high by b times the rate's relative fall ahead."""
+    (the multi-power law's drop with G = 1). The one candidate fits ``a + c trend`` to the
+    prefix by least squares, so it is exact only on a curve at the peak rate. With the
+    true b the default's median is the truth (the prefix lifted to the peak rate, the
+    forecast lowered by the drop); ignoring the schedule (the former default) it is too
+    high at the end; taking off only the drop still ahead of the prefix would leave the
+    fit bent by the drop inside the prefix."""
     b, total = 0.03, 2000
     steps = np.arange(total + 1)
     rates = 1e-4 + 0.9e-3 * 0.5 * (1 + np.cos(np.pi * steps / total))
@@ -214,24 +216,39 @@ def test_the_annealing_drop_ahead_is_taken_off_where_the_schedule_is_known():
         t = np.asarray(t, dtype=int)
         return np.exp(_trend(t) - b * (rates.max() - rates[t]) / rates.max())
 
-    def trend_method(tasks):
-        return [np.tile((t.y[-1] * np.exp(_trend(t.x_target) - _trend(t.x[-1])))[:, None],
-                        (1, QUANTILES.size)) for t in tasks]
+    def fitted_trend(tasks):
+        out = []
+        for t in tasks:
+            coef = np.linalg.lstsq(np.column_stack([np.ones(t.x.size), _trend(t.x)]),
+                                   np.log(t.y), rcond=None)[0]
+            median = np.exp(coef[0] + coef[1] * _trend(t.x_target))
+            out.append(np.tile(median[:, None], (1, QUANTILES.size)))
+        return out
 
     tasks = []
     for k, cut in enumerate((600, 800, 1000, 1200)):
         x, xt = np.arange(20, cut + 1, 20.0), np.arange(cut + 50, total + 1, 50.0)
         tasks.append(Task(f"r{k}", x, truth(x), xt, truth(xt), group="g", rates=rates))
     median = int(np.flatnonzero(QUANTILES == 0.5)[0])
-    known = BacktestStacked({"trend": trend_method}, anneal_drop=b)(tasks)
-    blind = BacktestStacked({"trend": trend_method}, anneal_drop=b)(
+    known = BacktestStacked({"fit": fitted_trend}, anneal_drop=b)(tasks)
+    blind = BacktestStacked({"fit": fitted_trend}, anneal_drop=b)(
         [Task(t.run, t.x, t.y, t.x_target, t.y_target, group=t.group) for t in tasks])
-    for t, q, q_blind in zip(tasks, known, blind, strict=True):
-        np.testing.assert_allclose(np.log(q[:, median]), np.log(t.y_target), atol=1e-12)
-        ahead = b * (rates[int(t.x[-1])] - rates[t.x_target.astype(int)]) / rates.max()
-        np.testing.assert_allclose(np.log(q_blind[:, median]) - np.log(t.y_target), ahead,
-                                   atol=1e-12)
-        assert ahead[-1] > 0.005
+    ahead_only = [np.log(q[:, median]) - b * (rates[int(t.x[-1])] - rates[t.x_target.astype(int)])
+                  / rates.max() for q, t in zip(blind, tasks, strict=True)]
+    for t, q, q_blind, q_ahead in zip(tasks, known, blind, ahead_only, strict=True):
+        np.testing.assert_allclose(np.log(q[:, median]), np.log(t.y_target), atol=1e-10)
+        assert np.log(q_blind[-1, median] / t.y_target[-1]) > 0.005
+        assert abs(q_ahead[-1] - np.log(t.y_target[-1])) > 1e-3
+
+
+def test_the_rate_fall_is_measured_from_the_running_peak():
+    steps = np.arange(0, 1001)
+    rates = np.minimum(steps / 100, 1.0) * (1 - 0.5 * steps / 1000)   # warm-up, then linear
+    task = Task("r", np.array([1.0]), np.ones(1), steps.astype(float), np.ones(steps.size),
+                rates=rates)
+    expected = np.where(steps <= 100, 0.0, (steps / 2000 - 0.05) / 0.95)   # peak 0.95 at 100
+    np.testing.assert_allclose(rate_fall(task, steps.astype(float)), expected, atol=1e-14)
+    assert (rate_fall(task, np.arange(0.0, 100.0)) == 0).all()
 
 
 def test_a_schedule_shorter_than_the_forecast_is_refused():
