@@ -67,8 +67,8 @@ def forecast(
         "constant:…; two_stage:…,second=R,switch=K) or a run (repeatable)."),
     schedule: list[str] = typer.Option([], "--schedule", help="A run's schedule as RUN=SPEC "
                                        "(repeatable; with multipower, else its lr column). "
-                                       "The default method lowers the run's forecast by the "
-                                       "loss drop the rate's fall ahead brings."),
+                                       "The default method then takes off the loss drop "
+                                       "the rate's fall brings."),
     total_steps: int | None = typer.Option(None, "--total-steps", help="Where every run "
                                               "ends (its schedule's last step): no forecast "
                                               "past it; by default the curves' total_steps "

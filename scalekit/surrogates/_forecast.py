@@ -165,8 +165,8 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         warning.
     schedules : mapping of run to spec or Schedule, optional
         Runs' learning-rate schedules (``x`` the step; :func:`scalekit.schedules.
-        parse_schedule` specs). The default method lowers such a run's forecast by
-        the loss drop the rate's fall ahead brings
+        parse_schedule` specs). The default method takes such a run's loss as a
+        curve at the peak rate lowered by the drop the rate's fall brings
         (:mod:`scalekit.surrogates._backtest_stack`); a run ends at its schedule's
         last step unless ``total_steps`` says otherwise.
 
