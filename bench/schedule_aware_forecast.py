@@ -16,8 +16,8 @@ gives the schedule (:func:`scalekit.schedules.schedule_from_series`).
 The arms run ``stacked-backtest`` on the same tasks, grouped by cut: *step,
 blind* forecasts loss against the step without the schedule (the default before
 issue 25's annealing term); *step* against the step with each task's ``rates``
-(the default: it lowers the forecast by the multi-power law's loss drop for the
-rate's fall ahead, :mod:`scalekit.surrogates._backtest_stack`); *S1* against
+(the default: it takes the loss as a curve at the peak rate lowered by the
+multi-power law's loss drop, :mod:`scalekit.surrogates._backtest_stack`); *S1* against
 the area under the rate (:func:`scalekit.surrogates._schedule_axis.area_task`).
 No truth reaches any arm (the default learns only from the prefixes), so every
 curve is scored:
