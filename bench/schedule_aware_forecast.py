@@ -13,6 +13,13 @@ With ``--data multipower`` the same on the 18 curves of Luo et al. (2025)
 cosine, WSD and two-stage -- for a 25M and a 100M model), whose ``lr`` column
 gives the schedule (:func:`scalekit.schedules.schedule_from_series`).
 
+With ``--data olmo`` the C4 loss curves of the 16 OLMo ladder runs of Bhagia et
+al. (2024) (``data/published/olmo_ladder``); their schedules are not in the
+data but rebuilt from the repository's ladder script: a cosine with warm-up
+(``alpha_f`` = 0.1, so to 0.1 x peak, at the run's last step), the warm-up
+``N / batch`` steps, i.e. the last step over ``20 k`` for a ``k x C`` run
+(PROVENANCE.md).
+
 The arms run ``stacked-backtest`` on the same tasks, grouped by cut: *step,
 blind* forecasts loss against the step without the schedule (the default before
 issue 25's annealing term); *step* against the step with each task's ``rates``
@@ -29,7 +36,7 @@ Checks (PASS/FAIL): the default (step, with the schedule) is the best arm on
 the pooled final error; its pooled 50/80/95% coverage within 5 points of
 nominal.
 
-Run: ``python bench/schedule_aware_forecast.py [--data multipower] [--stride K]`` (every K-th run;
+Run: ``python bench/schedule_aware_forecast.py [--data multipower|olmo] [--stride K]`` (every K-th run;
 about ten minutes for all 264 tasks on 2 shared cores).
 """
 
@@ -81,6 +88,23 @@ def multipower_tasks(stride: int) -> dict[str, list[Task]]:
     return cut(frame, "step", schedules)
 
 
+def olmo_tasks(stride: int) -> dict[str, list[Task]]:
+    """The OLMo ladder's C4 curves, their schedules rebuilt from the ladder script."""
+    parts, schedules = [], {}
+    for path in sorted((DATA / "olmo_ladder").glob("*xC.csv")):
+        part = pd.read_csv(path)[["_step", "eval/c4_en-validation/CrossEntropyLoss"]].dropna()
+        part.columns = ["step", "loss"]
+        part = part[part["step"] > 0].assign(run=path.stem)
+        parts.append(part)
+        times = int(path.stem.split("-")[1].removesuffix("xC"))
+        last = int(part["step"].max())
+        schedules[path.stem] = parse_schedule(f"cosine:warmup={round(last / (20 * times))},"
+                                              f"peak=1,final=0.1,total={last}")
+    frame = pd.concat(parts, ignore_index=True)
+    frame = frame[frame["run"].isin(sorted(frame["run"].unique())[::stride])]
+    return cut(frame, "step", schedules)
+
+
 def misfitting_tasks(stride: int) -> dict[str, list[Task]]:
     """The (Mis)Fitting cut tasks, their cosine schedules from the training settings."""
     frame = pd.read_csv(DATA / "misfitting_all_checkpoints.csv")
@@ -122,9 +146,11 @@ def main() -> int:
     threadpool_limits(1)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stride", type=int, default=1, help="every K-th run")
-    parser.add_argument("--data", choices=("misfitting", "multipower"), default="misfitting")
+    parser.add_argument("--data", choices=("misfitting", "multipower", "olmo"),
+                        default="misfitting")
     args = parser.parse_args()
-    arms = (misfitting_tasks if args.data == "misfitting" else multipower_tasks)(args.stride)
+    arms = {"misfitting": misfitting_tasks, "multipower": multipower_tasks,
+            "olmo": olmo_tasks}[args.data](args.stride)
     start = time.perf_counter()
     results = {name: summary(scores(arm, default_method()(arm))) for name, arm in arms.items()}
     pd.set_option("display.width", 200)
