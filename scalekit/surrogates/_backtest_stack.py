@@ -80,12 +80,13 @@ def backtest_task(task: Task, *, min_points: int, longest: bool = False) -> Task
 
 def rate_fall(task: Task, x: np.ndarray) -> np.ndarray:
     """``phi``: the rate's fall below its running peak at each step ``x``, over the
-    schedule's peak (0 during a warm-up, and everywhere for a task without ``rates``).
+    schedule's peak (0 during a warm-up, and everywhere for a task without ``rates`` or
+    with no positive rate).
     The step at a schedule's end (after its last update) keeps the last rate, as in
     :meth:`scalekit.schedules.Schedule.rates_through`."""
-    if task.rates is None:
+    rates = np.zeros(1) if task.rates is None else np.asarray(task.rates, dtype=float)
+    if rates.max() <= 0:
         return np.zeros(np.shape(x))
-    rates = np.asarray(task.rates, dtype=float)
     steps = np.round(x).astype(np.int64)
     if steps.min() < 0 or steps.max() > rates.size:
         raise InputError(f"run {task.run!r}: its schedule ends at step {rates.size}, but the "

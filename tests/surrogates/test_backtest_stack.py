@@ -249,6 +249,9 @@ def test_the_rate_fall_is_measured_from_the_running_peak():
     expected = np.where(steps <= 100, 0.0, (steps / 2000 - 0.05) / 0.95)   # peak 0.95 at 100
     np.testing.assert_allclose(rate_fall(task, steps.astype(float)), expected, atol=1e-14)
     assert (rate_fall(task, np.arange(0.0, 100.0)) == 0).all()
+    idle = Task("r", np.array([1.0]), np.ones(1), steps.astype(float), np.ones(steps.size),
+                rates=np.zeros(steps.size))
+    assert (rate_fall(idle, steps.astype(float)) == 0).all()   # no rate, no fall (not 0/0)
 
 
 def test_a_schedule_shorter_than_the_forecast_is_refused():
