@@ -511,7 +511,8 @@ class CommitLoop:
 
     def _reach(self) -> float:
         """The largest compute any run has reached: where the explored frontier ends."""
-        return max(self.sweep.flops_per_unit[r] * self.state.reached[r] for r in self.runs)
+        return max((self.sweep.flops_per_unit[r] * self.state.reached[r] for r in self.runs),
+                   default=0.0)
 
     def _best_partial(self, left: float) -> str | None:
         """The run with the lowest forecast after ``left`` more FLOPs, of those that carry
