@@ -114,9 +114,9 @@ def fit_with_prior(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta:
         "probable law under a weak prior on each parameter (the fit's stats `prior`: centre, sd), "
         "not a fit to the data alone, and it states no interval; the parameters the points "
         "cannot pin sit near the prior's centre; add runs", value=n)]
-    # every parameter is "not identified" by construction; prior_fit says it once
+    # few points and every parameter "not identified" by construction: prior_fit says it once
     diagnostics += [d for d in fit_diagnostics(law, X, z, stderr, intervals, None, ci_level, n)
-                    if d.code != "not_identified"]
+                    if d.code not in ("not_identified", "few_points")]
     theta = law.to_natural(z)
     stats = {"n_points": n, "n_params": P, "objective": best.objective, "loss": loss,
              "delta": delta, "n_starts": len(starts), "converged": best.success,
