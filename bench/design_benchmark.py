@@ -29,9 +29,8 @@ import warnings
 import numpy as np
 from scalebench_tasks import BUDGETS, DEFAULT_BUDGETS, PAPER, TASKS, r2
 
-from scalekit.design import METHODS, replay
+from scalekit.design import METHODS, final_fit, replay
 from scalekit.errors import InputError
-from scalekit.fit import fit_law
 
 OURS = "ensemble"
 #: Tasks whose middle-budget R² must reach the paper's method's.
@@ -39,8 +38,9 @@ MATCH_PAPER = ("farseer", "data_constrained", "vocab")
 
 
 def predict(task, group, result, seed) -> np.ndarray:
-    """The target predictions of every output of ``task`` from the runs ``result`` chose
-    (NaN where the engine cannot fit them)."""
+    """The target predictions of every output of ``task`` from the runs ``result`` chose,
+    fitted as the design's final answer is (:func:`scalekit.design.final_fit`; NaN where
+    it cannot fit them)."""
     rows = np.array([c["row"] for c in result.chosen], dtype=int)
     out = []
     for law, y in task.outputs:
@@ -50,7 +50,7 @@ def predict(task, group, result, seed) -> np.ndarray:
             continue
         frame = group.pool.frame.iloc[rows]
         try:
-            fit = fit_law(law, {c: frame[c].to_numpy(float) for c in law.inputs},
+            fit = final_fit(law, {c: frame[c].to_numpy(float) for c in law.inputs},
                           task.sign * frame[y].to_numpy(float), seed=seed)
             out.append(fit.predict({c: group.target[c].to_numpy(float) for c in law.inputs}))
         except InputError:

@@ -5,9 +5,11 @@ The pool is the sweep's runs (cost 6·N·D), the target the runs at the largest 
 C_max. The all-data Chinchilla fit gives N*(C_max) and the loss at C_max; the design
 (``ensemble``, the same setting as on ScaleBench) chooses runs within 10% of the sweep's
 compute, and the Chinchilla fit of its runs, bootstrapped over runs, gives N*(C_max) with
-a 95% percentile interval. PASS when the all-data N*(C_max) lies inside it.
+the engine's 95% interval (``plan_for_compute``: expanded bootstrap percentiles, as
+``scalekit plan`` reports). PASS when the all-data N*(C_max) lies inside it.
 
-    python bench/design_sweeps.py [--share 0.1] [--bootstrap 40] [--method ensemble]
+    python bench/design_sweeps.py [--share 0.1] [--bootstrap 200] [--method ensemble]
+        [--seeds 0,1,2]
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ import numpy as np
 import pandas as pd
 
 from scalekit.design import Pool, replay
-from scalekit.fit import fit_law
+from scalekit.fit import fit_law, plan_for_compute
 from scalekit.laws import get_law
-from scalekit.laws._chinchilla import chinchilla_optimum
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
 
@@ -31,7 +32,8 @@ def misfitting() -> pd.DataFrame:
     """Each (model, tokens) pair's best final loss over the learning-rate sweep."""
     frame = pd.read_csv(DATA / "misfitting_final.csv")
     best = frame.loc[frame.groupby(["N", "D"])["loss"].idxmin()]
-    return pd.DataFrame({"params": best.N, "tokens": best.D, "loss": best.loss})
+    # in float: 6·N·D of the largest runs (~1.5e20) overflows the file's int64
+    return pd.DataFrame({"params": best.N, "tokens": best.D, "loss": best.loss}).astype(float)
 
 
 def porian() -> pd.DataFrame:
@@ -42,30 +44,24 @@ def porian() -> pd.DataFrame:
     return pd.DataFrame({"params": part.N, "tokens": part.D, "loss": part.loss})
 
 
-def optimum(values, compute) -> tuple[float, float]:
-    out = chinchilla_optimum(values, compute)
-    return float(out["params"]), float(out["loss"])
-
-
-def check(name, frame, *, share, bootstrap, method):
+def check(name, frame, *, share, bootstrap, method, seed=0):
     law = get_law("chinchilla")
     frame = frame.reset_index(drop=True)
-    compute = 6 * frame.params * frame.tokens
+    compute = 6.0 * frame.params.to_numpy(float) * frame.tokens.to_numpy(float)
     c_max = float(compute.max())
     target = frame[np.isclose(compute, c_max, rtol=0.05)][["params", "tokens"]]
-    everything = fit_law(law, frame, frame.loss.to_numpy())
-    n_all, loss_all = optimum(everything.values, c_max)
+    everything = plan_for_compute(fit_law(law, frame, frame.loss.to_numpy()), c_max)
+    n_all, loss_all = everything["params"], everything["loss"]
     pool = Pool.from_frame(frame, y="loss")
-    result = replay(law, pool, target, budget=share * pool.cost.sum(), method=method, seed=0)
+    result = replay(law, pool, target, budget=share * pool.cost.sum(), method=method, seed=seed)
     rows = [c["row"] for c in result.chosen]
     chosen = frame.iloc[rows]
     fit = fit_law(law, chosen, chosen.loss.to_numpy(), bootstrap=bootstrap, n_jobs=1, seed=0)
-    n_star, loss_star = optimum(fit.values, c_max)
-    draws = [optimum(dict(zip(law.param_names, theta, strict=True)), c_max)[0]
-             for theta in fit.bootstrap_values]
-    lo, hi = np.nanpercentile(draws, [2.5, 97.5])
+    plan = plan_for_compute(fit, c_max)
+    n_star, loss_star = plan["params"], plan["loss"]
+    lo, hi = plan["params_ci"]
     inside = lo <= n_all <= hi
-    print(f"{name}: {len(frame)} runs, C_max {c_max:.3g}; design chose {len(rows)} runs, "
+    print(f"{name} (seed {seed}): {len(frame)} runs, C_max {c_max:.3g}; design chose {len(rows)} runs, "
           f"{result.spent:.1%} of the sweep's compute")
     print(f"  N*(C_max): all data {n_all:.4g}; design {n_star:.4g} [{lo:.4g}, {hi:.4g}] "
           f"(error {n_star / n_all - 1:+.1%}); loss at C_max: all data {loss_all:.4f}, "
@@ -79,13 +75,18 @@ def check(name, frame, *, share, bootstrap, method):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--share", type=float, default=0.1)
-    parser.add_argument("--bootstrap", type=int, default=40)
+    parser.add_argument("--bootstrap", type=int, default=200)
     parser.add_argument("--method", default="ensemble")
+    parser.add_argument("--seeds", default="0", help="design seeds, e.g. 0,1,2 (the target: seed 0)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=RuntimeWarning)
+    seeds = [int(s) for s in args.seeds.split(",")]
     for name, frame in (("(Mis)Fitting finals", misfitting()), ("Porian IsoFLOP (rw tuned)",
                                                                   porian())):
-        check(name, frame, share=args.share, bootstrap=args.bootstrap, method=args.method)
+        passed = sum(check(name, frame, share=args.share, bootstrap=args.bootstrap,
+                           method=args.method, seed=seed) for seed in seeds)
+        if len(seeds) > 1:
+            print(f"{name}: {passed} of {len(seeds)} design seeds PASS")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ CODES = {
     "budget_skipped": "an IsoFLOP budget was left out of the fit",
     "metric_choice": "which of several metrics was taken as the loss",
     "few_points": "too few points for the result to be trusted",
+    "prior_fit": "no more points than parameters: the fit is the most probable law under a weak "
+                 "prior, not a fit to the data alone",
     "outliers_dropped": "points were left out of the fit",
     "not_converged": "the optimiser, or some bootstrap resamples, found no optimum",
     "derived_undefined": "a derived quantity is not finite for some bootstrap resamples",
@@ -87,7 +89,7 @@ class Diagnostic:
 #: Codes from the worst to the mildest: the order a report shows its warnings in.
 WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
                "derived_undefined", "on_bound", "exponent_implausible", "profile_misfit",
-               "extrapolation", "metrics_indistinguishable", "few_points", "budget_skipped",
+               "extrapolation", "metrics_indistinguishable", "prior_fit", "few_points", "budget_skipped",
                "run_skipped", "outliers_dropped", "metric_choice")
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalekit.fit import fit_law
+from scalekit.fit import fit_law, fit_with_prior
 from scalekit.fit import multistart
 from scalekit.fit import log_residuals, log_value_and_jacobian
 
@@ -60,10 +60,16 @@ class Belief:
         return np.nan_to_num(F), A
 
 
-def refit(law, X, y, *, rng: np.random.Generator):
-    """The engine's fit (:func:`scalekit.fit.fit_law`: the law's grid, stopping rule,
-    polish), for the final answer."""
-    return fit_law(law, X, y, seed=int(rng.integers(2**31)))
+def final_fit(law, X, y, *, seed: int = 0):
+    """The fit of the final answer: the engine's (:func:`scalekit.fit.fit_law`: the law's
+    grid, stopping rule, polish), or, with no more distinct runs than the law has
+    parameters, the most probable law under a weak prior
+    (:func:`scalekit.fit.fit_with_prior`, marked ``prior_fit``)."""
+    distinct = len(np.unique(np.column_stack([np.asarray(X[c], float) for c in law.inputs]),
+                             axis=0))
+    if distinct <= len(law.params):
+        return fit_with_prior(law, X, y, seed=seed)
+    return fit_law(law, X, y, seed=seed)
 
 
 def quick_fit(law, X, log_y, *, warm: np.ndarray | None, rng: np.random.Generator

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number, fail
-from scalekit.design._belief import belief, refit
+from scalekit.design._belief import belief, final_fit
 from scalekit.design._methods import METHODS, MODEL_BASED, baseline_pick, greedy_batch, spread_pick
 from scalekit.design._pool import Pool
 from scalekit.design._result import DesignResult
@@ -187,7 +187,7 @@ def _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng) -> D
     P = len(law.params)
     if len(y) >= 2:
         try:
-            fit = refit(law, X, y, rng=rng)
+            fit = final_fit(law, X, y, seed=int(rng.integers(2**31)))
         except InputError as error:
             diagnostics.append(Diagnostic("not_converged", "warning", str(error)))
             fit = None
@@ -202,7 +202,7 @@ def _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng) -> D
                            for i in range(len(target))]
             values = dict(fit.values)
             diagnostics += [d for d in fit.diagnostics if d.severity != "info"]
-    if len(y) <= P:
+    if len(y) <= P and not predictions:
         diagnostics.append(Diagnostic(
             "few_points", "warning", f"{len(y)} runs observed for a law of {P} parameters: "
             "the fit is not identified; observe the proposed runs and design again",

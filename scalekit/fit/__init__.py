@@ -16,12 +16,14 @@ from scalekit.fit._least_squares import least_squares_batch
 from scalekit.fit._multistart import minimize_batch, multistart
 from scalekit.fit._objective import log_residuals, log_value_and_jacobian
 from scalekit.fit._plan_report import PlanReport
+from scalekit.fit._prior import fit_with_prior
 from scalekit.fit._result import FitResult
 from scalekit.fit._robust import LOSSES, irls_weights, robust_scale
 from scalekit.fit._select import compare_laws
 from scalekit.lazy import lazy_names
 
-__all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "last_points",
+__all__ = ["FitResult", "PlanReport", "compare_laws", "fit_frame", "fit_law", "fit_with_prior",
+           "last_points",
            "plan_for_compute", "plan_for_loss", "compare_allocation", "ComputePlan",
            "prepare_fit", "resolve_law",
            # for the other packages and the CLI

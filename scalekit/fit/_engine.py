@@ -111,7 +111,8 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     check_number("seed", seed, low=0, integer=True)
     if n_jobs is not None:
         check_number("n_jobs", n_jobs, low=1, integer=True)
-    X, y = _check_points(law, X, y)
+    X, y = check_points(law, X, y)
+    _check_counts(law, X, y)
     resample, runs = _check_resample(resample, runs, len(y))
     log_y = np.log(y)
     grid = (law.start_grid(X, y) if starts is None
@@ -282,7 +283,8 @@ def _bootstrap(law, X, log_y, batch, best_z, grid, *, loss, delta, n_resamples, 
     return law.to_natural(z[ok]), int((~ok).sum())
 
 
-def _check_points(law: Law, X, y) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def check_points(law: Law, X, y) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The law's inputs as arrays and ``y``, checked: same shape, finite, ``y > 0``."""
     y = np.asarray(y, dtype=float)
     if y.ndim != 1:
         raise fail("y", f"an array of shape {y.shape}", "a 1-d array")
@@ -297,6 +299,11 @@ def _check_points(law: Law, X, y) -> tuple[dict[str, np.ndarray], np.ndarray]:
     if bad.size:
         raise InputError(f"y must be positive and finite (its log is fitted), but point "
                          f"{bad[0]} is {y[bad[0]]!r}")
+    return inputs, y
+
+
+def _check_counts(law: Law, inputs, y) -> None:
+    """More points, and distinct points, than parameters; ``y`` not constant."""
     if len(y) <= len(law.params):
         raise InputError(f"law {law.name!r} has {len(law.params)} parameters, so it needs more "
                          f"than {len(law.params)} points, but got {len(y)}: add runs, fit every "
@@ -310,4 +317,3 @@ def _check_points(law: Law, X, y) -> tuple[dict[str, np.ndarray], np.ndarray]:
     if np.ptp(y) == 0:
         raise InputError(f"every point has the same metric value ({y[0]:g}), but a law needs "
                          "it to vary: check the metric column")
-    return inputs, y

@@ -6,6 +6,11 @@ relative to ``max(|f|, 1)``, would then stop at once. The objective is therefore
 divided by its value at the candidate (so it is about 1), and the tolerances are
 tight (``ftol = 1e-15``, ``gtol = 1e-12``), with the analytic gradient
 ``J^T psi(r)``.
+
+With a ``prior`` (centre ``m`` and scale ``s`` of each fitting-space parameter) the
+objective gains ``delta^2 / 2 * sum(((z - m) / s)^2)``: a Gaussian prior, ``delta``
+being the scale of a log residual (the robust losses are ``r^2 / 2`` below it), so
+the minimum is the maximum a posteriori fit of :mod:`scalekit.fit._prior`.
 """
 
 from __future__ import annotations
@@ -30,26 +35,38 @@ class Polished:
 
 
 def polish(law: Law, X, log_y: np.ndarray, z0: np.ndarray, *, loss: str, delta: float,
-           weights: np.ndarray | None = None) -> Polished:
-    """Minimise the objective from ``z0`` with L-BFGS-B; never return a worse point."""
+           weights: np.ndarray | None = None,
+           prior: tuple[np.ndarray, np.ndarray] | None = None) -> Polished:
+    """Minimise the objective (plus the ``prior`` term, if given) from ``z0`` with
+    L-BFGS-B; never return a worse point."""
     weights = np.ones(len(log_y)) if weights is None else weights
+
+    def penalty(z):
+        """The prior's term of the objective and its gradient (0 without a prior)."""
+        if prior is None:
+            return 0.0, 0.0
+        step = (z - prior[0]) / prior[1] ** 2
+        return 0.5 * delta ** 2 * float(step @ (z - prior[0])), delta ** 2 * step
+
     lower, upper = law.fitting_bounds()
     bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
               for lo, hi in zip(lower, upper, strict=True)]
     z0 = np.clip(np.asarray(z0, dtype=float), lower, upper)
 
     def value(z):
-        return float((rho(log_residuals(law, X, log_y, z), loss, delta) * weights).sum())
+        return float((rho(log_residuals(law, X, log_y, z), loss, delta) * weights).sum()
+                     + penalty(z)[0])
 
     f0 = value(z0)
     scale = f0 if np.isfinite(f0) and f0 > 0 else 1.0
 
     def value_and_gradient(z):
         r = log_residuals(law, X, log_y, z)
-        f = float((rho(r, loss, delta) * weights).sum())
+        extra, slope = penalty(z)
+        f = float((rho(r, loss, delta) * weights).sum()) + extra
         if not np.isfinite(f):
             return np.inf, np.zeros_like(z)
-        g = (psi(r, loss, delta) * weights) @ log_jacobian(law, X, z)
+        g = (psi(r, loss, delta) * weights) @ log_jacobian(law, X, z) + slope
         return f / scale, g / scale
 
     from scipy.optimize import minimize

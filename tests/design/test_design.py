@@ -83,6 +83,20 @@ def test_a_proposal_from_nothing_is_a_starting_design_and_then_each_run_says_why
         assert p["interval"][0] < p["prediction"] < p["interval"][1]
 
 
+def test_with_no_more_runs_than_parameters_the_answer_is_a_marked_prior_fit():
+    # five runs (the corners and the centre of a 5 x 5 grid) for the five parameters of
+    # Chinchilla: the engine refuses a least-squares fit; the design answers with the most
+    # probable law under the weak prior, says so, predicts the target from its five runs
+    # and states no interval (no degrees of freedom are left for the noise)
+    law, pool = get_law("chinchilla"), known_pool(size=5)
+    rows = [0, 4, 12, 20, 24]
+    result = propose(law, pool, TARGET, budget=pool.cost.sum(), batch=1, method="v_optimal",
+                     observed=(pool.frame.iloc[rows], pool.loss[rows]))
+    assert result.diagnostics[0].code == "prior_fit"
+    assert target_error(result) < 0.05
+    assert np.isnan([p["interval"] for p in result.predictions]).all()
+
+
 def test_the_result_survives_its_json_round_trip():
     law, pool = get_law("chinchilla"), known_pool(size=4)
     result = replay(law, pool, TARGET, budget=0.1 * pool.cost.sum(), method="cost_random")
