@@ -47,7 +47,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
             starts=None, early_stop: bool = True, bootstrap: int = 0, ci_level: float = 0.95,
             seed: int = 0, n_jobs: int | None = None, fixed: Mapping[str, float] | None = None,
             bounds: Mapping[str, tuple[float, float]] | None = None, runs=None,
-            resample: str | None = None) -> FitResult:
+            resample: str | None = None, prior=None) -> FitResult:
     """Fit ``law`` to points ``(X, y)`` by a robust loss on log residuals.
 
     The starts of the law's grid run in a seeded random order, many at once, in
@@ -95,6 +95,13 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     resample : {"runs", "points"}, optional
         What a bootstrap resample draws; ``"runs"`` by default when ``runs`` is
         given and some run has several points, else ``"points"``.
+    prior : (mean, precision), optional
+        A normal prior on the fitting-space parameters (free ones): the polish
+        minimises the objective plus ``(z - mean)^T precision (z - mean) / 2`` from the
+        multi-start's optima (the posterior mode when ``precision`` is the prior's
+        precision times the residual variance), and the covariance's bread gains
+        ``precision``. ``stats["objective"]`` stays the data's, ``stats["prior_penalty"]``
+        is the penalty. Not with a ``bootstrap``.
 
     Returns
     -------
@@ -112,6 +119,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     if n_jobs is not None:
         check_number("n_jobs", n_jobs, low=1, integer=True)
     X, y = _check_points(law, X, y)
+    prior = _check_prior(prior, len(law.params), bootstrap)
     resample, runs = _check_resample(resample, runs, len(y))
     log_y = np.log(y)
     grid = (law.start_grid(X, y) if starts is None
@@ -129,15 +137,21 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     candidates = distinct_optima(batch.z, batch.objective, N_POLISH)
     near = batch.objective[candidates] <= batch.objective[candidates[0]] * (1 + POLISH_RTOL)
     candidates = batch.z[candidates[near]]
-    polished = [polish(law, X, log_y, z, loss=loss, delta=delta) for z in candidates]
+    polished = [polish(law, X, log_y, z, loss=loss, delta=delta, prior=prior)
+                for z in candidates]
     best = min(polished, key=lambda p: p.objective)
     at_best = batch.objective <= best.objective * (1.0 + AT_BEST_RTOL) + AT_BEST_ATOL
     n = len(y)
 
-    cov = covariance(law, X, log_y, best.z, loss=loss, delta=delta)
+    cov = covariance(law, X, log_y, best.z, loss=loss, delta=delta,
+                     precision=None if prior is None else prior[1])
     theta = law.to_natural(best.z)
     stats, diagnostics = _fit_stats(law, X, log_y, run, best, at_best, loss=loss, delta=delta,
                                     bootstrap=bootstrap)
+    if prior is not None:
+        d = best.z - prior[0]
+        stats["prior_penalty"] = 0.5 * float(d @ prior[1] @ d)
+        stats["objective"] = best.objective - stats["prior_penalty"]
     dof = stats["dof"]
     draws = None
     if bootstrap:
@@ -168,6 +182,20 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
                                                                       strict=True)}},
         ci_level=ci_level, stats=stats, derived=derived, derived_ci=derived_ci,
         diagnostics=diagnostics, bootstrap_values=draws, covariance=cov)
+
+
+def _check_prior(prior, P: int, bootstrap: int):
+    """``prior`` as (mean (P,), precision (P, P), symmetric, finite), or None."""
+    if prior is None:
+        return None
+    if bootstrap:
+        raise fail("bootstrap", bootstrap, "0 with a `prior`")
+    mean, precision = (np.asarray(a, dtype=float) for a in prior)
+    if (mean.shape != (P,) or precision.shape != (P, P) or not np.isfinite(mean).all()
+            or not np.isfinite(precision).all() or not np.allclose(precision, precision.T)):
+        raise fail("prior", f"arrays of shapes {mean.shape} and {precision.shape}",
+                   f"a finite mean ({P},) and a symmetric finite precision ({P}, {P})")
+    return mean, precision
 
 
 def _fit_stats(law, X, log_y, run, best, at_best, *, loss, delta, bootstrap):

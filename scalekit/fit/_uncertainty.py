@@ -38,13 +38,19 @@ from scalekit.fit._robust import psi, psi_prime
 from scalekit.laws import Law
 
 
-def covariance(law: Law, X, log_y: np.ndarray, z: np.ndarray, *, loss: str, delta: float
-               ) -> np.ndarray:
-    """Sandwich covariance of the fitting-space parameters at ``z`` (P, P); NaN if singular."""
+def covariance(law: Law, X, log_y: np.ndarray, z: np.ndarray, *, loss: str, delta: float,
+               precision: np.ndarray | None = None) -> np.ndarray:
+    """Sandwich covariance of the fitting-space parameters at ``z`` (P, P); NaN if singular.
+
+    ``precision`` (a normal prior's, in the objective's units) joins the bread: the
+    curvature of the penalised objective whose optimum ``z`` is.
+    """
     r = log_residuals(law, X, log_y, z)
     J = log_jacobian(law, X, z)
     n, p = J.shape
     bread = (J * smoothed_slope(r, loss, delta)[:, None]).T @ J
+    if precision is not None:
+        bread = bread + precision
     meat = (J * (psi(r, loss, delta) ** 2)[:, None]).T @ J
     if n <= p or not np.isfinite(bread).all() or np.linalg.matrix_rank(bread) < p:
         return np.full((p, p), np.nan)
