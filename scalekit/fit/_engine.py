@@ -96,9 +96,9 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
         What a bootstrap resample draws; ``"runs"`` by default when ``runs`` is
         given and some run has several points, else ``"points"``.
     prior : (mean, precision), optional
-        A normal prior on the fitting-space parameters (free ones): the polish
-        minimises the objective plus ``(z - mean)^T precision (z - mean) / 2`` from the
-        multi-start's optima (the posterior mode when ``precision`` is the prior's
+        A normal prior on the fitting-space parameters (free ones): every start and
+        the polish minimise the objective plus ``(z - mean)^T precision (z - mean) / 2``
+        (the posterior mode when ``precision`` is the prior's
         precision times the residual variance), and the covariance's bread gains
         ``precision``. ``stats["objective"]`` stays the data's, ``stats["prior_penalty"]``
         is the penalty. Not with a ``bootstrap``.
@@ -130,7 +130,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
 
     rng = np.random.default_rng(seed)
     run = multistart(law, X, log_y, grid, loss=loss, delta=delta, rng=rng,
-                     early_stop=bool(early_stop) and starts is None)
+                     early_stop=bool(early_stop) and starts is None, prior=prior)
     batch = run.batch
     if not np.isfinite(batch.objective).any():
         raise InputError(f"law {law.name!r} is not finite at any start on these data")
