@@ -57,6 +57,12 @@ def test_multipower_evaluates_held_out_runs_and_predicts_a_spec(runs, tmp_path, 
     assert final["step"] == 4000
     assert final["q0.5"] == pytest.approx(_curve(spec, np.array([3999]))[0], rel=2e-3)
     assert final["q0.025"] <= final["q0.5"] <= final["q0.975"]
+    assert report["stats"]["shape_prior"] == 1.0 and report["stats"]["prior_penalty"] >= 0
+    free = tmp_path / "free.json"
+    assert main(["forecast", *runs, "--method", "multipower", "--fit-on", "cos,const,two",
+                 "--evaluate", "--free-shape", "--json", str(free)]) == 0
+    stats = json.loads(free.read_text())["stats"]
+    assert stats["shape_prior"] is None and stats["prior_penalty"] == 0.0
 
 
 @pytest.mark.parametrize("args, words", [
@@ -65,7 +71,8 @@ def test_multipower_evaluates_held_out_runs_and_predicts_a_spec(runs, tmp_path, 
     (["--method", "multipower", "--fit-on", "nope", "--evaluate"], "--fit-on"),
     (["--method", "multipower", "--fit-on", "cos", "--predict-schedule", "tri:x=1"],
      "--predict-schedule"),
-    (["--fit-on", "cos", "--to", "10"], "go with --method multipower")])
+    (["--fit-on", "cos", "--to", "10"], "go with --method multipower"),
+    (["--free-shape", "--to", "10"], "go with --method multipower")])
 def test_multipower_refusals_name_the_option(runs, args, words, capsys):
     assert main(["forecast", *runs[:1], *args]) == 2
     assert words in capsys.readouterr().err
