@@ -95,13 +95,16 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     resample : {"runs", "points"}, optional
         What a bootstrap resample draws; ``"runs"`` by default when ``runs`` is
         given and some run has several points, else ``"points"``.
-    prior : (mean, precision), optional
-        A normal prior on the fitting-space parameters (free ones): every start and
-        the polish minimise the objective plus ``(z - mean)^T precision (z - mean) / 2``
-        (the posterior mode when ``precision`` is the prior's
-        precision times the residual variance), and the covariance's bread gains
-        ``precision``. ``stats["objective"]`` stays the data's, ``stats["prior_penalty"]``
-        is the penalty. Not with a ``bootstrap``.
+    prior : (mean, precision, variance), optional
+        A normal prior ``N(mean, precision^-1)`` on the fitting-space parameters (free
+        ones), with ``variance`` the likelihood's, by which the loss is read (near 0
+        Huber's is ``r^2 / 2``, a normal log-likelihood times ``variance``). Every start
+        and the polish minimise the objective plus ``variance (z - mean)^T precision
+        (z - mean) / 2``: the posterior mode. The sandwich covariance's bread gains
+        ``variance * precision`` and its meat ``variance^2 * precision`` (the prior's
+        score), so a parameter the data do not pin keeps the prior's spread.
+        ``stats["objective"]`` stays the data's, ``stats["prior_penalty"]`` is the
+        penalty. Not with a ``bootstrap``.
 
     Returns
     -------
@@ -130,21 +133,23 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
 
     rng = np.random.default_rng(seed)
     run = multistart(law, X, log_y, grid, loss=loss, delta=delta, rng=rng,
-                     early_stop=bool(early_stop) and starts is None, prior=prior)
+                     early_stop=bool(early_stop) and starts is None,
+                     prior=None if prior is None else prior[:2])
     batch = run.batch
     if not np.isfinite(batch.objective).any():
         raise InputError(f"law {law.name!r} is not finite at any start on these data")
     candidates = distinct_optima(batch.z, batch.objective, N_POLISH)
     near = batch.objective[candidates] <= batch.objective[candidates[0]] * (1 + POLISH_RTOL)
     candidates = batch.z[candidates[near]]
-    polished = [polish(law, X, log_y, z, loss=loss, delta=delta, prior=prior)
+    polished = [polish(law, X, log_y, z, loss=loss, delta=delta,
+                       prior=None if prior is None else prior[:2])
                 for z in candidates]
     best = min(polished, key=lambda p: p.objective)
     at_best = batch.objective <= best.objective * (1.0 + AT_BEST_RTOL) + AT_BEST_ATOL
     n = len(y)
 
     cov = covariance(law, X, log_y, best.z, loss=loss, delta=delta,
-                     precision=None if prior is None else prior[1])
+                     prior=None if prior is None else prior[1:])
     theta = law.to_natural(best.z)
     stats, diagnostics = _fit_stats(law, X, log_y, run, best, at_best, loss=loss, delta=delta,
                                     bootstrap=bootstrap)
@@ -185,17 +190,23 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
 
 
 def _check_prior(prior, P: int, bootstrap: int):
-    """``prior`` as (mean (P,), precision (P, P), symmetric, finite), or None."""
+    """``prior`` as (mean (P,), penalty matrix ``variance * precision`` (P, P), variance),
+    checked (finite, symmetric, variance >= 0), or None."""
     if prior is None:
         return None
     if bootstrap:
         raise fail("bootstrap", bootstrap, "0 with a `prior`")
-    mean, precision = (np.asarray(a, dtype=float) for a in prior)
+    if len(prior) != 3:
+        raise fail("prior", f"a sequence of {len(prior)}", "(mean, precision, variance)")
+    mean, precision = (np.asarray(a, dtype=float) for a in prior[:2])
+    variance = float(prior[2])
     if (mean.shape != (P,) or precision.shape != (P, P) or not np.isfinite(mean).all()
-            or not np.isfinite(precision).all() or not np.allclose(precision, precision.T)):
-        raise fail("prior", f"arrays of shapes {mean.shape} and {precision.shape}",
-                   f"a finite mean ({P},) and a symmetric finite precision ({P}, {P})")
-    return mean, precision
+            or not np.isfinite(precision).all() or not np.allclose(precision, precision.T)
+            or not np.isfinite(variance) or variance < 0):
+        raise fail("prior", f"arrays of shapes {mean.shape} and {precision.shape} and "
+                   f"variance {variance:g}", f"a finite mean ({P},), a symmetric finite "
+                   f"precision ({P}, {P}) and a variance >= 0")
+    return mean, variance * precision, variance
 
 
 def _fit_stats(law, X, log_y, run, best, at_best, *, loss, delta, bootstrap):

@@ -128,9 +128,9 @@ def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Map
 
 
 def _shape_prior(fit, z, X, residuals, width: float):
-    """(mean, precision) of the prior on ln C, ln beta, ln gamma in the objective's units:
-    s² (1 + phi) / (1 - phi) / width², phi the mean lag-1 autocorrelation of the free
-    fit's residuals within its runs (at least 0, at most 0.95)."""
+    """(mean, precision, variance) of the prior on ln C, ln beta, ln gamma: precision
+    1 / width², the likelihood's variance s² (1 + phi) / (1 - phi), phi the mean lag-1
+    autocorrelation of the free fit's residuals within its runs (at least 0, at most 0.95)."""
     lags = []
     for index in np.unique(X["curve"]):
         r = residuals[X["curve"] == index][np.argsort(X["step"][X["curve"] == index])]
@@ -139,8 +139,7 @@ def _shape_prior(fit, z, X, residuals, width: float):
     phi = float(np.clip(np.mean(lags), 0.0, 0.95)) if lags else 0.0
     variance = fit.stats["residual_scale"] ** 2 * (1 + phi) / (1 - phi)
     mean = np.r_[z[:4], np.log(_SHAPE_START)]
-    precision = np.diag(np.r_[np.zeros(4), np.full(3, variance / width ** 2)])
-    return mean, precision
+    return mean, np.diag(np.r_[np.zeros(4), np.full(3, width ** -2.0)]), variance
 
 
 def forecast_schedule(fit, schedule: Schedule, steps) -> pd.DataFrame:
