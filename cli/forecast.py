@@ -71,7 +71,8 @@ def forecast(
                                               "ends (its schedule's last step): no forecast "
                                               "past it; by default the curves' total_steps "
                                               "or configured steps."),
-    free_shape: bool = typer.Option(False, "--free-shape", help="With --method multipower: "
+    free_shape: bool = typer.Option(False, "--free-shape", metavar="",
+                                    help="With --method multipower: "
                                     "fit the loss drop's shape (C, beta, gamma) without its "
                                     "default prior (docs/schedules.md)."),
     mapping: list[str] = map_option(),
