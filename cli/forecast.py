@@ -73,6 +73,10 @@ def forecast(
                                               "ends (its schedule's last step): no forecast "
                                               "past it; by default the curves' total_steps "
                                               "or configured steps."),
+    free_shape: bool = typer.Option(False, "--free-shape", metavar="",
+                                    help="With --method multipower: "
+                                    "fit the loss drop's shape (C, beta, gamma) without its "
+                                    "default prior (docs/schedules.md)."),
     mapping: list[str] = map_option(),
     json_out: Path | None = json_option(),
     plot: Path | None = plot_option(),
@@ -87,11 +91,12 @@ def forecast(
     if method == "multipower":
         return _multipower(file, store, fit_on=fit_on, predict=predict_schedule,
                            schedule=schedule, total_steps=total_steps, evaluate=evaluate, y=y,
-                           mapping=mapping,
+                           mapping=mapping, free_shape=free_shape,
                            duplicates=duplicates, json_out=json_out, plot=plot, html=html,
                            quiet=quiet, fmt=fmt)
-    if fit_on is not None or predict_schedule:
-        raise InputError("--fit-on and --predict-schedule go with --method multipower")
+    if fit_on is not None or predict_schedule or free_shape:
+        raise InputError("--fit-on, --predict-schedule and --free-shape go with --method "
+                         "multipower")
     if schedule and (evaluate or method != "stacked-backtest"):
         raise InputError("--schedule goes with --method multipower, or with a forecast (--to) "
                          "by the default stacked-backtest")
@@ -212,7 +217,7 @@ def _forecast(frame, method, target, axis, y, total_steps, runs, settings, notes
 
 
 def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluate, y, mapping,
-                duplicates, json_out, plot, html, quiet, fmt) -> None:
+                free_shape, duplicates, json_out, plot, html, quiet, fmt) -> None:
     """``--method multipower``: fit the runs of --fit-on at once, forecast other schedules."""
     import hashlib
 
@@ -247,7 +252,8 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
                                                 if r.strip()],
                                  predict_schedule=predict, evaluate=evaluate,
                                  schedules=specs, y=y, total_steps=None if total_steps is None
-                                 else dict.fromkeys(set(frame["run"].astype(str)), total_steps))
+                                 else dict.fromkeys(set(frame["run"].astype(str)), total_steps),
+                                 **({"shape_prior": None} if free_shape else {}))
     rows = [[r["run"], format_number(r["mean_rel_error"]), format_number(r["worst_rel_error"]),
              format_number(r["r2"])] for r in result.runs]
     avg = result.averages()

@@ -47,7 +47,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
             starts=None, early_stop: bool = True, bootstrap: int = 0, ci_level: float = 0.95,
             seed: int = 0, n_jobs: int | None = None, fixed: Mapping[str, float] | None = None,
             bounds: Mapping[str, tuple[float, float]] | None = None, runs=None,
-            resample: str | None = None) -> FitResult:
+            resample: str | None = None, prior=None) -> FitResult:
     """Fit ``law`` to points ``(X, y)`` by a robust loss on log residuals.
 
     The starts of the law's grid run in a seeded random order, many at once, in
@@ -95,6 +95,16 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
     resample : {"runs", "points"}, optional
         What a bootstrap resample draws; ``"runs"`` by default when ``runs`` is
         given and some run has several points, else ``"points"``.
+    prior : (mean, precision, variance), optional
+        A normal prior ``N(mean, precision^-1)`` on the fitting-space parameters (free
+        ones), with ``variance`` the likelihood's, by which the loss is read (near 0
+        Huber's is ``r^2 / 2``, a normal log-likelihood times ``variance``). Every start
+        and the polish minimise the objective plus ``variance (z - mean)^T precision
+        (z - mean) / 2``: the posterior mode. The sandwich covariance's bread gains
+        ``variance * precision`` and its meat ``variance^2 * precision`` (the prior's
+        score), so a parameter the data do not pin keeps the prior's spread.
+        ``stats["objective"]`` stays the data's, ``stats["prior_penalty"]`` is the
+        penalty. Not with a ``bootstrap``.
 
     Returns
     -------
@@ -113,6 +123,7 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
         check_number("n_jobs", n_jobs, low=1, integer=True)
     X, y = check_points(law, X, y)
     _check_counts(law, X, y)
+    prior = _check_prior(prior, len(law.params), bootstrap)
     resample, runs = _check_resample(resample, runs, len(y))
     log_y = np.log(y)
     grid = (law.start_grid(X, y) if starts is None
@@ -123,22 +134,30 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
 
     rng = np.random.default_rng(seed)
     run = multistart(law, X, log_y, grid, loss=loss, delta=delta, rng=rng,
-                     early_stop=bool(early_stop) and starts is None)
+                     early_stop=bool(early_stop) and starts is None,
+                     prior=None if prior is None else prior[:2])
     batch = run.batch
     if not np.isfinite(batch.objective).any():
         raise InputError(f"law {law.name!r} is not finite at any start on these data")
     candidates = distinct_optima(batch.z, batch.objective, N_POLISH)
     near = batch.objective[candidates] <= batch.objective[candidates[0]] * (1 + POLISH_RTOL)
     candidates = batch.z[candidates[near]]
-    polished = [polish(law, X, log_y, z, loss=loss, delta=delta) for z in candidates]
+    polished = [polish(law, X, log_y, z, loss=loss, delta=delta,
+                       prior=None if prior is None else prior[:2])
+                for z in candidates]
     best = min(polished, key=lambda p: p.objective)
     at_best = batch.objective <= best.objective * (1.0 + AT_BEST_RTOL) + AT_BEST_ATOL
     n = len(y)
 
-    cov = covariance(law, X, log_y, best.z, loss=loss, delta=delta)
+    cov = covariance(law, X, log_y, best.z, loss=loss, delta=delta,
+                     prior=None if prior is None else prior[1:])
     theta = law.to_natural(best.z)
     stats, diagnostics = _fit_stats(law, X, log_y, run, best, at_best, loss=loss, delta=delta,
                                     bootstrap=bootstrap)
+    if prior is not None:
+        d = best.z - prior[0]
+        stats["prior_penalty"] = 0.5 * float(d @ prior[1] @ d)
+        stats["objective"] = best.objective - stats["prior_penalty"]
     dof = stats["dof"]
     draws = None
     if bootstrap:
@@ -169,6 +188,26 @@ def fit_law(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta: float 
                                                                       strict=True)}},
         ci_level=ci_level, stats=stats, derived=derived, derived_ci=derived_ci,
         diagnostics=diagnostics, bootstrap_values=draws, covariance=cov)
+
+
+def _check_prior(prior, P: int, bootstrap: int):
+    """``prior`` as (mean (P,), penalty matrix ``variance * precision`` (P, P), variance),
+    checked (finite, symmetric, variance >= 0), or None."""
+    if prior is None:
+        return None
+    if bootstrap:
+        raise fail("bootstrap", bootstrap, "0 with a `prior`")
+    if len(prior) != 3:
+        raise fail("prior", f"a sequence of {len(prior)}", "(mean, precision, variance)")
+    mean, precision = (np.asarray(a, dtype=float) for a in prior[:2])
+    variance = float(prior[2])
+    if (mean.shape != (P,) or precision.shape != (P, P) or not np.isfinite(mean).all()
+            or not np.isfinite(precision).all() or not np.allclose(precision, precision.T)
+            or not np.isfinite(variance) or variance < 0):
+        raise fail("prior", f"arrays of shapes {mean.shape} and {precision.shape} and "
+                   f"variance {variance:g}", f"a finite mean ({P},), a symmetric finite "
+                   f"precision ({P}, {P}) and a variance >= 0")
+    return mean, variance * precision, variance
 
 
 def _fit_stats(law, X, log_y, run, best, at_best, *, loss, delta, bootstrap):

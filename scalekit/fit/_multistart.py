@@ -104,7 +104,7 @@ class BatchResult:
 def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: str,
                    delta: float | np.ndarray, weights: np.ndarray | None = None,
                    max_iter: int = 500, ftol: float = 1e-10, xtol: float = 1e-7,
-                   block_size: int | None = None, bounds=None) -> BatchResult:
+                   block_size: int | None = None, bounds=None, prior=None) -> BatchResult:
     """Minimise the objective from every row of ``starts``.
 
     Parameters
@@ -130,6 +130,9 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
     bounds : (lower, upper), each ndarray (P,) or (S, P), optional
         The box in the fitting space, one per start where (S, P) (per-row data fitting
         many data sets, each with bounds of its own); the law's by default.
+    prior : (mean (P,), precision (P, P)), optional
+        A normal prior: the objective gains ``(z - mean)^T precision (z - mean) / 2``
+        and the Gauss–Newton matrix ``precision``.
     """
     starts = np.atleast_2d(np.asarray(starts, dtype=float))
     S = len(starts)
@@ -146,7 +149,7 @@ def minimize_batch(law: Law, X, log_y: np.ndarray, starts: np.ndarray, *, loss: 
                                  starts[i:i + block_size],
                                  None if weights is None else weights[i:i + block_size],
                                  lower[i:i + block_size], upper[i:i + block_size],
-                                 loss, max_iter, ftol, xtol)
+                                 loss, max_iter, ftol, xtol, prior)
                  for i in range(0, S, block_size)]
     return BatchResult(*(np.concatenate(column) for column in zip(*parts, strict=True)))
 
@@ -219,7 +222,7 @@ class MultiStartResult:
 def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, delta: float,
                rng: np.random.Generator | None = None, early_stop: bool = True,
                first_round: int = FIRST_ROUND,
-               basin_points: int | None = BASIN_POINTS) -> MultiStartResult:
+               basin_points: int | None = BASIN_POINTS, prior=None) -> MultiStartResult:
     """Minimise from the rows of ``grid``, in rounds, until the stopping rule holds.
 
     Parameters
@@ -237,6 +240,8 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
         Find the basins on an evenly spaced subsample of this many points when there
         are more, then refine the best distinct optima on all (see the module
         docstring); None runs every round on all the points.
+    prior : (mean, precision), optional
+        A normal prior's penalty on every minimisation (:func:`minimize_batch`).
     """
     n_points = len(log_y)
     full = (X, log_y)
@@ -250,7 +255,7 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
     size = min(S, first_round) if early_stop else S
     while True:
         parts.append(minimize_batch(law, X, log_y, grid[order[done:size]], loss=loss,
-                                    delta=delta))
+                                    delta=delta, prior=prior))
         done = size
         batch = BatchResult(*(np.concatenate([getattr(part, name) for part in parts])
                               for name in ("z", "objective", "converged", "iterations")))
@@ -276,7 +281,8 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
     if len(log_y) < n_points and np.isfinite(batch.objective).any():
         picks = distinct_optima(batch.z, batch.objective, REFINE_OPTIMA)
         picks = picks[batch.objective[picks] <= batch.objective[picks[0]] * (1 + REFINE_RTOL)]
-        batch = minimize_batch(law, *full, batch.z[picks], loss=loss, delta=delta)
+        batch = minimize_batch(law, *full, batch.z[picks], loss=loss, delta=delta,
+                               prior=prior)
         reason += (f"; the basins were found on {len(log_y):,} evenly spaced of the "
                    f"{n_points:,} points, and the best {_optima(len(picks))} refined on all")
     return MultiStartResult(grid[order[:done]], batch, S, w, p_unseen, reason, len(log_y))
@@ -305,7 +311,7 @@ def distinct_optima(z: np.ndarray, objective: np.ndarray, count: int, *, decimal
     return order[np.sort(first)[:count]]
 
 
-def _evaluate(law, data, z, weights, loss):
+def _evaluate(law, data, z, weights, loss, prior=None):
     """Objective (a,), residuals (a, n) and Jacobian (a, n, P) at ``z`` (a, P)."""
     log_pred, J = log_value_and_jacobian(law, data.X, z)
     r = log_pred - data.log_y
@@ -313,11 +319,15 @@ def _evaluate(law, data, z, weights, loss):
     if weights is not None:
         per_point *= weights
     f = per_point.sum(axis=-1)
+    if prior is not None:
+        d = z - prior[0]
+        f = f + 0.5 * np.einsum("ap,pq,aq->a", d, prior[1], d)
     return np.where(np.isfinite(f), f, np.inf), r, J
 
 
-def _normal_equations(J, r, weights, loss, delta):
-    """Gauss–Newton matrix (a, P, P) and gradient (a, P) of the objective.
+def _normal_equations(J, r, weights, loss, delta, z=None, prior=None):
+    """Gauss–Newton matrix (a, P, P) and gradient (a, P) of the objective (with the
+    ``prior``'s penalty at ``z`` (a, P)).
 
     Rows where either is not finite get the identity and a zero gradient (no step).
     """
@@ -329,18 +339,22 @@ def _normal_equations(J, r, weights, loss, delta):
         slope = slope * weights
     H = np.matmul(Jt * w[:, None, :], J)
     g = np.matmul(Jt, slope[..., None])[..., 0]
+    if prior is not None:
+        H = H + prior[1]
+        g = g + (z - prior[0]) @ prior[1]
     bad = ~(np.isfinite(H).all(axis=(-2, -1)) & np.isfinite(g).all(axis=-1))
     if bad.any():
         H[bad], g[bad] = np.eye(H.shape[-1]), 0.0
     return H, g
 
 
-def _minimize_block(law, data, starts, weights, lower, upper, loss, max_iter, ftol, xtol):
+def _minimize_block(law, data, starts, weights, lower, upper, loss, max_iter, ftol, xtol,
+                    prior=None):
     """Run the damped Gauss–Newton iteration on one block (box ``lower``, ``upper`` per
     row); finished rows leave it."""
     S, P = starts.shape
     z_out = np.clip(starts, lower, upper)
-    f, r, J = _evaluate(law, data, z_out, weights, loss)
+    f, r, J = _evaluate(law, data, z_out, weights, loss, prior)
     f_out = f.copy()
     converged = np.zeros(S, dtype=bool)
     iterations = np.zeros(S, dtype=int)
@@ -348,7 +362,7 @@ def _minimize_block(law, data, starts, weights, lower, upper, loss, max_iter, ft
     z, f, lower, upper = z_out[rows], f[rows], lower[rows], upper[rows]
     w = None if weights is None else weights[rows]
     data = data.take(rows)
-    H, g = _normal_equations(J[rows], r[rows], w, loss, data.delta)
+    H, g = _normal_equations(J[rows], r[rows], w, loss, data.delta, z, prior)
     lam = np.full(len(rows), _LAMBDA_START)
     cap = np.ones(len(rows))
     eye = np.eye(P)
@@ -371,7 +385,7 @@ def _minimize_block(law, data, starts, weights, lower, upper, loss, max_iter, ft
         longest = np.abs(step).max(axis=-1, keepdims=True)
         step *= np.minimum(1.0, cap[:, None] / np.maximum(longest, 1e-300))
         z_try = np.clip(z + step, lower, upper)
-        f_try, r_try, J_try = _evaluate(law, data, z_try, w, loss)
+        f_try, r_try, J_try = _evaluate(law, data, z_try, w, loss, prior)
         accept = f_try < f
         iterations[rows] += 1
         small = (np.abs(z_try - z) <= xtol * (1.0 + np.abs(z))).all(axis=-1)
@@ -384,7 +398,7 @@ def _minimize_block(law, data, starts, weights, lower, upper, loss, max_iter, ft
                        np.maximum(cap * 0.5, _MAX_STEP[0]))
         update = accept & ~done
         if update.any():
-            H_try, g_try = _normal_equations(J_try, r_try, w, loss, data.delta)
+            H_try, g_try = _normal_equations(J_try, r_try, w, loss, data.delta, z_try, prior)
             H[update], g[update] = H_try[update], g_try[update]
         if done.any():
             z_out[rows], f_out[rows] = z, f

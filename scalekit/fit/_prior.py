@@ -99,7 +99,8 @@ def fit_with_prior(law: Law | str, X: Mapping, y, *, loss: str = "huber", delta:
     if len(grid) > MAX_STARTS:
         grid = grid[rng.choice(len(grid), MAX_STARTS, replace=False)]
     starts = np.vstack([np.clip(centre, lower, upper), grid])
-    polished = [polish(law, X, log_y, z, loss=loss, delta=delta, prior=(centre, sd))
+    precision = np.diag((delta / sd) ** 2)       # delta^2 / 2 * sum(((z - m) / s)^2)
+    polished = [polish(law, X, log_y, z, loss=loss, delta=delta, prior=(centre, precision))
                 for z in starts]
     polished = [p for p in polished if np.isfinite(p.objective)]
     if not polished:

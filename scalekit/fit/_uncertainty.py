@@ -38,18 +38,27 @@ from scalekit.fit._robust import psi, psi_prime
 from scalekit.laws import Law
 
 
-def covariance(law: Law, X, log_y: np.ndarray, z: np.ndarray, *, loss: str, delta: float
-               ) -> np.ndarray:
-    """Sandwich covariance of the fitting-space parameters at ``z`` (P, P); NaN if singular."""
+def covariance(law: Law, X, log_y: np.ndarray, z: np.ndarray, *, loss: str, delta: float,
+               prior=None) -> np.ndarray:
+    """Sandwich covariance of the fitting-space parameters at ``z`` (P, P); NaN if singular.
+
+    ``prior`` = (penalty matrix ``variance * precision``, ``variance``) of a normal
+    prior (:func:`~scalekit.fit.fit_law`): the matrix joins the bread (the curvature of
+    the penalised objective whose optimum ``z`` is) and ``variance`` times it the meat
+    (the variance of the prior's score), so that with normal residuals of that variance
+    the covariance is the posterior's, ``variance (J^T J + variance precision)^-1``.
+    """
     r = log_residuals(law, X, log_y, z)
     J = log_jacobian(law, X, z)
     n, p = J.shape
     bread = (J * smoothed_slope(r, loss, delta)[:, None]).T @ J
-    meat = (J * (psi(r, loss, delta) ** 2)[:, None]).T @ J
+    meat = n / max(n - p, 1) * (J * (psi(r, loss, delta) ** 2)[:, None]).T @ J
+    if prior is not None:
+        bread, meat = bread + prior[0], meat + prior[1] * prior[0]
     if n <= p or not np.isfinite(bread).all() or np.linalg.matrix_rank(bread) < p:
         return np.full((p, p), np.nan)
     inverse = np.linalg.inv(bread)
-    return n / (n - p) * inverse @ meat @ inverse
+    return inverse @ meat @ inverse
 
 
 def smoothed_slope(r: np.ndarray, loss: str, delta: float) -> np.ndarray:

@@ -3,9 +3,11 @@
 :func:`fit_multipower` fits :func:`scalekit.laws._multipower.multipower_law` to
 several runs of one model at once (shared parameters, each run its own schedule)
 through the shared fit engine, with the Huber loss (delta 1e-3) on log residuals
-as Luo et al. (2025) do. :func:`multipower_forecast` predicts other schedules
-from that fit and, with ``evaluate``, scores the runs not fitted by the paper's
-measures (mean and worst relative error |L - L̂| / L over a run's points, R²).
+as Luo et al. (2025) do, and by default a weakly informative normal prior on the
+shape (ln C, ln beta, ln gamma; see :func:`fit_multipower`).
+:func:`multipower_forecast` predicts other schedules from that fit and, with
+``evaluate``, scores the runs not fitted by the paper's measures
+(mean and worst relative error |L - L̂| / L over a run's points, R²).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.diagnostics import Diagnostic
+from scalekit.checks import check_number
 from scalekit.errors import InputError
 from scalekit.formatting import collapse_notes, format_interval, format_number
 from scalekit.results import ResultProtocol, frame_from_records
@@ -28,8 +31,11 @@ from scalekit.laws import (MULTIPOWER_PARAMS as PARAMS, ScheduleTerms, multipowe
 #: Two-sided interval levels of the predictions (normal on the log loss, delta method).
 LEVELS = (0.8, 0.95)
 _Z = {0.8: 1.2815515655446004, 0.95: 1.959963984540054}
-#: Start of the shape parameters (C, beta, gamma) for every fit.
+#: Start of the shape parameters (C, beta, gamma) for every fit (the repository's start,
+#: thu-yao-01-luo/MultiPowerLaw), and the centre of their prior.
 _SHAPE_START = (1.0, 0.5, 0.5)
+#: Standard deviation of the default prior on ln C, ln beta, ln gamma: a factor e.
+SHAPE_PRIOR = 1.0
 #: Exponents tried for the closed-form start of (L0, A, alpha, B).
 _ALPHAS = np.linspace(0.1, 1.0, 19)
 
@@ -81,8 +87,19 @@ def _start(schedules, steps, losses):
 
 
 def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Mapping[str,
-                   Schedule], y: str = "loss", delta: float = 1e-3, seed: int = 0):
-    """Fit the multi-power law to the runs ``fit_on`` at once; return the engine's FitResult."""
+                   Schedule], y: str = "loss", delta: float = 1e-3, seed: int = 0,
+                   shape_prior: float | None = SHAPE_PRIOR):
+    """Fit the multi-power law to the runs ``fit_on`` at once; return the engine's FitResult.
+
+    On a few runs of one horizon the loss drop's shape is not identified: B, C and
+    beta trade off along a valley of the objective whose far end extrapolates to
+    longer runs badly (docs/schedules.md). ``shape_prior`` is the standard deviation
+    of a normal prior on ln C, ln beta and ln gamma, centred on the start (C, beta,
+    gamma) = (1, 0.5, 0.5); the fit is then the posterior mode, with the Huber loss
+    read as a normal likelihood of variance s² (the residual variance of the free
+    fit) inflated by (1 + phi) / (1 - phi), phi the residuals' lag-1 autocorrelation
+    within a run (the information of an AR(1) series). ``None`` fits them freely.
+    """
     from scalekit.fit import fit_law
 
     missing = [run for run in fit_on if run not in schedules]
@@ -99,8 +116,30 @@ def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Map
     curve = np.concatenate([np.full(t.size, i) for i, t in enumerate(steps)])
     X, y_all = {"curve": curve, "step": np.concatenate(steps)}, np.concatenate(losses)
     start = _start(chosen, steps, losses)
-    return fit_law(multipower_law(chosen), X, y_all, starts=start[None], delta=delta,
-                   seed=seed, runs=curve)
+    law = multipower_law(chosen)
+    fit = fit_law(law, X, y_all, starts=start[None], delta=delta, seed=seed, runs=curve)
+    if shape_prior is None:
+        return fit
+    check_number("shape_prior", shape_prior, low=0, low_open=True)
+    z = law.to_fitting(np.array([fit.values[p] for p in PARAMS]))
+    prior = _shape_prior(fit, z, X, np.log(y_all) - law.log_function(X, z), shape_prior)
+    return fit_law(law, X, y_all, starts=z[None], delta=delta, seed=seed, runs=curve,
+                   prior=prior)
+
+
+def _shape_prior(fit, z, X, residuals, width: float):
+    """(mean, precision, variance) of the prior on ln C, ln beta, ln gamma: precision
+    1 / width², the likelihood's variance s² (1 + phi) / (1 - phi), phi the mean lag-1
+    autocorrelation of the free fit's residuals within its runs (at least 0, at most 0.95)."""
+    lags = []
+    for index in np.unique(X["curve"]):
+        r = residuals[X["curve"] == index][np.argsort(X["step"][X["curve"] == index])]
+        if r.size > 2 and r[:-1].std() > 0 and r[1:].std() > 0:
+            lags.append(np.corrcoef(r[:-1], r[1:])[0, 1])
+    phi = float(np.clip(np.mean(lags), 0.0, 0.95)) if lags else 0.0
+    variance = fit.stats["residual_scale"] ** 2 * (1 + phi) / (1 - phi)
+    mean = np.r_[z[:4], np.log(_SHAPE_START)]
+    return mean, np.diag(np.r_[np.zeros(4), np.full(3, width ** -2.0)]), variance
 
 
 def forecast_schedule(fit, schedule: Schedule, steps) -> pd.DataFrame:
@@ -219,7 +258,8 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
                         predict_schedule: Sequence[str | Schedule] = (), evaluate: bool = False,
                         schedules: Mapping[str, str | Schedule] | None = None,
                         total_steps: Mapping[str, int] | None = None, y: str = "loss",
-                        points: int = 200, seed: int = 0) -> ScheduleForecast:
+                        points: int = 200, seed: int = 0,
+                        shape_prior: float | None = SHAPE_PRIOR) -> ScheduleForecast:
     """Fit the multi-power law on ``fit_on`` and forecast other schedules.
 
     Parameters
@@ -237,6 +277,8 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
         Score every run with a schedule that is not in ``fit_on``.
     schedules, total_steps : mapping, optional
         Runs' schedules as specs (instead of their ``lr`` series) and ends.
+    shape_prior : float or None
+        Width of the prior on the loss drop's shape (:func:`fit_multipower`).
     """
     fit_on = [str(run) for run in fit_on]
     if not fit_on:
@@ -251,7 +293,8 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
                else parse_schedule(target, param="predict_schedule")
                for target in predict_schedule]
     started = time.perf_counter()
-    fit = fit_multipower(frame, fit_on=fit_on, schedules=known, y=y, seed=seed)
+    fit = fit_multipower(frame, fit_on=fit_on, schedules=known, y=y, seed=seed,
+                         shape_prior=shape_prior)
     seconds = time.perf_counter() - started
     parts, scored, notes = [], [], []
     fitted_area = max(float(known[run].area(_points(frame, run, y, known[run])[0]).max())
@@ -279,7 +322,8 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
     cov = fit.covariance
     stats = {"objective": fit.stats["objective"], "n_points": fit.stats["n_points"],
              "delta": fit.stats["delta"], "fit_seconds": seconds,
-             "converged": fit.stats["converged"],
+             "converged": fit.stats["converged"], "shape_prior": shape_prior,
+             "prior_penalty": fit.stats.get("prior_penalty", 0.0),
              "interval": "normal on log loss: delta method + residual scale",
              "residual_scale": fit.stats["residual_scale"],
              "peak_rate": float(first.max()), "warmup_steps": int(np.argmax(first)) + 1,
