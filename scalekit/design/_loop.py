@@ -24,7 +24,8 @@ START_PER_PARAM, START_SHARE = 2.5, 0.02
 REASONS = {"random": "drawn at random among the affordable runs",
            "cheapest": "the cheapest affordable run",
            "cost_random": "drawn at random, with probability inversely proportional to cost",
-           "start": "starting design: the cheapest affordable run",
+           "start": "starting design: the cheapest affordable run (far from the runs chosen "
+                    "among equally cheap ones)",
            "spread": "starting design: a cheap run far (in log inputs) from the runs chosen"}
 
 
@@ -104,11 +105,11 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
             j = baseline_pick(method, pool.cost, affordable, rng)
             picks.append((j, REASONS[method], {}))
         elif method != "ensemble" and n_obs < P + 1:
-            have = np.flatnonzero(taken)
-            picks.append((spread_pick(features, pool.cost, affordable, have), REASONS["spread"],
-                          {}))
+            picks.append((spread_pick(features, pool.cost, affordable, np.flatnonzero(taken)),
+                          REASONS["spread"], {}))
         elif method == "ensemble" and n_obs < start_size and (j := start_pick(
-                pool.cost, affordable, start_money, n_obs < P + 1)) is not None:
+                features, pool.cost, affordable, np.flatnonzero(taken), start_money,
+                n_obs < P + 1)) is not None:
             start_money -= pool.cost[j]
             picks.append((j, REASONS["start"], {}))
         else:

@@ -116,14 +116,17 @@ def with_discrepancy(F: np.ndarray, A: np.ndarray, target: np.ndarray, candidate
     return np.concatenate([F, G], axis=1), out
 
 
-def start_pick(cost: np.ndarray, affordable: np.ndarray, allowance: float, must: bool
-               ) -> int | None:
-    """A starting-design run: the cheapest affordable one, if it fits in ``allowance`` (what
-    is left of the starting design's share) or the law ``must`` have more runs to be fitted
-    at all; None when the starting design is done (Li et al. 2026: the cheapest runs)."""
-    index = np.flatnonzero(affordable)
-    j = int(index[np.argmin(cost[index])])
-    return j if must or cost[j] <= allowance else None
+def start_pick(features: np.ndarray, cost: np.ndarray, affordable: np.ndarray,
+               have: np.ndarray, allowance: float, must: bool) -> int | None:
+    """A starting-design run: the cheapest affordable one (among equally cheap ones, the
+    farthest from the runs ``have``: :func:`spread_pick`), if it fits in ``allowance``
+    (what is left of the starting design's share) or the law ``must`` have more runs to
+    be fitted at all; None when the starting design is done (Li et al. 2026 start from
+    the cheapest runs)."""
+    least = cost[affordable].min()
+    if not must and least > allowance:
+        return None
+    return spread_pick(features, cost, affordable & (cost <= least * (1 + 1e-9)), have)
 
 
 def spread_pick(features: np.ndarray, cost: np.ndarray, affordable: np.ndarray,

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalekit.design import Pool, grid_pool, replay
+from scalekit.design import Pool, grid_pool, propose, replay
 from scalekit.design._belief import extrapolation_error
 from scalekit.design._methods import greedy_batch, with_discrepancy
 from scalekit.laws import get_law
@@ -82,3 +82,14 @@ def test_the_discrepancy_adds_its_kernel_exactly_at_the_target():
     assert math.isclose(joint[2, 2], kernel[2, :2] @ np.linalg.solve(kernel[:2, :2] / 0.3,
                                                                      kernel[:2, 2] / 0.3) * 1,
                         rel_tol=1e-9)
+
+
+def test_among_equally_cheap_runs_the_start_spreads_out():
+    law = get_law("chinchilla")
+    frame = grid_pool("N=1e7:1e9:5,D=1e8:1e10:5")       # 25 runs of equal cost
+    pool = Pool.from_frame(frame, cost="1")
+    start = propose(law, pool, TARGET, budget=25.0, batch=4, method="ensemble")
+    corners = {(n, d) for n in (1e7, 1e9) for d in (1e8, 1e10)}
+    chosen = {(c["inputs"]["params"], c["inputs"]["tokens"]) for c in start.chosen}
+    # farthest-first from the first run (the smallest N and D) reaches the four corners
+    assert {(round(n, -5), round(d, -6)) for n, d in chosen} == corners
