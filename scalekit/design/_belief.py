@@ -101,8 +101,9 @@ def extrapolation_error(law, X, log_y, near: np.ndarray, *, warm: np.ndarray,
     to the farther ones; 0 when the far runs are too few to fit or the fit fails.
 
     It counts the far fit's parameter error too, so it is high while the far runs pin the
-    law poorly; subtracting that fit's Laplace predictive variance (the Paule--Mandel
-    moment estimate) was measured and lost the gain (docs/design.md).
+    law poorly; discounting that fit's Laplace predictive variance (the Paule--Mandel
+    moment estimate) was measured too: it keeps a third of the gain on the task whose
+    law is most wrong (docs/design.md).
     """
     if near.sum() < 1 or (~near).sum() <= len(law.params):
         return 0.0
