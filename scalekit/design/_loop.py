@@ -9,7 +9,8 @@ import pandas as pd
 
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.design._belief import belief, final_fit
-from scalekit.design._methods import METHODS, MODEL_BASED, baseline_pick, greedy_batch, spread_pick
+from scalekit.design._methods import (METHODS, MODEL_BASED, baseline_pick, greedy_batch,
+                                      spread_pick, start_pick, with_discrepancy)
 from scalekit.design._pool import Pool
 from scalekit.design._result import DesignResult
 from scalekit.diagnostics import Diagnostic
@@ -17,10 +18,15 @@ from scalekit.errors import InputError
 
 #: In a replay without a set batch, each refit adds this share of the runs observed.
 REFIT_GROWTH = 0.25
+#: The starting design of ``ensemble``: up to this many runs per parameter of the law,
+#: within this share of the pool's cost (Li et al. 2026: 2.5 per parameter, within 2%).
+START_PER_PARAM, START_SHARE = 2.5, 0.02
 REASONS = {"random": "drawn at random among the affordable runs",
            "cheapest": "the cheapest affordable run",
            "cost_random": "drawn at random, with probability inversely proportional to cost",
-           "start": "starting design: a cheap run far (in log inputs) from the runs chosen"}
+           "start": "starting design: the cheapest affordable run (far from the runs chosen "
+                    "among equally cheap ones)",
+           "spread": "starting design: a cheap run far (in log inputs) from the runs chosen"}
 
 
 def replay(law, pool: Pool, target: pd.DataFrame, *, budget: float, method: str = "ensemble",
@@ -79,12 +85,14 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
         y0 = np.asarray(observed[1], dtype=float)
     else:
         X0, y0 = {c: np.zeros(0) for c in law.inputs}, np.zeros(0)
-    features = _features(pool.frame, law.inputs)
+    features, toward = _features(pool.frame, target, law.inputs)
     taken = _already_run(pool, X0, law.inputs)
     chosen: list[dict] = []
     money = float(budget)
     warm = None
     step = 0
+    start_size = max(P + 1, math.ceil(START_PER_PARAM * P))
+    start_money = START_SHARE * float(pool.cost.sum())
     while True:
         affordable = ~taken & (pool.cost <= money)
         left = batch if not reveal else None
@@ -96,12 +104,21 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
         if method not in MODEL_BASED:
             j = baseline_pick(method, pool.cost, affordable, rng)
             picks.append((j, REASONS[method], {}))
-        elif n_obs < P + 1:
-            have = np.flatnonzero(taken)
-            picks.append((spread_pick(features, pool.cost, affordable, have), REASONS["start"], {}))
+        elif method != "ensemble" and n_obs < P + 1:
+            picks.append((spread_pick(features, pool.cost, affordable, np.flatnonzero(taken)),
+                          REASONS["spread"], {}))
+        elif method == "ensemble" and n_obs < start_size and (j := start_pick(
+                features, pool.cost, affordable, np.flatnonzero(taken), start_money,
+                n_obs < P + 1)) is not None:
+            start_money -= pool.cost[j]
+            picks.append((j, REASONS["start"], {}))
         else:
             X, y = _observed(law, pool, X0, y0, rows if reveal else rows[:0])
-            post = belief(law, X, y, method=method, warm=warm, rng=rng)
+            near = None
+            if method == "ensemble":
+                distance = _distance(X, law.inputs, pool.frame, target)
+                near = distance <= np.median(distance)
+            post = belief(law, X, y, method=method, warm=warm, rng=rng, near=near)
             if post is None:
                 picks.append((baseline_pick("random", pool.cost, affordable, rng),
                               "drawn at random: the law cannot be fitted to the runs yet", {}))
@@ -109,7 +126,8 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
                 warm = post.members
                 k = (batch - len(chosen) if not reveal else batch if batch is not None
                      else max(1, math.ceil(REFIT_GROWTH * n_obs)))
-                picks += _model_picks(law, method, post, pool, Xt, affordable, money, k)
+                picks += _model_picks(law, method, post, pool, Xt, affordable, money, k,
+                                      (features, toward))
         step += 1
         for row, reason, extra in picks:
             if pool.cost[row] > money:
@@ -135,11 +153,13 @@ def _already_run(pool: Pool, X0: dict, inputs) -> np.ndarray:
     return (np.abs(mine[:, None, :] - seen[None, :, :]) < 1e-9).all(axis=2).any(axis=1)
 
 
-def _model_picks(law, method, post, pool, Xt, affordable, money, k):
+def _model_picks(law, method, post, pool, Xt, affordable, money, k, features):
     """The greedy batch of ``method`` under the posterior ``post``, with its reasons."""
     candidates = np.flatnonzero(affordable)
     X = {c: np.concatenate([Xt[c], pool.frame[c].to_numpy(float)[candidates]]) for c in law.inputs}
     F, A = post.factor(law, X)
+    if post.discrepancy > 0:
+        F, A = with_discrepancy(F, A, features[1], features[0][candidates], post.discrepancy)
     n_target = len(next(iter(Xt.values())))
     picks = []
     for j, score, share in greedy_batch(method, F, A, n_target, pool.cost[candidates], money, k,
@@ -167,15 +187,26 @@ def _observed(law, pool, X0, y0, rows):
     return X, np.concatenate([y0, pool.loss[rows]]) if len(rows) else y0
 
 
-def _features(frame: pd.DataFrame, names) -> np.ndarray:
-    """Standardised inputs, in log where all are positive."""
-    columns = []
+def _features(frame: pd.DataFrame, target: pd.DataFrame, names, observed: dict | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The pool's (or the ``observed`` inputs') and the target's inputs standardised by
+    the pool's spread, in log where the pool's and the target's are all positive."""
+    rows, toward = [], []
     for name in names:
-        x = frame[name].to_numpy(dtype=float)
-        x = np.log(x) if (x > 0).all() else x
-        scale = x.std()
-        columns.append((x - x.mean()) / (scale if scale > 0 else 1.0))
-    return np.stack(columns, axis=1)
+        x, t = frame[name].to_numpy(dtype=float), target[name].to_numpy(dtype=float)
+        o = x if observed is None else np.asarray(observed[name], dtype=float)
+        logged = (x > 0).all() and (t > 0).all() and (o > 0).all()
+        x, t, o = (np.log(x), np.log(t), np.log(o)) if logged else (x, t, o)
+        scale = x.std() if x.std() > 0 else 1.0
+        rows.append((o - x.mean()) / scale)
+        toward.append((t - x.mean()) / scale)
+    return np.stack(rows, axis=1), np.stack(toward, axis=1)
+
+
+def _distance(X: dict, names, frame: pd.DataFrame, target: pd.DataFrame) -> np.ndarray:
+    """Each observed run's distance to the nearest target row, in standardised inputs."""
+    mine, toward = _features(frame, target, names, observed=X)
+    return np.linalg.norm(mine[:, None, :] - toward[None, :, :], axis=-1).min(axis=1)
 
 
 def _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng) -> DesignResult:

@@ -2,8 +2,8 @@
 
 Every model-based method scores candidates through one joint covariance ``C`` of
 the log predictions at the target rows and at the candidates, and picks a batch
-greedily: the run of the highest score per unit cost, then the rank-one update
-``C <- C - C[:, j] C[j, :] / (C[j, j] + s2)`` (what observing run ``j`` with noise
+greedily: the run of the highest score per unit cost (see below for ``ensemble``), then
+the rank-one update ``C <- C - C[:, j] C[j, :] / (C[j, j] + s2)`` (what observing run ``j`` with noise
 variance ``s2`` leaves; done on the factor ``A`` of ``C = F A F^T``), and again. The
 methods differ in the score and in ``C``:
 
@@ -16,7 +16,14 @@ methods differ in the score and in ``C``:
   runs, each warm-started from the distinct optima of the multi-start) plus the
   members' Laplace covariance, so that a law the runs do not yet pin (several optima,
   a flat direction the linearisation misses) shows as variance at the target and
-  draws runs that tell the members apart.
+  draws runs that tell the members apart; plus the law's discrepancy near the target
+  (:func:`with_discrepancy`), so that runs beside the target keep their value once the
+  parameters are pinned.
+
+``d_optimal`` and ``v_optimal`` score per unit cost and start from cheap runs spread out
+(:func:`spread_pick`) until the law can be fitted. ``ensemble`` scores per
+``cost ** COST_EXPONENT`` and starts from the cheapest runs, 2.5 per parameter within 2%
+of the pool (:func:`start_pick`), both as Li et al.'s method does.
 
 Li et al. (2026), "Spend less, fit better: budget-efficient scaling law fitting via
 active experiment selection", compare such criteria on ScaleBench; the baselines
@@ -32,6 +39,10 @@ import numpy as np
 METHODS = ("random", "cheapest", "cost_random", "d_optimal", "v_optimal", "ensemble")
 #: Methods that fit the law and score candidates.
 MODEL_BASED = ("d_optimal", "v_optimal", "ensemble")
+#: ``ensemble`` divides its score by ``cost ** COST_EXPONENT``: Li et al.'s (2026)
+#: sub-linear cost penalty (their method's 0.4), so that a dear run beside the target can
+#: outscore many cheap runs far from it; the textbook methods divide by cost.
+COST_EXPONENT = 0.4
 
 
 def baseline_pick(method: str, cost: np.ndarray, affordable: np.ndarray,
@@ -51,11 +62,13 @@ def greedy_batch(method: str, F: np.ndarray, A: np.ndarray, n_target: int, cost:
     """Up to ``k`` picks within ``money``: ``(candidate position, score, share of the
     target variance it removes)``.
 
-    The joint covariance is ``F A F^T`` (kept factored: ``F`` has the ``n_target``
-    target rows, then one row per candidate; ``cost`` is the candidates' cost).
+    Each pick is the best score per unit cost (per ``cost ** COST_EXPONENT`` for
+    ``ensemble``). The joint covariance is ``F A F^T`` (kept factored: ``F`` has the
+    ``n_target`` target rows, then one row per candidate; ``cost`` is the candidates').
     """
     A = A.copy()
     T, Fc = F[:n_target], F[n_target:]
+    penalty = cost ** (COST_EXPONENT if method == "ensemble" else 1.0)
     taken: list[tuple[int, float, float]] = []
     free = np.ones(len(Fc), dtype=bool)
     for _ in range(k):
@@ -69,7 +82,7 @@ def greedy_batch(method: str, F: np.ndarray, A: np.ndarray, n_target: int, cost:
             score = np.log1p(diag / noise)
         else:
             score = ((TA @ Fc.T) ** 2).sum(axis=0) / (diag + noise)
-        j = int(np.argmax(np.where(ok, score / cost, -np.inf)))
+        j = int(np.argmax(np.where(ok, score / penalty, -np.inf)))
         before = max(float(np.einsum("tr,tr->", TA, T)), 1e-300)
         a = FA[j]
         A -= np.outer(a, a) / (diag[j] + noise)
@@ -78,6 +91,42 @@ def greedy_batch(method: str, F: np.ndarray, A: np.ndarray, n_target: int, cost:
         free[j] = False
         money -= cost[j]
     return taken
+
+
+def with_discrepancy(F: np.ndarray, A: np.ndarray, target: np.ndarray, candidates: np.ndarray,
+                     variance: float) -> tuple[np.ndarray, np.ndarray]:
+    """The factored covariance ``F A F^T`` (target rows, then candidates) plus the law's
+    discrepancy: a Gaussian process of ``variance`` and unit length scale in standardised
+    log inputs (``target``, ``candidates``: one row each), in its Nystrom form on the
+    target rows, ``K(x, T) K(T, T)^-1/2`` (exact at the target).
+
+    A law is wrong by a smooth amount no refit removes (Kennedy & O'Hagan 2001, model
+    discrepancy); only runs near the target tell what it is there, so once the parameters
+    are pinned, cheap runs far away stop outscoring a dearer one beside the target.
+    """
+    points = np.vstack([target, candidates])
+    kernel = np.exp(-0.5 * ((points[:, None, :] - target[None, :, :]) ** 2).sum(axis=-1))
+    values, vectors = np.linalg.eigh(kernel[:len(target)])
+    keep = values > 1e-8 * values.max()
+    G = kernel @ (vectors[:, keep] / np.sqrt(values[keep])) * np.sqrt(variance)
+    size = A.shape[0] + G.shape[1]
+    out = np.zeros((size, size))
+    out[:A.shape[0], :A.shape[0]] = A
+    out[A.shape[0]:, A.shape[0]:] = np.eye(G.shape[1])
+    return np.concatenate([F, G], axis=1), out
+
+
+def start_pick(features: np.ndarray, cost: np.ndarray, affordable: np.ndarray,
+               have: np.ndarray, allowance: float, must: bool) -> int | None:
+    """A starting-design run: the cheapest affordable one (among equally cheap ones, the
+    farthest from the runs ``have``: :func:`spread_pick`), if it fits in ``allowance``
+    (what is left of the starting design's share) or the law ``must`` have more runs to
+    be fitted at all; None when the starting design is done (Li et al. 2026 start from
+    the cheapest runs)."""
+    least = cost[affordable].min()
+    if not must and least > allowance:
+        return None
+    return spread_pick(features, cost, affordable & (cost <= least * (1 + 1e-9)), have)
 
 
 def spread_pick(features: np.ndarray, cost: np.ndarray, affordable: np.ndarray,
