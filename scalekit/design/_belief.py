@@ -102,14 +102,13 @@ def laplace(law, X, log_y, z) -> tuple[np.ndarray, float]:
 
 def extrapolation_error(law, X, log_y, near: np.ndarray, *, warm: np.ndarray,
                         rng: np.random.Generator) -> float:
-    """The variance of the law's error where it extrapolates toward the target: the mean
-    squared log error at the observed runs nearer the target (``near``) of the law fitted
-    to the farther ones; 0 when the far runs are too few to fit or the fit fails.
-
-    It counts the far fit's parameter error too, so it is high while the far runs pin the
-    law poorly; discounting that fit's Laplace predictive variance (the Paule--Mandel
-    moment estimate) was measured too: it keeps a third of the gain on the task whose
-    law is most wrong (docs/design.md).
+    """The variance of the law's own error where it extrapolates toward the target, less
+    what the parameters' uncertainty already explains: the law is fitted to the observed
+    runs farther from the target, and its squared log errors ``e2`` at the nearer ones
+    (``near``), each with that fit's Laplace predictive variance plus noise ``v``, give
+    ``tau2`` with ``mean(e2 / (v + tau2)) = 1`` (the Paule--Mandel moment estimator of a
+    variance component); 0 when the errors are no larger than ``v`` expects, when the far
+    runs are too few to fit, or when the fit fails.
     """
     if near.sum() < 1 or (~near).sum() <= len(law.params):
         return 0.0
@@ -117,9 +116,20 @@ def extrapolation_error(law, X, log_y, near: np.ndarray, *, warm: np.ndarray,
     z = quick_fit(law, far, log_y[~near], warm=warm, rng=rng)
     if z is None:
         return 0.0
-    value = log_value_and_jacobian(law, {k: v[near] for k, v in X.items()}, z)[0]
+    cov, noise = laplace(law, far, log_y[~near], z)
+    value, J = log_value_and_jacobian(law, {k: v[near] for k, v in X.items()}, z)
     error = (value - log_y[near]) ** 2
-    return float(np.mean(error)) if np.isfinite(error).all() else 0.0
+    if not np.isfinite(error).all():
+        return 0.0
+    J = np.nan_to_num(J)
+    expected = np.einsum("np,pq,nq->n", J, cov, J) + noise
+    if np.mean(error / expected) <= 1.0:
+        return 0.0
+    low, high = 0.0, float(error.max())
+    for _ in range(60):                            # mean(e2 / (v + t)) falls in t: bisect
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if np.mean(error / (expected + middle)) > 1.0 else (low, middle)
+    return 0.5 * (low + high)
 
 
 def belief(law, X, y, *, method: str, warm: np.ndarray | None, rng: np.random.Generator,
