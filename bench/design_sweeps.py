@@ -1,11 +1,13 @@
 """Replay of ``scalekit.design`` on our own sweeps: the (Mis)Fitting final points and
 Porian et al.'s IsoFLOP runs (tuned RefinedWeb configuration).
 
-The pool is the sweep's runs (cost 6·N·D), the target the runs at the largest compute
-C_max. The all-data Chinchilla fit gives N*(C_max) and the loss at C_max; the design
+The pool is the sweep's runs (cost 6·N·D). The question is N*(C_max), so the target is
+what ``scalekit design --target-compute C_max`` builds for it: the IsoFLOP curve at the
+largest compute C_max (:func:`scalekit.design.target_on_compute`), where N* lies.
+The all-data Chinchilla fit gives N*(C_max) and the loss at C_max; the design
 (``ensemble``, the same setting as on ScaleBench) chooses runs within 10% of the sweep's
-compute, and the Chinchilla fit of its runs, bootstrapped over runs, gives N*(C_max) with
-the engine's 95% interval (``plan_for_compute``: expanded bootstrap percentiles, as
+compute, and the Chinchilla fit of its runs, bootstrapped over runs, gives N*(C_max)
+with the engine's 95% interval (``plan_for_compute``: expanded bootstrap percentiles, as
 ``scalekit plan`` reports). PASS when the all-data N*(C_max) lies inside it.
 
     python bench/design_sweeps.py [--share 0.1] [--bootstrap 200] [--method ensemble]
@@ -18,10 +20,9 @@ import argparse
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from scalekit.design import Pool, replay
+from scalekit.design import Pool, replay, target_on_compute
 from scalekit.fit import fit_law, plan_for_compute
 from scalekit.laws import get_law
 
@@ -49,7 +50,7 @@ def check(name, frame, *, share, bootstrap, method, seed=0):
     frame = frame.reset_index(drop=True)
     compute = 6.0 * frame.params.to_numpy(float) * frame.tokens.to_numpy(float)
     c_max = float(compute.max())
-    target = frame[np.isclose(compute, c_max, rtol=0.05)][["params", "tokens"]]
+    target = target_on_compute(c_max)
     everything = plan_for_compute(fit_law(law, frame, frame.loss.to_numpy()), c_max)
     n_all, loss_all = everything["params"], everything["loss"]
     pool = Pool.from_frame(frame, y="loss")
