@@ -16,7 +16,7 @@ V-optimal's on at least four of the tasks; at the low budget, above random's on 
 task.
 
     python bench/design_benchmark.py [--tasks farseer,...] [--levels 0,1,2]
-        [--repeats 10] [--methods random,...] [--json OUT]
+        [--repeats 10] [--methods random,...] [--first-seed 0] [--json OUT]
 """
 
 from __future__ import annotations
@@ -68,13 +68,13 @@ def score(task, share, method, seed) -> float:
     return r2(task.y_test, np.concatenate(predictions))
 
 
-def run_task(task, levels, methods, repeats):
+def run_task(task, levels, methods, repeats, first=0):
     scores = {}
     for level in levels:
         share = task.budgets[level]
         for method in methods:
             runs = 1 if method == "cheapest" else repeats
-            values = [score(task, share, method, seed) for seed in range(runs)]
+            values = [score(task, share, method, seed) for seed in range(first, first + runs)]
             scores[(level, method)] = values
             print(f"  {task.name:17s} {share:5.0%} {method:12s} "
                   f"{np.mean(values):6.3f} ± {np.std(values):.3f}  (n={len(values)})", flush=True)
@@ -107,6 +107,8 @@ def main() -> None:
                         help="the task's budgets by rank: 0 low (1%%), 1 middle, 2 high")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds run from here (the report uses 0; develop on others)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=RuntimeWarning)
@@ -117,7 +119,8 @@ def main() -> None:
     scores = {}
     for name in tasks:
         print(f"{name}:", flush=True)
-        scores[name] = run_task(TASKS[name](), levels, methods, args.repeats)
+        scores[name] = run_task(TASKS[name](), levels, methods, args.repeats,
+                                args.first_seed)
     print(f"\nmean R² ± sd on the target region ({time.perf_counter() - started:.0f} s); "
           "paper (Table 2): their method / V-optimal / random")
     for name in tasks:
