@@ -21,6 +21,10 @@ REFIT_GROWTH = 0.25
 #: The starting design of ``ensemble``: up to this many runs per parameter of the law,
 #: within this share of the pool's cost (Li et al. 2026: 2.5 per parameter, within 2%).
 START_PER_PARAM, START_SHARE = 2.5, 0.02
+#: ... and within this share of the budget, beyond the P + 1 runs a fit needs: the rest is
+#: left for the model-guided picks (at a small budget the cheapest runs, far from the
+#: target, could otherwise take all of it and no pick would ever use the model).
+START_BUDGET_SHARE = 0.5
 REASONS = {"random": "drawn at random among the affordable runs",
            "cheapest": "the cheapest affordable run",
            "cost_random": "drawn at random, with probability inversely proportional to cost",
@@ -92,7 +96,7 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
     warm = None
     step = 0
     start_size = max(P + 1, math.ceil(START_PER_PARAM * P))
-    start_money = START_SHARE * float(pool.cost.sum())
+    start_money = min(START_SHARE * float(pool.cost.sum()), START_BUDGET_SHARE * float(budget))
     while True:
         affordable = ~taken & (pool.cost <= money)
         left = batch if not reveal else None

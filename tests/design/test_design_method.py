@@ -37,6 +37,20 @@ def test_ensemble_starts_with_the_cheapest_two_and_a_half_runs_per_parameter():
     assert len(start) == 13 and "starting design" not in result.chosen[13]["reason"]
 
 
+def test_at_a_small_budget_the_start_leaves_half_of_it_to_the_model():
+    law = get_law("chinchilla")                    # 5 parameters: 6 runs to fit, 13 to start
+    frame = grid_pool("N=1e7:1e9:8,D=1e8:1e10:8")
+    frame["loss"] = chinchilla(frame.params, frame.tokens)
+    pool = Pool.from_frame(frame, y="loss")
+    budget = 0.003 * pool.cost.sum()               # the 13 cheapest runs cost 68% of it
+    assert np.sort(pool.cost)[:13].sum() > 0.6 * budget
+    result = replay(law, pool, TARGET, budget=budget, method="ensemble")
+    start = [c["cost"] for c in result.chosen if "starting design" in c["reason"]]
+    guided = [c for c in result.chosen if "variance" in c["reason"]]
+    assert len(start) >= 6 and sum(start) <= 0.5 * budget
+    assert guided and sum(c["cost"] for c in guided) > 0.3 * budget
+
+
 def test_a_dear_run_beside_the_target_wins_per_cost_to_the_power_0_4():
     # one target row of prior variance 1; candidate 0 is the target itself (cost 100),
     # candidates 1-3 see a thirtieth of it (cost 1). With noise s2 = 0.01 the V-optimal
