@@ -23,7 +23,8 @@ methods differ in the score and in ``C``:
 ``d_optimal`` and ``v_optimal`` score per unit cost and start from cheap runs spread out
 (:func:`spread_pick`) until the law can be fitted. ``ensemble`` scores per
 ``cost ** COST_EXPONENT`` and starts from the cheapest runs, 2.5 per parameter within 2%
-of the pool (:func:`start_pick`), both as Li et al.'s method does.
+of the pool (:func:`start_pick`), both as Li et al.'s method does, and within half of the
+budget beyond the P + 1 runs a fit needs (ours: the rest is left to the model).
 
 Li et al. (2026), "Spend less, fit better: budget-efficient scaling law fitting via
 active experiment selection", compare such criteria on ScaleBench; the baselines
