@@ -30,6 +30,8 @@ CODES = {
     "derived_undefined": "a derived quantity is not finite for some bootstrap resamples",
     "last_points_narrow": "the runs' last points span too little of an input; all checkpoints span more",
     "no_optimum": "an optimum, shape or critical value lies outside the data, so none is stated",
+    "optimum_at_edge": "a compute-optimal size, or an end of its interval, is the edge of the "
+                       "sizes searched: the law has no interior optimum there",
     "run_skipped": "a run was left out of a forecast",
     "metrics_indistinguishable": "the interval of two metrics' difference covers 0: the data "
                                  "cannot tell them apart",
@@ -88,7 +90,7 @@ class Diagnostic:
 
 #: Codes from the worst to the mildest: the order a report shows its warnings in.
 WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
-               "derived_undefined", "on_bound", "exponent_implausible", "profile_misfit",
+               "optimum_at_edge", "derived_undefined", "on_bound", "exponent_implausible", "profile_misfit",
                "extrapolation", "metrics_indistinguishable", "prior_fit", "few_points", "budget_skipped",
                "run_skipped", "outliers_dropped", "metric_choice")
 

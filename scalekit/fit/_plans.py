@@ -210,8 +210,29 @@ def _plan_one(result, compute: float, k: float) -> dict:
     for key, pair in zip(("params", "tokens", "tokens_per_param"), ends, strict=True):
         if np.isfinite(pair).all():
             plan[f"{key}_ci"] = [float(pair[0]), float(pair[1])]
-    plan["diagnostics"] = _extrapolation(result, compute, n_star, k)
+    plan["diagnostics"] = _extrapolation(result, compute, n_star, k) + _at_edge(
+        n_star, plan.get("params_ci"), compute, k, result.ci_level)
     return plan
+
+
+def _at_edge(n_star: float, interval, compute: float, k: float, level: float) -> list[Diagnostic]:
+    """``optimum_at_edge`` when N*, or an end of its interval, is an end of the sizes
+    :func:`optimal_params` searches (1 to C/k parameters): there the loss keeps falling
+    to the edge, so that end is not a model size."""
+    edges = (1.0, compute / k)
+    ends = [("N*", n_star)] + ([] if interval is None else
+                               [(f"the lower end of N*'s {level:.0%} interval", interval[0]),
+                                (f"the upper end of N*'s {level:.0%} interval", interval[1])])
+    hit = [what for what, value in ends
+           if any(abs(np.log(value / edge)) < 1e-6 for edge in edges)]
+    if not hit:
+        return []
+    return [Diagnostic(
+        "optimum_at_edge", "warning", f"at {compute:.3g} FLOPs {' and '.join(hit)} is an edge of "
+        f"the sizes searched (1 to C/k = {edges[1]:.3g} parameters): there the law's loss keeps "
+        "falling to the edge (in some bootstrap fits, for an interval's end), so it is not a "
+        "model size; the fit does not pin the law's size and data terms: add runs that vary N "
+        "at fixed compute", value=float(len(hit)))]
 
 
 def _loss(result, X) -> dict:
