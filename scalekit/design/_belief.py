@@ -125,11 +125,11 @@ def extrapolation_error(law, X, log_y, near: np.ndarray, *, warm: np.ndarray,
     expected = np.einsum("np,pq,nq->n", J, cov, J) + noise
     if np.mean(error / expected) <= 1.0:
         return 0.0
-    low, high = 0.0, float(error.max())
-    for _ in range(60):                            # mean(e2 / (v + t)) falls in t: bisect
-        middle = 0.5 * (low + high)
-        low, high = (middle, high) if np.mean(error / (expected + middle)) > 1.0 else (low, middle)
-    return 0.5 * (low + high)
+    from scipy.optimize import brentq
+
+    # mean(e2 / (v + t)) falls in t, from above 1 at t = 0 to below 1 at t = max(e2)
+    return float(brentq(lambda t: np.mean(error / (expected + t)) - 1.0, 0.0, float(error.max()),
+                        xtol=1e-15))
 
 
 def belief(law, X, y, *, method: str, warm: np.ndarray | None, rng: np.random.Generator,
