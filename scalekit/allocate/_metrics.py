@@ -45,11 +45,6 @@ def hindsight_loss(curves: Mapping[str, Curve], budget: float) -> float:
     return min(found) if found else float("nan")
 
 
-def relative_improvement(loss: float, reference: float) -> float:
-    """``(reference - loss) / reference``: positive when ``loss`` is lower."""
-    return float((reference - loss) / reference)
-
-
 def frontier_points(observed: Mapping[str, Curve]) -> tuple[np.ndarray, np.ndarray]:
     """The loss-compute frontier of the pooled points: each point lower than every cheaper one."""
     compute = np.concatenate([c.compute for c in observed.values()] or [np.empty(0)])
