@@ -137,16 +137,21 @@ def test_other_settings_under_the_same_task_are_refused(tmp_path):
 
 KILLABLE = """
 import sys, time
+from contextlib import nullcontext
 from scalekit.allocate._policies import LossPolicy
 from scalekit.allocate._runner import run_allocation
 from scalekit.allocate._toy import SyntheticTrainer
+from scalekit.executors import make_executor, running
 
 class Slow(SyntheticTrainer):
     def advance(self, run, start, stop):
         time.sleep(0.15)
         return super().advance(run, start, stop)
 
-run_allocation(sys.argv[1], "toy", Slow(**{settings}), LossPolicy(), budget={budget}, seed=0)
+pool = make_executor("ray", max_workers=1) if sys.argv[2] == "ray" else None
+with running(pool) if pool else nullcontext():
+    run_allocation(sys.argv[1], "toy", Slow(**{settings}), LossPolicy(), budget={budget}, seed=0,
+                   executor=pool)
 """
 
 
@@ -155,7 +160,7 @@ def test_a_killed_process_resumes_exactly(tmp_path):
     run_allocation(whole, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
     path = tmp_path / "killed.db"
     script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
-    process = subprocess.Popen([sys.executable, "-c", script, str(path)])
+    process = subprocess.Popen([sys.executable, "-c", script, str(path), "local"])
     target = int(np.random.default_rng(7).integers(2, 10))  # kill after a random advance
     deadline = time.monotonic() + 60
     done = 0
@@ -172,4 +177,42 @@ def test_a_killed_process_resumes_exactly(tmp_path):
     process.wait()
     assert target <= done < 13  # it died in the middle
     run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
+    pd.testing.assert_frame_equal(_points(path), _points(whole))
+
+
+
+@pytest.mark.slow
+def test_a_killed_driver_on_ray_resumes_exactly(tmp_path):
+    # the trainer calls run on a local Ray cluster started by the driver; the driver and
+    # its cluster are killed together (SIGKILL to the process group) part-way, and a
+    # resumed run on Ray writes the points an uninterrupted local run writes
+    pytest.importorskip("ray")
+    import os
+    import signal
+
+    from scalekit.executors import make_executor, running
+
+    whole = tmp_path / "whole.db"
+    run_allocation(whole, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
+    path = tmp_path / "killed.db"
+    script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
+    process = subprocess.Popen([sys.executable, "-c", script, str(path), "ray"],
+                               start_new_session=True)
+    done, deadline = 0, time.monotonic() + 120
+    while done < 3 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+        if path.exists():
+            with sqlite3.connect(path, timeout=30) as db:
+                try:
+                    done = db.execute("SELECT COUNT(*) FROM allocate_ledger "
+                                      "WHERE status = 'done'").fetchone()[0]
+                except sqlite3.OperationalError:  # tables not created yet
+                    done = 0
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert 3 <= done < 13  # it died in the middle
+    with running(make_executor("ray", max_workers=1)) as pool:
+        again = run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(),
+                               budget=BUDGET, seed=0, executor=pool)
+    assert again.reused >= 3
     pd.testing.assert_frame_equal(_points(path), _points(whole))
