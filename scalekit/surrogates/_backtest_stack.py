@@ -235,9 +235,9 @@ class BacktestStacked:
         names = list(self.candidates)
         jobs = [("full", n, tasks) for n in names] + [("back", n, pseudo) for n in names
                                                       if pseudo]
-        medians = {(phase, name): [np.log(m) for m in candidate_medians(self.candidates[name],
-                                                                         batch)]
-                   for phase, name, batch in track(jobs, "forecast")}  # the CLI's progress bar
+        with np.errstate(divide="ignore", invalid="ignore"):  # a failed forecast: -inf, NaN
+            medians = {(phase, name): [np.log(m) for m in candidate_medians(
+                self.candidates[name], batch)] for phase, name, batch in track(jobs, "forecast")}
         levels = sorted({_level(q) for q in QUANTILES} - {0.0})
         signs = np.sign(QUANTILES - 0.5)
         self.weights_, self.share_, self.widths_ = {}, {}, {}
@@ -259,8 +259,21 @@ class BacktestStacked:
             self.widths_[label] = widths
             offsets = signs * np.array([widths.get(_level(q), 0.0) for q in QUANTILES])
             for i in (i for i, t in enumerate(tasks) if t.group == label):
-                median = sum(w * medians["full", n][i] for w, n in zip(weights, names, strict=True)
-                             if w > 0)   # a candidate left out may not poison it (0 * inf)
+                median = _stack(weights, [medians["full", n][i] for n in names])
                 reach = horizon_reach(tasks[i], self.h0)
                 out[i] = np.exp((median - drops[i])[:, None] + reach[:, None] * offsets[None, :])
         return out
+
+
+def _stack(weights: np.ndarray, medians: list[np.ndarray]) -> np.ndarray:
+    """The weighted mean of the candidates' log medians over those whose forecast is
+    finite (a candidate that fails or forecasts 0 for a task must not take the stack
+    with it), weights renormalised; equal weights over the finite ones where every
+    weighted candidate failed; NaN where none is finite."""
+    finite = np.array([np.isfinite(m).all() for m in medians])
+    w = np.where(finite, weights, 0.0)
+    if not (w > 0).any():  # every weighted candidate failed: the finite ones, equally
+        w = finite.astype(float)
+    if not w.any():
+        return np.full(np.shape(medians[0]), np.nan)
+    return sum(wi * m for wi, m in zip(w / w.sum(), medians, strict=True) if wi > 0)

@@ -278,3 +278,21 @@ def test_a_short_prefix_is_backtested_at_the_longest_reach_it_allows():
     assert stack.weights_["g"]["exact"] == pytest.approx(1.0, abs=1e-6)
     median = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
     np.testing.assert_allclose(out[0][:, median], _curve(xt), rtol=1e-6)
+
+
+def test_a_weighted_candidate_that_forecasts_zero_for_one_run_does_not_take_the_stack_with_it():
+    # "breaks" is exact on every backtest (so it takes the weight) but forecasts 0 for the
+    # full prefix of run r0 (log = -inf): r0's forecast is then the only finite one's, the
+    # biased candidate's; the other runs keep the exact forecast
+    def breaks(tasks):
+        exact = _method(1.0)(tasks)
+        return [q * 0.0 if t.run == "r0" and t.x.size == 12 else q
+                for q, t in zip(exact, tasks, strict=True)]
+
+    tasks = [_task(f"r{i}", "A") for i in range(4)]
+    stack = BacktestStacked({"breaks": breaks, "biased": _method(1.05)})
+    out = stack(tasks)
+    assert stack.weights_["A"]["breaks"] == pytest.approx(1.0, abs=1e-6)
+    median = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
+    np.testing.assert_allclose(out[0][:, median], 1.05 * _curve(tasks[0].x_target), rtol=1e-6)
+    np.testing.assert_allclose(out[1][:, median], _curve(tasks[1].x_target), rtol=1e-6)
