@@ -149,6 +149,20 @@ class EndLaw:
                 columns.append(-self.coef_[j] * design[:, j] * log)
         return np.stack(columns, axis=-1)
 
+    @property
+    def no_interval(self) -> str | None:
+        """Why the law states no prediction interval (None where it does): no residual
+        freedom to measure its error by, or a size or data term the fit dropped (its level
+        at the bound zero). A dropped term makes the law flat along its axis, and the
+        linearisation, which reads the level as known to be zero, has no leverage along
+        it: its interval would be as narrow for a run 100 times larger as for a probe
+        (at a bound the linearised theory does not hold; Self and Liang 1987)."""
+        if np.any(self.coef_[1:] <= 0):
+            return "the fit dropped a size or data term"
+        if not (self.dof_ > 0 or self.cv_dof_ > 0):
+            return "no more probe points than law parameters"
+        return None
+
     def interval(self, params, x, level: float = 0.8) -> tuple[np.ndarray, np.ndarray]:
         """Prediction interval at ``level`` for an end-of-schedule loss at ``(params, x)``.
 
@@ -163,13 +177,13 @@ class EndLaw:
         holds what the law's form gets wrong: variance ``cv^2 + s^2 h`` (``s = cv`` where
         ``n <= p``) on ``groups - 1`` degrees of freedom. With the Student ``t`` quantile
         ``q = t((1 + level)/2) sqrt(variance)`` the loss lies in
-        ``[L_law / (1 + q), L_law / (1 - q)]`` (``inf`` above for ``q >= 1``); NaN with
-        neither (no residual freedom to measure the error by)."""
+        ``[L_law / (1 + q), L_law / (1 - q)]`` (``inf`` above for ``q >= 1``); NaN where
+        :attr:`no_interval` says why there is none."""
         from scipy.stats import t
 
         params, x = np.broadcast_arrays(np.asarray(params, float), np.asarray(x, float))
         forecast = self.predict(params, x)
-        if not (self.dof_ > 0 or self.cv_dof_ > 0):
+        if self.no_interval is not None:
             return np.full(params.shape, np.nan), np.full(params.shape, np.nan)
         g = self._gradient(params.ravel(), x.ravel()) / forecast.ravel()[:, None]
         leverage = np.einsum("ni,ij,nj->n", g, self.cov_, g).reshape(params.shape)
@@ -202,7 +216,10 @@ class EndLaw:
             terms.append(f"alpha={self.alpha_:.3g}")
         if self.use_x_:
             terms.append(f"beta={self.beta_:.3g}")
-        return ", ".join(terms) + f", residual sd {self.sd_:.2%}"
+        said = ", ".join(terms) + f", residual sd {self.sd_:.2%}"
+        if self.cv_dof_ > 0:
+            said += f", leave-one-probe-out error {self.cv_:.2%} ({self.cv_dof_ + 1} probes)"
+        return said
 
 
 def _distinct(values: np.ndarray) -> int:
@@ -367,6 +384,8 @@ class CommitLoop:
                                            forecast=self.forecast(run, at)))
                 yield from self._advance(phase, {run: self.sweep.max_resource[run]})
         self.state.promotions = [list(d["runs"]) for d in self.decisions]
+        self.state.forecasts = [dict(run=d["runs"][0], **d["forecast"]) for d in self.decisions
+                                if d["action"] in ("commit", "spend the rest") and d["forecast"]]
         return self.state
 
     def _advance(self, phase: int, stops: Mapping[str, float]):
@@ -487,6 +506,8 @@ class CommitLoop:
         for level in LEVELS:
             low, high = self.law.interval(self.size[run], x, level)
             said[f"{level:.0%}"] = [float(low * ratio), float(high * ratio)]
+        if self.law.no_interval is not None:
+            said["no interval"] = self.law.no_interval
         return said
 
     def _schedule_shape(self, probes) -> tuple[np.ndarray, np.ndarray] | None:
@@ -631,10 +652,10 @@ class CommitLoop:
 
 
 def _stated(forecast: dict) -> str:
-    """``2.79 [2.70, 2.88] (80%), [2.64, 2.95] (95%)``; without a residual degree of
-    freedom, the forecast and why it has no interval."""
+    """``2.79 [2.70, 2.88] (80%), [2.64, 2.95] (95%)``; where the law states none, the
+    forecast and why it has no interval."""
+    if "no interval" in forecast:
+        return f"{forecast['loss']:.4g} (no interval: {forecast['no interval']})"
     levels = [k for k in forecast if k.endswith("%")]
-    if not np.isfinite(forecast[levels[0]][0]):
-        return f"{forecast['loss']:.4g} (no interval: no more probe points than law parameters)"
     return f"{forecast['loss']:.4g} " + ", ".join(
         f"[{forecast[k][0]:.4g}, {forecast[k][1]:.4g}] ({k})" for k in levels)
