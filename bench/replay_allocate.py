@@ -356,9 +356,9 @@ def calibration(seeds: list[int], budgets: list[float]) -> pd.DataFrame:
     """Nominal against achieved coverage of commit's 80% and 95% forecast intervals per data
     set, budget and kind of forecast (:func:`forecast_checks`) over ``seeds``: forecasts
     made, those with an interval (``stated``), the share of those whose interval holds the
-    loss reached, the median relative error of every forecast and the median width of the
-    80% interval relative to its forecast. The every-run replay draws no candidates, so
-    its seeds repeat one allocation per budget."""
+    loss reached, the median relative error of every forecast and the median of how far
+    the 80% interval's upper end lies above its forecast (relative to it). The every-run
+    replay draws no candidates, so its seeds repeat one allocation per budget."""
     rows = []
     for name, (make, candidates) in CALIBRATION.items():
         full = make()
@@ -374,7 +374,7 @@ def calibration(seeds: list[int], budgets: list[float]) -> pd.DataFrame:
                   stated=("covered_80%", "count"),
                   covered_80=("covered_80%", "mean"), covered_95=("covered_95%", "mean"),
                   median_abs_error=("error", lambda v: v.abs().median()),
-                  median_width_80=("width_80%", "median"))
+                  median_upper_80=("upper_80%", "median"))
              .reset_index())
     return table
 

@@ -296,6 +296,7 @@ class CommitLoop:
                                 0.0, self.budget)
         self.decisions: list[dict] = []
         self.law: EndLaw | None = None
+        self.part_way = False
         self.shape: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.dropped: set[str] = set()
         self.end = {r: sweep.flops_per_unit[r] * sweep.max_resource[r] for r in self.runs}
@@ -314,6 +315,7 @@ class CommitLoop:
                                        "none: the candidates share one size, so the most "
                                        "compute the budget can finish wins"))
         yield from self._advance(0, probes)
+        self.part_way = bool(probes) and not complete
         self.law = self._fit_law(probes, complete)
         self.shape = self._schedule_shape(probes) if complete else None
         options = self._affordable()
@@ -497,7 +499,13 @@ class CommitLoop:
         """The law's forecast of ``run``'s loss at ``compute`` (default: its end) with its
         prediction intervals (:meth:`EndLaw.interval`, times the schedule shape's factor
         part-way), as plain data: ``loss``, ``compute`` and ``[low, high]`` per level in
-        :data:`LEVELS`; None without a law."""
+        :data:`LEVELS`; None without a law.
+
+        After part-way probes the interval is one-sided, ``[0, high]`` with ``high`` the
+        upper end of the law's interval at ``2 level - 1`` (the ``level`` quantile): their
+        points were read as schedule ends, and a run whose schedule decays ends below
+        such a point by an amount the probes do not show (the premise of the schedule
+        shape), so the law bounds the loss from above only."""
         if self.law is None:
             return None
         compute = self.end[run] if compute is None else float(compute)
@@ -505,6 +513,8 @@ class CommitLoop:
         said = {"loss": float(self.law.predict(self.size[run], x) * ratio), "compute": compute}
         for level in LEVELS:
             low, high = self.law.interval(self.size[run], x, level)
+            if self.part_way and self.law.no_interval is None:
+                low, high = 0.0, self.law.interval(self.size[run], x, 2 * level - 1)[1]
             said[f"{level:.0%}"] = [float(low * ratio), float(high * ratio)]
         if self.law.no_interval is not None:
             said["no interval"] = self.law.no_interval
@@ -652,10 +662,15 @@ class CommitLoop:
 
 
 def _stated(forecast: dict) -> str:
-    """``2.79 [2.70, 2.88] (80%), [2.64, 2.95] (95%)``; where the law states none, the
+    """``2.79 [2.70, 2.88] (80%), [2.64, 2.95] (95%)``; after part-way probes
+    ``2.79, at most 2.88 (80%), at most 2.95 (95%) (…)``; where the law states none, the
     forecast and why it has no interval."""
     if "no interval" in forecast:
         return f"{forecast['loss']:.4g} (no interval: {forecast['no interval']})"
     levels = [k for k in forecast if k.endswith("%")]
+    if forecast[levels[0]][0] == 0:  # after part-way probes: a bound from above only
+        return f"{forecast['loss']:.4g}, " + ", ".join(
+            f"at most {forecast[k][1]:.4g} ({k})" for k in levels) + \
+            " (part-way probes: a finished schedule ends lower by what they do not show)"
     return f"{forecast['loss']:.4g} " + ", ".join(
         f"[{forecast[k][0]:.4g}, {forecast[k][1]:.4g}] ({k})" for k in levels)

@@ -165,7 +165,7 @@ def forecast_checks(forecasts: Sequence[Mapping], sweep: Sweep) -> list[dict]:
     such as ``"80%"``) against the loss its run reaches at that compute, read from the
     complete curves of ``sweep`` (its last point at or below it): ``truth``, and per level
     whether the interval holds it (``covered_80%``: NaN where no interval was stated) and
-    its width relative to the forecast (``width_80%``)."""
+    how far its upper end lies above the forecast, relative to it (``upper_80%``)."""
     out = []
     for said in forecasts:
         run = said["run"]
@@ -176,6 +176,6 @@ def forecast_checks(forecasts: Sequence[Mapping], sweep: Sweep) -> list[dict]:
             low, high = said[level]
             row[f"covered_{level}"] = (float(low <= truth <= high) if np.isfinite(low)
                                        else float("nan"))
-            row[f"width_{level}"] = (high - low) / said["loss"]
+            row[f"upper_{level}"] = high / said["loss"] - 1
         out.append(row)
     return out

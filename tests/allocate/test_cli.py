@@ -64,9 +64,10 @@ def test_plan_and_replay_state_commit_s_forecast_with_its_intervals(tmp_path, cu
     report = json.loads(plan_out.read_text())
     commit = next(d for d in report["decisions"] if d["action"] == "commit")
     said = commit["forecast"]
-    assert said["80%"][0] < said["loss"] < said["80%"][1]
-    assert (f"predicted loss {said['loss']:.4g} [{said['80%'][0]:.4g}, {said['80%'][1]:.4g}] "
-            f"(80%), [{said['95%'][0]:.4g}, {said['95%'][1]:.4g}] (95%)") in printed
+    # the probes of this sweep are part-way: a bound from above (see test_commit)
+    assert said["80%"][0] == 0 and said["loss"] < said["80%"][1] < said["95%"][1]
+    assert (f"predicted loss {said['loss']:.4g}, at most {said['80%'][1]:.4g} (80%), "
+            f"at most {said['95%'][1]:.4g} (95%)") in printed
     assert main(["allocate", "replay", "--budget", "80%", "--curves", str(curves), "--policy",
                  "commit", "--seeds", "1", "--json", str(replay_out)]) == 0
     assert "forecast in 80%" in " ".join(capsys.readouterr().out.split())

@@ -304,6 +304,23 @@ def test_replay_reads_commit_s_intervals_against_the_loss_each_run_ends_at():
     assert rows["forecasts"].iloc[0] == len(ends) >= 1
 
 
+def test_after_part_way_probes_the_forecast_is_bounded_from_above_only():
+    # 0.2% of the sweep finishes no probe: their points, 8% (1 - f) above the end of a
+    # schedule ending there, are read as ends, so the law over-reads the committed run's end
+    sweep = _cosine_sweep()
+    loop = CommitLoop(sweep, CommitPolicy(), 0.002 * sweep.total_compute())
+    allocation = drive(loop.steps(), reveal(sweep))
+    assert loop.part_way
+    (said,) = allocation.forecasts
+    run = said["run"]
+    reached = sweep.curves[run].until(said["compute"] / sweep.flops_per_unit[run] * (1 + 1e-9))
+    truth = reached.loss[-1]
+    assert said["80%"][0] == said["95%"][0] == 0 and truth < said["loss"] < said["80%"][1]
+    assert said["80%"][1] < said["95%"][1]
+    why = next(d["why"] for d in loop.decisions if d["runs"] == [run] and "forecast" in d)
+    assert f"at most {said['80%'][1]:.4g} (80%)" in why
+
+
 def test_plan_gives_the_advances_the_replay_makes_next():
     sweep = _cosine_sweep()
     budget = 0.12 * sweep.total_compute()
