@@ -49,7 +49,10 @@ train the one large run the budget affords):
 
 Every decision depends only on the points seen and the cost model, so
 ``plan`` and a resumed ``run`` make the same ones; :attr:`CommitLoop.decisions`
-says what was probed, what was committed to and why.
+says what was probed, what was committed to and why. Each forecast it states
+comes with 80% and 95% prediction intervals (:meth:`EndLaw.interval`,
+:meth:`CommitLoop.forecast`; a bound from above after part-way probes, none where
+the probes cannot measure the law's error); no decision reads them.
 """
 
 from __future__ import annotations
@@ -285,7 +288,11 @@ class CommitPolicy:
 
 class CommitLoop:
     """One ``commit`` allocation; :meth:`steps` is the generator (as :class:`HalvingLoop`'s),
-    :attr:`state` its progress and :attr:`decisions` the reasons, one dict per phase."""
+    :attr:`state` its progress and :attr:`decisions` the reasons, one dict per phase
+    (``phase``, ``action``, ``runs``, ``why``; the probe's also ``law``; ``guard``,
+    ``commit`` and ``spend the rest`` also ``forecast``: :meth:`forecast` of the run,
+    its loss with 80% and 95% intervals, which ``why`` states in words and
+    ``state.forecasts`` collects for the runs trained)."""
 
     def __init__(self, sweep: Sweep, policy: CommitPolicy, budget: float, *,
                  runs: list[str] | None = None, seed: int = 0) -> None:
