@@ -29,6 +29,10 @@ curve is replaced by the joint surrogate fitted to *every* point (in-sample), wi
 without its per-run shifts: the best an all-completion by that surrogate could reach
 with unlimited compute.
 
+``--calibration`` measures how often the 80% and 95% intervals that ``commit`` states
+with its forecasts hold the loss the run reaches (nominal against achieved coverage per
+data set and budget: the runs it commits to and every candidate it compares).
+
 ``--targets`` checks the default allocator (``commit``) against its targets instead,
 with one setting for every data set, printing PASS or FAIL per target: its regret (the
 gap to the lowest loss any single run reaches within the budget), its gain over plain
@@ -37,7 +41,7 @@ one model size at a time, on the 35-candidate grouping (with the frontier-law er
 the nanoGPT grid, and its gain on the synthetic early-leader sweeps.
 
 Usage: ``python bench/replay_allocate.py [--seeds 20] [--data real|synthetic|both]
-[--budgets 0.02 0.05 0.1] [--json OUT] [--truncation]``;
+[--budgets 0.02 0.05 0.1] [--json OUT] [--truncation] [--calibration] [--targets]``;
 seeds can be split over processes (``--first-seed 5 --seeds 5 --json part.json``) and the
 parts summarised together with ``--merge part1.json part2.json ...``.
 """
@@ -47,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +59,9 @@ import pandas as pd
 from scipy import stats
 
 from scalekit.allocate import _metrics as metrics
-from scalekit.allocate._replay import replay
+from scalekit.allocate._commit import CommitPolicy
+from scalekit.allocate._engine import drive
+from scalekit.allocate._replay import _candidates, allocation_loop, replay, reveal
 from scalekit.allocate._sweep import sweep_from_frame
 from scalekit.allocate._synthetic import early_leader_sweep
 from scalekit.serialise import dumps
@@ -324,6 +331,54 @@ def targets(seeds: list[int]) -> bool:
     return all(ok)
 
 
+#: The replays the calibration of commit's forecasts is measured on: sweep, candidates per seed.
+CALIBRATION = {"real": (misfitting_sweep, 27), "every": (partial(misfitting_sweep, every_run=True),
+                                                         None),
+               "nanogpt": (nanogpt_sweep, 24)}
+
+
+def forecast_checks(sweep, runs, budget: float) -> list[dict]:
+    """One ``commit`` replay's forecasts against the losses the runs reach (from the full
+    curves): each run it commits to or spends the rest on ("committed": the forecast at
+    the compute it is trained to), and every candidate it did not probe ("candidates": the
+    end-of-schedule forecasts it compares, against each run's final loss)."""
+    loop, _ = allocation_loop(sweep, CommitPolicy(), budget, runs=runs)
+    allocation = drive(loop.steps(), reveal(sweep))
+    probed = set(loop.decisions[0]["runs"])
+    others = ([dict(run=r, **loop.forecast(r)) for r in runs if r not in probed]
+              if loop.law is not None else [])
+    return ([dict(kind="committed", **row) for row in
+             metrics.forecast_checks(allocation.forecasts, sweep)]
+            + [dict(kind="candidates", **row) for row in metrics.forecast_checks(others, sweep)])
+
+
+def calibration(seeds: list[int], budgets: list[float]) -> pd.DataFrame:
+    """Nominal against achieved coverage of commit's 80% and 95% forecast intervals per data
+    set, budget and kind of forecast (:func:`forecast_checks`) over ``seeds``: forecasts
+    made, those with an interval (``stated``), the share of those whose interval holds the
+    loss reached, the median relative error of every forecast and the median of how far
+    the 80% interval's upper end lies above its forecast (relative to it). The every-run
+    replay draws no candidates, so its seeds repeat one allocation per budget."""
+    rows = []
+    for name, (make, candidates) in CALIBRATION.items():
+        full = make()
+        for seed in seeds:
+            sweep, pool = _candidates(full, seed, candidates)
+            for budget in budgets:
+                rows += [dict(data=name, budget=budget, seed=seed, **row) for row in
+                         forecast_checks(sweep, pool, budget * sweep.total_compute())]
+    frame = pd.DataFrame(rows)
+    frame["error"] = frame.forecast / frame.truth - 1
+    table = (frame.groupby(["data", "budget", "kind"], sort=False)
+             .agg(forecasts=("run", "size"),
+                  stated=("covered_80%", "count"),
+                  covered_80=("covered_80%", "mean"), covered_95=("covered_95%", "mean"),
+                  median_abs_error=("error", lambda v: v.abs().median()),
+                  median_upper_80=("upper_80%", "median"))
+             .reset_index())
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
@@ -339,7 +394,14 @@ def main() -> None:
                         help="also print the explored-only error of truncated exhaustive sweeps")
     parser.add_argument("--targets", action="store_true",
                         help="check the default allocator's targets (PASS/FAIL) and exit")
+    parser.add_argument("--calibration", action="store_true",
+                        help="measure the coverage of commit's forecast intervals and exit")
     args = parser.parse_args()
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    if args.calibration:
+        with pd.option_context("display.width", 200, "display.float_format", "{:.3g}".format):
+            print(calibration(seeds, args.budgets).to_string(index=False))
+        return
     if args.targets:
         raise SystemExit(0 if targets(list(range(args.first_seed,
                                                   args.first_seed + args.seeds))) else 1)

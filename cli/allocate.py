@@ -322,11 +322,13 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
         "FLOPs; shares as fractions", ["policy", "budget", "best loss", "regret", "vs uniform",
                                        "vs plain SH", "compute used", "law error @max",
                                        "law error @10x", "reference miss", "completed @max",
-                                       "all completed @max"],
+                                       "all completed @max", "forecast in 80%",
+                                       "forecast in 95%"],
         [[row.policy, row.budget, row.best_loss, row.regret, row.improvement_vs_uniform,
           row.improvement_vs_sh, row.compute_fraction, row.frontier_error_at_max,
           row.frontier_error_at_10x, row.reference_miss_at_max,
-          row.completed_frontier_error_at_max, row.all_completed_frontier_error_at_max]
+          row.completed_frontier_error_at_max, row.all_completed_frontier_error_at_max,
+          row.forecast_covered_80, row.forecast_covered_95]
          for row in result.averages.itertuples()])
     brackets = {b: pair[1] for (b, name), pair in result.examples.items() if pair[1] is not None}
     rung_tables = {_share(b): format_rung_table(br, unit=sweep.resource_name)

@@ -49,7 +49,10 @@ train the one large run the budget affords):
 
 Every decision depends only on the points seen and the cost model, so
 ``plan`` and a resumed ``run`` make the same ones; :attr:`CommitLoop.decisions`
-says what was probed, what was committed to and why.
+says what was probed, what was committed to and why. Each forecast it states
+comes with 80% and 95% prediction intervals (:meth:`EndLaw.interval`,
+:meth:`CommitLoop.forecast`; a bound from above after part-way probes, none where
+the probes cannot measure the law's error); no decision reads them.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ _EXPONENTS = np.geomspace(0.05, 1.5, 24)
 #: Exponents of the size and data terms where the probes cannot determine them
 #: (Hoffmann et al. 2022, approach 3).
 PRIOR_ALPHA, PRIOR_BETA = 0.34, 0.28
+#: Levels of the prediction intervals stated with every forecast.
+LEVELS = (0.8, 0.95)
 
 
 @dataclass
@@ -85,8 +90,20 @@ class EndLaw:
     square relative residual; ``x_max_`` the largest ``x`` fitted.
     """
 
-    def fit(self, params: np.ndarray, x: np.ndarray, loss: np.ndarray) -> EndLaw:
+    def fit(self, params: np.ndarray, x: np.ndarray, loss: np.ndarray, *,
+            groups: np.ndarray | None = None) -> EndLaw:
+        """Fit the law; with ``groups`` (one label per point, e.g. the probe it comes
+        from) and three groups or more, also its leave-one-group-out error ``cv_``."""
         params, x, loss = (np.asarray(v, float) for v in (params, x, loss))
+        self.cv_, self.cv_dof_ = np.nan, 0
+        if groups is not None and len(set(groups)) >= 3:
+            groups = np.asarray(groups)
+            squared = []
+            for label in dict.fromkeys(groups):
+                out = groups == label
+                rest = EndLaw().fit(params[~out], x[~out], loss[~out])
+                squared.append(np.mean((rest.predict(params[out], x[out]) / loss[out] - 1) ** 2))
+            self.cv_, self.cv_dof_ = float(np.sqrt(np.mean(squared))), len(squared) - 1
         self.x_max_ = float(x.max())
         self.n0_, self.x0_ = float(np.exp(np.log(params).mean())), float(np.exp(np.log(x).mean()))
         self.use_n_ = bool(np.ptp(np.log(params)) > 1e-9)
@@ -110,7 +127,76 @@ class EndLaw:
                              for grid, pick in ((alphas, a), (betas, b)))
         self.alpha_, self.beta_, self.coef_ = float(a[best]), float(b[best]), coef[best]
         self.sd_ = float(np.sqrt(sse[best] / max(len(loss) - 1, 1)))
+        self.free_ = (len(alphas) > 1, len(betas) > 1)
+        # the prediction interval's parts: the fitted parameters' covariance (per unit
+        # residual variance) from the relative Jacobian, and the residual scale on n - p
+        jacobian = self._gradient(params, x) / loss[:, None]
+        self.dof_ = len(loss) - jacobian.shape[1]
+        self.scale_ = float(np.sqrt(sse[best] / self.dof_)) if self.dof_ > 0 else np.nan
+        self.cov_ = np.linalg.pinv(jacobian.T @ jacobian)
         return self
+
+    def _gradient(self, params, x) -> np.ndarray:
+        """``(n, p)`` derivatives of the law at ``(params, x)`` with respect to its fitted
+        parameters: the levels off their bound of zero, then the free exponents whose
+        level is off it (a level at zero and the exponents held are not fitted)."""
+        design = self._design(np.asarray(params, float), np.asarray(x, float),
+                              self.alpha_, self.beta_)
+        on = self.coef_ > 0
+        columns = [design[:, j] for j in range(design.shape[1]) if on[j]]
+        logs = [np.log(np.asarray(params, float) / self.n0_)] if self.use_n_ else []
+        logs += [np.log(np.asarray(x, float) / self.x0_)] if self.use_x_ else []
+        free = [f for f, used in zip(self.free_, (self.use_n_, self.use_x_), strict=True) if used]
+        for j, (log, is_free) in enumerate(zip(logs, free, strict=True), start=1):
+            if is_free and on[j]:
+                columns.append(-self.coef_[j] * design[:, j] * log)
+        return np.stack(columns, axis=-1)
+
+    @property
+    def no_interval(self) -> str | None:
+        """Why the law states no prediction interval (None where it does): no residual
+        freedom to measure its error by, or a size or data term the fit dropped (its level
+        at the bound zero). A dropped term makes the law flat along its axis, and the
+        linearisation, which reads the level as known to be zero, has no leverage along
+        it: its interval would be as narrow for a run 100 times larger as for a probe
+        (at a bound the linearised theory does not hold; Self and Liang 1987)."""
+        if np.any(self.coef_[1:] <= 0):
+            return "the fit dropped a size or data term"
+        if not (self.dof_ > 0 or self.cv_dof_ > 0):
+            return "no more probe points than law parameters"
+        return None
+
+    def interval(self, params, x, level: float = 0.8) -> tuple[np.ndarray, np.ndarray]:
+        """Prediction interval at ``level`` for an end-of-schedule loss at ``(params, x)``.
+
+        The relative error ``r = L_law / L - 1`` of a new run is read as Gaussian with
+        variance ``s^2 (1 + h)``: ``s^2`` the residual sum of squares over ``n - p``
+        (``p`` fitted parameters: the levels off zero and the free exponents) and
+        ``h = g' (J'J)^-1 g`` the leverage of the new point (``J`` the Jacobian of the
+        relative residuals, ``g`` the law's relative gradient there; the linearised
+        nonlinear-regression interval, Seber and Wild 1989, section 5.3), on ``n - p``
+        degrees of freedom. Where the fit was given groups (``cv_``), the error a new
+        run's law makes is read from the leave-one-group-out error instead, which also
+        holds what the law's form gets wrong: variance ``cv^2 + s^2 h`` (``s = cv`` where
+        ``n <= p``) on ``groups - 1`` degrees of freedom. With the Student ``t`` quantile
+        ``q = t((1 + level)/2) sqrt(variance)`` the loss lies in
+        ``[L_law / (1 + q), L_law / (1 - q)]`` (``inf`` above for ``q >= 1``); NaN where
+        :attr:`no_interval` says why there is none."""
+        from scipy.stats import t
+
+        params, x = np.broadcast_arrays(np.asarray(params, float), np.asarray(x, float))
+        forecast = self.predict(params, x)
+        if self.no_interval is not None:
+            return np.full(params.shape, np.nan), np.full(params.shape, np.nan)
+        g = self._gradient(params.ravel(), x.ravel()) / forecast.ravel()[:, None]
+        leverage = np.einsum("ni,ij,nj->n", g, self.cov_, g).reshape(params.shape)
+        if self.cv_dof_ > 0:
+            scale = self.scale_ if self.dof_ > 0 else self.cv_
+            q = t.ppf(0.5 + level / 2, self.cv_dof_) * np.sqrt(self.cv_ ** 2 + scale ** 2 * leverage)
+        else:
+            q = t.ppf(0.5 + level / 2, self.dof_) * self.scale_ * np.sqrt(1 + leverage)
+        high = np.where(q < 1, forecast / np.maximum(1 - q, 1e-300), np.inf)
+        return forecast / (1 + q), high
 
     def _design(self, params, x, alpha, beta) -> np.ndarray:
         """``(grid, n, k)`` columns ``1``, ``(N/N0)^-alpha``, ``(x/x0)^-beta`` (those used)."""
@@ -133,7 +219,10 @@ class EndLaw:
             terms.append(f"alpha={self.alpha_:.3g}")
         if self.use_x_:
             terms.append(f"beta={self.beta_:.3g}")
-        return ", ".join(terms) + f", residual sd {self.sd_:.2%}"
+        said = ", ".join(terms) + f", residual sd {self.sd_:.2%}"
+        if self.cv_dof_ > 0:
+            said += f", leave-one-probe-out error {self.cv_:.2%} ({self.cv_dof_ + 1} probes)"
+        return said
 
 
 def _distinct(values: np.ndarray) -> int:
@@ -199,7 +288,11 @@ class CommitPolicy:
 
 class CommitLoop:
     """One ``commit`` allocation; :meth:`steps` is the generator (as :class:`HalvingLoop`'s),
-    :attr:`state` its progress and :attr:`decisions` the reasons, one dict per phase."""
+    :attr:`state` its progress and :attr:`decisions` the reasons, one dict per phase
+    (``phase``, ``action``, ``runs``, ``why``; the probe's also ``law``; ``guard``,
+    ``commit`` and ``spend the rest`` also ``forecast``: :meth:`forecast` of the run,
+    its loss with 80% and 95% intervals, which ``why`` states in words and
+    ``state.forecasts`` collects for the runs trained)."""
 
     def __init__(self, sweep: Sweep, policy: CommitPolicy, budget: float, *,
                  runs: list[str] | None = None, seed: int = 0) -> None:
@@ -210,6 +303,7 @@ class CommitLoop:
                                 0.0, self.budget)
         self.decisions: list[dict] = []
         self.law: EndLaw | None = None
+        self.part_way = False
         self.shape: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.dropped: set[str] = set()
         self.end = {r: sweep.flops_per_unit[r] * sweep.max_resource[r] for r in self.runs}
@@ -228,6 +322,7 @@ class CommitLoop:
                                        "none: the candidates share one size, so the most "
                                        "compute the budget can finish wins"))
         yield from self._advance(0, probes)
+        self.part_way = bool(probes) and not complete
         self.law = self._fit_law(probes, complete)
         self.shape = self._schedule_shape(probes) if complete else None
         options = self._affordable()
@@ -251,7 +346,7 @@ class CommitLoop:
                                            why=f"variants of the best predicted configuration "
                                                f"({self._said(cell)}) tried on "
                                                f"{self.policy.guard_fraction:.0%} of their "
-                                               "schedule"))
+                                               "schedule", forecast=self.forecast(cell)))
                 yield from self._advance(1, {r: max(prefix[r], self.state.reached[r])
                                              for r in variants})
                 cell = min(variants, key=lambda r: (self._loss_at(r, prefix[r]), r))
@@ -273,8 +368,11 @@ class CommitLoop:
                 left = self.budget - self.state.spent
                 finish = self.sweep.cost(cell, self.state.reached[cell],
                                          self.sweep.max_resource[cell]) <= left * (1 + 1e-12)
+                at = None if finish else (self.sweep.flops_per_unit[cell]
+                                          * self.state.reached[cell] + left)
                 self.decisions.append(dict(phase=phase, action="commit", runs=[cell],
-                                           why=self._why_commit(cell, phase, finish, left)))
+                                           why=self._why_commit(cell, phase, finish, left),
+                                           forecast=self.forecast(cell, at)))
                 yield from self._advance(phase, {cell: self.sweep.max_resource[cell]})
                 phase += 1
                 reach = self._reach()
@@ -285,13 +383,18 @@ class CommitLoop:
         if left > 1e-9 * self.budget and not self.state.exhausted:
             run = self._best_partial(left)
             if run is not None:
+                at = min(self.sweep.flops_per_unit[run] * self.state.reached[run] + left,
+                         self.end[run])
                 self.decisions.append(dict(phase=phase, action="spend the rest", runs=[run],
                                            why="no candidate can be finished with what is "
                                                "left; lowest predicted loss part-way of the "
                                                "runs it carries to the largest compute "
-                                               f"reached: {self._said(run)}"))
+                                               f"reached: {self._said(run, at)}",
+                                           forecast=self.forecast(run, at)))
                 yield from self._advance(phase, {run: self.sweep.max_resource[run]})
         self.state.promotions = [list(d["runs"]) for d in self.decisions]
+        self.state.forecasts = [dict(run=d["runs"][0], **d["forecast"]) for d in self.decisions
+                                if d["action"] in ("commit", "spend the rest") and d["forecast"]]
         return self.state
 
     def _advance(self, phase: int, stops: Mapping[str, float]):
@@ -374,7 +477,8 @@ class CommitLoop:
         law = EndLaw().fit(np.concatenate([np.full(len(v[0]), self.size[r])
                                            for r, v in points.items()]),
                            np.concatenate([v[0] for v in points.values()]),
-                           np.concatenate([v[1] for v in points.values()]))
+                           np.concatenate([v[1] for v in points.values()]),
+                           groups=np.concatenate([[r] * len(v[1]) for r, v in points.items()]))
         self.decisions[-1]["law"] = law.describe()
         return law
 
@@ -387,12 +491,41 @@ class CommitLoop:
         compute = self.end[run] if compute is None else compute
         if self.law is None:
             return float(-np.log(compute) + 1e-3 * abs(np.log(compute / (120.0 * self.size[run] ** 2))))
+        x, ratio = self._read_at(run, compute)
+        return float(self.law.predict(self.size[run], x) * ratio)
+
+    def _read_at(self, run: str, compute: float) -> tuple[float, float]:
+        """Where the law is read for ``run`` at ``compute`` and the schedule shape's factor:
+        the data term is not extrapolated past a bounded multiple of the probes' longest
+        schedule per parameter (short probes overstate how far more data keeps helping)."""
         ratio = 1.0 if self.shape is None else float(np.interp(compute / self.end[run],
                                                                *self.shape[:2]))
-        # the data term is not extrapolated past a bounded multiple of the probes' longest
-        # schedule per parameter: short probes overstate how far more data keeps helping
-        x = min(compute / self.size[run], self.policy.data_extrapolation * self.law.x_max_)
-        return float(self.law.predict(self.size[run], x) * ratio)
+        return min(compute / self.size[run], self.policy.data_extrapolation * self.law.x_max_), ratio
+
+    def forecast(self, run: str, compute: float | None = None) -> dict | None:
+        """The law's forecast of ``run``'s loss at ``compute`` (default: its end) with its
+        prediction intervals (:meth:`EndLaw.interval`, times the schedule shape's factor
+        part-way), as plain data: ``loss``, ``compute`` and ``[low, high]`` per level in
+        :data:`LEVELS`; None without a law.
+
+        After part-way probes the interval is one-sided, ``[0, high]`` with ``high`` the
+        upper end of the law's interval at ``2 level - 1`` (the ``level`` quantile): their
+        points were read as schedule ends, and a run whose schedule decays ends below
+        such a point by an amount the probes do not show (the premise of the schedule
+        shape), so the law bounds the loss from above only."""
+        if self.law is None:
+            return None
+        compute = self.end[run] if compute is None else float(compute)
+        x, ratio = self._read_at(run, compute)
+        said = {"loss": float(self.law.predict(self.size[run], x) * ratio), "compute": compute}
+        for level in LEVELS:
+            low, high = self.law.interval(self.size[run], x, level)
+            if self.part_way and self.law.no_interval is None:
+                low, high = 0.0, self.law.interval(self.size[run], x, 2 * level - 1)[1]
+            said[f"{level:.0%}"] = [float(low * ratio), float(high * ratio)]
+        if self.law.no_interval is not None:
+            said["no interval"] = self.law.no_interval
+        return said
 
     def _schedule_shape(self, probes) -> tuple[np.ndarray, np.ndarray] | None:
         """How far above the law's end-of-schedule loss a run lies part-way through its
@@ -532,4 +665,19 @@ class CommitLoop:
             return said + " (no law: no probe logged a point; the most compute, then the " \
                           "size nearest 20 tokens per parameter)"
         at = "" if compute is None else f" at {compute / self.end[run]:.0%} of its schedule"
-        return said + f", predicted loss{at} {self._predicted(run, compute):.4g}"
+        return said + f", predicted loss{at} " + _stated(self.forecast(run, compute))
+
+
+def _stated(forecast: dict) -> str:
+    """``2.79 [2.70, 2.88] (80%), [2.64, 2.95] (95%)``; after part-way probes
+    ``2.79, at most 2.88 (80%), at most 2.95 (95%) (…)``; where the law states none, the
+    forecast and why it has no interval."""
+    if "no interval" in forecast:
+        return f"{forecast['loss']:.4g} (no interval: {forecast['no interval']})"
+    levels = [k for k in forecast if k.endswith("%")]
+    if forecast[levels[0]][0] == 0:  # after part-way probes: a bound from above only
+        return f"{forecast['loss']:.4g}, " + ", ".join(
+            f"at most {forecast[k][1]:.4g} ({k})" for k in levels) + \
+            " (part-way probes: a finished schedule ends lower by what they do not show)"
+    return f"{forecast['loss']:.4g} " + ", ".join(
+        f"[{forecast[k][0]:.4g}, {forecast[k][1]:.4g}] ({k})" for k in levels)

@@ -50,7 +50,9 @@ class Advance:
 
 @dataclass
 class Allocation:
-    """What an allocation did: points seen, resource reached, FLOPs spent, promotions."""
+    """What an allocation did: points seen, resource reached, FLOPs spent, promotions, and
+    the forecasts it stated for the runs it trained (``commit``: run, compute, loss and
+    its intervals, as in :meth:`CommitLoop.forecast <scalekit.allocate.CommitLoop.forecast>`)."""
 
     observed: dict[str, Curve]
     reached: dict[str, float]
@@ -59,6 +61,7 @@ class Allocation:
     promotions: list[list[str]] = field(default_factory=list)
     advances: list[Advance] = field(default_factory=list)
     exhausted: bool = False
+    forecasts: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """Plain data (curves as lists); inverse of :meth:`from_dict`."""
@@ -66,7 +69,8 @@ class Allocation:
                                    "loss": c.loss.tolist()} for run, c in self.observed.items()},
                 "reached": dict(self.reached), "spent": self.spent, "budget": self.budget,
                 "promotions": [list(p) for p in self.promotions],
-                "advances": [asdict(a) for a in self.advances], "exhausted": self.exhausted}
+                "advances": [asdict(a) for a in self.advances], "exhausted": self.exhausted,
+                "forecasts": [dict(f) for f in self.forecasts]}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Allocation:
@@ -77,7 +81,8 @@ class Allocation:
         return cls({run: curve(c) for run, c in data["observed"].items()},
                    {run: float(v) for run, v in data["reached"].items()}, float(data["spent"]),
                    float(data["budget"]), [list(p) for p in data["promotions"]],
-                   [Advance(**a) for a in data["advances"]], bool(data["exhausted"]))
+                   [Advance(**a) for a in data["advances"]], bool(data["exhausted"]),
+                   [dict(f) for f in data.get("forecasts", [])])
 
 
 def _join(a: Curve, b: Curve) -> Curve:

@@ -11,7 +11,9 @@
   joined by the surrogate's median forecasts of the runs the allocation
   promoted last, from their last explored point to their full length;
 - all-completed frontier-law error: the same with every candidate completed on
-  its logging schedule, runs never trained forecast from their size.
+  its logging schedule, runs never trained forecast from their size;
+- forecast coverage: whether the intervals an allocator stated with its forecasts
+  (``commit``'s) hold the loss the run reaches at the forecast's compute.
 """
 
 from __future__ import annotations
@@ -155,4 +157,25 @@ def forecast_completed(observed: Mapping[str, Curve], sweep: Sweep, runs: Sequen
             out[run] = Curve(np.concatenate([curve.resource, resource]),
                              np.concatenate([curve.compute, grid]),
                              np.concatenate([curve.loss, loss]))
+    return out
+
+
+def forecast_checks(forecasts: Sequence[Mapping], sweep: Sweep) -> list[dict]:
+    """Each stated forecast (``run``, ``compute``, ``loss`` and ``[low, high]`` per level
+    such as ``"80%"``) against the loss its run reaches at that compute, read from the
+    complete curves of ``sweep`` (its last point at or below it): ``truth``, and per level
+    whether the interval holds it (``covered_80%``: NaN where no interval was stated) and
+    how far its upper end lies above the forecast, relative to it (``upper_80%``)."""
+    out = []
+    for said in forecasts:
+        run = said["run"]
+        reached = sweep.curves[run].until(said["compute"] * (1 + 1e-9) / sweep.flops_per_unit[run])
+        truth = float(reached.loss[-1]) if len(reached) else float("nan")
+        row = {"run": run, "forecast": float(said["loss"]), "truth": truth}
+        for level in (k for k in said if k.endswith("%")):
+            low, high = said[level]
+            row[f"covered_{level}"] = (float(low <= truth <= high) if np.isfinite(low)
+                                       else float("nan"))
+            row[f"upper_{level}"] = high / said["loss"] - 1
+        out.append(row)
     return out

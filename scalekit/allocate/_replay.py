@@ -305,6 +305,8 @@ def _replay_seed(sub: Sweep, pool: list[str], policies, budgets, setting: _Setti
             best = metrics.best_final_loss(allocation.observed)
             errors, completed, every = _frontier_errors(allocation, sub, pool, reference,
                                                         largest, fit_frontier, setting)
+            checks = pd.DataFrame(metrics.forecast_checks(allocation.forecasts, sub),
+                                  columns=["covered_80%", "covered_95%"])
             rows.append(dict(
                 policy=name, budget=budget, budget_flops=flops, seed=setting.seed,
                 best_loss=best, exhaustive_best_loss=exhaustive_best, hindsight_loss=hindsight,
@@ -316,6 +318,8 @@ def _replay_seed(sub: Sweep, pool: list[str], policies, budgets, setting: _Setti
                 completed_frontier_error_at_10x=completed[1],
                 all_completed_frontier_error_at_max=every[0],
                 all_completed_frontier_error_at_10x=every[1],
+                forecasts=len(checks), forecast_covered_80=checks["covered_80%"].mean(),
+                forecast_covered_95=checks["covered_95%"].mean(),
                 rungs=len(bracket.rungs) if bracket else 0,
                 top_resource=bracket.rungs[-1].resource if bracket else np.nan))
     return rows, examples
@@ -362,7 +366,8 @@ _MEDIANS = ("frontier_error_at_max", "frontier_error_at_10x", "reference_miss_at
 def _averages(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (budget, policy): means of the losses and compute, medians of the frontier errors."""
     means = ("budget_flops", "best_loss", "improvement_vs_uniform", "improvement_vs_sh",
-             "hindsight_loss", "regret", "compute_fraction")
+             "hindsight_loss", "regret", "compute_fraction", "forecast_covered_80",
+             "forecast_covered_95")
     return (frame.groupby(["budget", "policy"], sort=False)
             .agg(**{column: (column, "mean") for column in means if column in frame},
                  **{column: (column, "median") for column in _MEDIANS},

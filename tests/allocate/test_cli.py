@@ -56,6 +56,26 @@ def test_plan_lists_next_actions(tmp_path, curves, capsys):
             assert action["to"] > action["from"]
 
 
+def test_plan_and_replay_state_commit_s_forecast_with_its_intervals(tmp_path, curves, capsys):
+    plan_out, replay_out = tmp_path / "plan.json", tmp_path / "replay.json"
+    assert main(["allocate", "plan", "--budget", "1.6e20", "--curves", str(curves),
+                 "--json", str(plan_out)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    report = json.loads(plan_out.read_text())
+    commit = next(d for d in report["decisions"] if d["action"] == "commit")
+    said = commit["forecast"]
+    # the probes of this sweep are part-way: a bound from above (see test_commit)
+    assert said["80%"][0] == 0 and said["loss"] < said["80%"][1] < said["95%"][1]
+    assert (f"predicted loss {said['loss']:.4g}, at most {said['80%'][1]:.4g} (80%), "
+            f"at most {said['95%'][1]:.4g} (95%)") in printed
+    assert main(["allocate", "replay", "--budget", "80%", "--curves", str(curves), "--policy",
+                 "commit", "--seeds", "1", "--json", str(replay_out)]) == 0
+    assert "forecast in 80%" in " ".join(capsys.readouterr().out.split())
+    rows = {r["policy"]: r for r in json.loads(replay_out.read_text())["rows"]}
+    assert rows["commit"]["forecasts"] >= 1 and 0 <= rows["commit"]["forecast_covered_80"] <= 1
+    assert rows["uniform"]["forecasts"] == 0 and rows["uniform"]["forecast_covered_80"] is None
+
+
 def test_plan_on_complete_curves_says_it_is_finished(tmp_path, curves, capsys):
     out = tmp_path / "plan.json"
     code = main(["allocate", "--budget", "1e30", "--curves", str(curves), "--plan",
