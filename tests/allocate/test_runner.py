@@ -155,15 +155,10 @@ with running(pool) if pool else nullcontext():
 """
 
 
-def test_a_killed_process_resumes_exactly(tmp_path):
-    whole = tmp_path / "whole.db"
-    run_allocation(whole, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
-    path = tmp_path / "killed.db"
-    script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
-    process = subprocess.Popen([sys.executable, "-c", script, str(path), "local"])
-    target = int(np.random.default_rng(7).integers(2, 10))  # kill after a random advance
-    deadline = time.monotonic() + 60
-    done = 0
+def _advances_done(process, path, target: int, *, seconds: float) -> int:
+    """Wait until ``process`` has finished ``target`` advances in the store at ``path`` (or
+    ended, or ``seconds`` passed); the advances done."""
+    done, deadline = 0, time.monotonic() + seconds
     while done < target and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.02)
         if path.exists():
@@ -173,12 +168,22 @@ def test_a_killed_process_resumes_exactly(tmp_path):
                                       "WHERE status = 'done'").fetchone()[0]
                 except sqlite3.OperationalError:  # tables not created yet
                     done = 0
+    return done
+
+
+def test_a_killed_process_resumes_exactly(tmp_path):
+    whole = tmp_path / "whole.db"
+    run_allocation(whole, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
+    path = tmp_path / "killed.db"
+    script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
+    process = subprocess.Popen([sys.executable, "-c", script, str(path), "local"])
+    target = int(np.random.default_rng(7).integers(2, 10))  # kill after a random advance
+    done = _advances_done(process, path, target, seconds=60)
     process.kill()
     process.wait()
     assert target <= done < 13  # it died in the middle
     run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
     pd.testing.assert_frame_equal(_points(path), _points(whole))
-
 
 
 @pytest.mark.slow
@@ -198,16 +203,7 @@ def test_a_killed_driver_on_ray_resumes_exactly(tmp_path):
     script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
     process = subprocess.Popen([sys.executable, "-c", script, str(path), "ray"],
                                start_new_session=True)
-    done, deadline = 0, time.monotonic() + 120
-    while done < 3 and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.05)
-        if path.exists():
-            with sqlite3.connect(path, timeout=30) as db:
-                try:
-                    done = db.execute("SELECT COUNT(*) FROM allocate_ledger "
-                                      "WHERE status = 'done'").fetchone()[0]
-                except sqlite3.OperationalError:  # tables not created yet
-                    done = 0
+    done = _advances_done(process, path, 3, seconds=120)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert 3 <= done < 13  # it died in the middle
