@@ -356,9 +356,11 @@ def calibration(seeds: list[int], budgets: list[float]) -> pd.DataFrame:
     """Nominal against achieved coverage of commit's 80% and 95% forecast intervals per data
     set, budget and kind of forecast (:func:`forecast_checks`) over ``seeds``: forecasts
     made, those with an interval (``stated``), the share of those whose interval holds the
-    loss reached, the median relative error of every forecast and the median of how far
-    the 80% interval's upper end lies above its forecast (relative to it). The every-run
-    replay draws no candidates, so its seeds repeat one allocation per budget."""
+    loss reached, the median relative error of every forecast, the median of how far
+    the 80% interval's upper end lies above its forecast (relative to it) and the share of
+    stated 80% intervals with a finite upper end (``bounded_80``; the rest are "at least"
+    bounds). The every-run replay draws no candidates, so its seeds repeat one allocation
+    per budget."""
     rows = []
     for name, (make, candidates) in CALIBRATION.items():
         full = make()
@@ -369,12 +371,15 @@ def calibration(seeds: list[int], budgets: list[float]) -> pd.DataFrame:
                          forecast_checks(sweep, pool, budget * sweep.total_compute())]
     frame = pd.DataFrame(rows)
     frame["error"] = frame.forecast / frame.truth - 1
+    frame["bounded"] = np.where(frame["covered_80%"].notna(), np.isfinite(frame["upper_80%"]),
+                                np.nan)
     table = (frame.groupby(["data", "budget", "kind"], sort=False)
              .agg(forecasts=("run", "size"),
                   stated=("covered_80%", "count"),
                   covered_80=("covered_80%", "mean"), covered_95=("covered_95%", "mean"),
                   median_abs_error=("error", lambda v: v.abs().median()),
-                  median_upper_80=("upper_80%", "median"))
+                  median_upper_80=("upper_80%", "median"),
+                  bounded_80=("bounded", "mean"))
              .reset_index())
     return table
 

@@ -138,11 +138,19 @@ class EndLaw:
 
     def _gradient(self, params, x) -> np.ndarray:
         """``(n, p)`` derivatives of the law at ``(params, x)`` with respect to its fitted
-        parameters: the levels off their bound of zero, then the free exponents whose
-        level is off it (a level at zero and the exponents held are not fitted)."""
+        parameters: ``E`` and the size and data levels off their bound of zero, then the
+        free exponents whose level is off it (a size or data level at zero and the
+        exponents held are not fitted). ``E`` counts even at its bound: the fit stopped
+        there because ``E >= 0``, not because the points rule out an ``E`` above it, and
+        where the points cannot tell ``E`` from a term (an axis they barely span) the
+        forecast's leverage must say so; reading ``E`` as known to be zero would make the
+        interval as narrow as if they could (at a bound the linearised theory does not
+        hold; Self and Liang 1987). Unlike a dropped term's, ``E``'s column has no
+        exponent, so the linearisation is defined there."""
         design = self._design(np.asarray(params, float), np.asarray(x, float),
                               self.alpha_, self.beta_)
         on = self.coef_ > 0
+        on[0] = True
         columns = [design[:, j] for j in range(design.shape[1]) if on[j]]
         logs = [np.log(np.asarray(params, float) / self.n0_)] if self.use_n_ else []
         logs += [np.log(np.asarray(x, float) / self.x0_)] if self.use_x_ else []
@@ -171,7 +179,8 @@ class EndLaw:
 
         The relative error ``r = L_law / L - 1`` of a new run is read as Gaussian with
         variance ``s^2 (1 + h)``: ``s^2`` the residual sum of squares over ``n - p``
-        (``p`` fitted parameters: the levels off zero and the free exponents) and
+        (``p`` fitted parameters: ``E``, the size and data levels off zero and the free
+        exponents; see :meth:`_gradient`) and
         ``h = g' (J'J)^-1 g`` the leverage of the new point (``J`` the Jacobian of the
         relative residuals, ``g`` the law's relative gradient there; the linearised
         nonlinear-regression interval, Seber and Wild 1989, section 5.3), on ``n - p``
@@ -669,15 +678,18 @@ class CommitLoop:
 
 
 def _stated(forecast: dict) -> str:
-    """``2.79 [2.70, 2.88] (80%), [2.64, 2.95] (95%)``; after part-way probes
-    ``2.79, at most 2.88 (80%), at most 2.95 (95%) (…)``; where the law states none, the
-    forecast and why it has no interval."""
+    """``2.79 [2.70, 2.88] (80%), [2.64, 2.95] (95%)`` (``at least 2.64`` where the upper
+    end is infinite); after part-way probes ``2.79, at most 2.88 (80%), at most 2.95 (95%)
+    (…)`` (``no bound`` where infinite); where the law states none, the forecast and why it
+    has no interval."""
     if "no interval" in forecast:
         return f"{forecast['loss']:.4g} (no interval: {forecast['no interval']})"
     levels = [k for k in forecast if k.endswith("%")]
     if forecast[levels[0]][0] == 0:  # after part-way probes: a bound from above only
         return f"{forecast['loss']:.4g}, " + ", ".join(
-            f"at most {forecast[k][1]:.4g} ({k})" for k in levels) + \
+            (f"at most {forecast[k][1]:.4g}" if np.isfinite(forecast[k][1]) else "no bound")
+            + f" ({k})" for k in levels) + \
             " (part-way probes: a finished schedule ends lower by what they do not show)"
     return f"{forecast['loss']:.4g} " + ", ".join(
-        f"[{forecast[k][0]:.4g}, {forecast[k][1]:.4g}] ({k})" for k in levels)
+        (f"[{forecast[k][0]:.4g}, {forecast[k][1]:.4g}]" if np.isfinite(forecast[k][1])
+         else f"at least {forecast[k][0]:.4g}") + f" ({k})" for k in levels)
