@@ -13,7 +13,7 @@ methods differ in the score and in ``C``:
   target rows, ``sum_t C_tj^2 / (C_jj + s2)`` (V-optimal design), same ``C``.
 - ``ensemble`` (ours): the V-optimal score under a mixture posterior, ``C`` being
   the covariance over an ensemble of refits (the best fit and bootstrap refits over
-  runs, each warm-started from the distinct optima of the multi-start) plus the
+  runs, each warm-started from the best fit and random rows of the start grid) plus the
   members' Laplace covariance, so that a law the runs do not yet pin (several optima,
   a flat direction the linearisation misses) shows as variance at the target and
   draws runs that tell the members apart; plus the law's discrepancy near the target
