@@ -38,6 +38,10 @@ class Belief:
     noise: float
     discrepancy: float = 0.0
 
+    def predict(self, law, X) -> np.ndarray:
+        """The best fit's predictions at ``X`` (in the law's units)."""
+        return np.exp(log_value_and_jacobian(law, X, self.members[0])[0])
+
     def factor(self, law, X) -> tuple[np.ndarray, np.ndarray]:
         """``F, A`` with ``F A F^T`` the covariance of the log predictions at ``X``
         under the mixture (within-member Laplace part plus between-member spread)."""

@@ -162,12 +162,20 @@ def _model_picks(law, method, post, pool, Xt, affordable, money, k, features):
     candidates = np.flatnonzero(affordable)
     X = {c: np.concatenate([Xt[c], pool.frame[c].to_numpy(float)[candidates]]) for c in law.inputs}
     F, A = post.factor(law, X)
-    if post.discrepancy > 0:
-        F, A = with_discrepancy(F, A, features[1], features[0][candidates], post.discrepancy)
     n_target = len(next(iter(Xt.values())))
+    noise = post.noise
+    if post.discrepancy > 0:
+        F, A, own = with_discrepancy(F, A, features[1], features[0][candidates],
+                                     post.discrepancy)
+        noise = noise + own[n_target:]
+    weights = None
+    if method == "ensemble":
+        # in the values' units, as a target's error is scored: Var(y) ~ y^2 Var(log y)
+        weights = np.abs(post.predict(law, Xt))
+        weights = weights if np.isfinite(weights).all() else None
     picks = []
     for j, score, share in greedy_batch(method, F, A, n_target, pool.cost[candidates], money, k,
-                                        post.noise):
+                                        noise, weights):
         row = int(candidates[j])
         picks.append((row, (f"expected to remove {share:.1%} of the target's predictive variance "
                       f"for cost {pool.cost[row]:.3g}"), {"variance_reduction": share,

@@ -13,12 +13,15 @@ methods differ in the score and in ``C``:
   target rows, ``sum_t C_tj^2 / (C_jj + s2)`` (V-optimal design), same ``C``.
 - ``ensemble`` (ours): the V-optimal score under a mixture posterior, ``C`` being
   the covariance over an ensemble of refits (the best fit and bootstrap refits over
-  runs, each warm-started from the distinct optima of the multi-start) plus the
+  runs, each warm-started from the best fit and random rows of the start grid) plus the
   members' Laplace covariance, so that a law the runs do not yet pin (several optima,
   a flat direction the linearisation misses) shows as variance at the target and
   draws runs that tell the members apart; plus the law's discrepancy near the target
   (:func:`with_discrepancy`), so that runs beside the target keep their value once the
-  parameters are pinned.
+  parameters are pinned, and a run far from the target counts the discrepancy there,
+  which the target rows do not explain, as noise. Its target rows are weighted by the
+  predicted values, so that the score is the expected reduction of the summed squared
+  error of the values (``Var(y) ~ y^2 Var(log y)``, the delta method), what R² scores.
 
 ``d_optimal`` and ``v_optimal`` score per unit cost and start from cheap runs spread out
 (:func:`spread_pick`) until the law can be fitted. ``ensemble`` scores per
@@ -59,16 +62,23 @@ def baseline_pick(method: str, cost: np.ndarray, affordable: np.ndarray,
 
 
 def greedy_batch(method: str, F: np.ndarray, A: np.ndarray, n_target: int, cost: np.ndarray,
-                 money: float, k: int, noise: float) -> list[tuple[int, float, float]]:
+                 money: float, k: int, noise, weights: np.ndarray | None = None
+                 ) -> list[tuple[int, float, float]]:
     """Up to ``k`` picks within ``money``: ``(candidate position, score, share of the
     target variance it removes)``.
 
     Each pick is the best score per unit cost (per ``cost ** COST_EXPONENT`` for
     ``ensemble``). The joint covariance is ``F A F^T`` (kept factored: ``F`` has the
     ``n_target`` target rows, then one row per candidate; ``cost`` is the candidates').
+    ``noise`` is the variance a candidate is observed with (one for all, or one each);
+    ``weights`` scale the target rows (the predicted values, for the variance of the
+    values rather than of their logs).
     """
     A = A.copy()
     T, Fc = F[:n_target], F[n_target:]
+    noise = np.broadcast_to(np.asarray(noise, dtype=float), (len(Fc),))
+    if weights is not None:
+        T = T * weights[:, None]
     penalty = cost ** (COST_EXPONENT if method == "ensemble" else 1.0)
     taken: list[tuple[int, float, float]] = []
     free = np.ones(len(Fc), dtype=bool)
@@ -86,7 +96,7 @@ def greedy_batch(method: str, F: np.ndarray, A: np.ndarray, n_target: int, cost:
         j = int(np.argmax(np.where(ok, score / penalty, -np.inf)))
         before = max(float(np.einsum("tr,tr->", TA, T)), 1e-300)
         a = FA[j]
-        A -= np.outer(a, a) / (diag[j] + noise)
+        A -= np.outer(a, a) / (diag[j] + noise[j])
         after = float(np.einsum("tr,tr->", T @ A, T))
         taken.append((j, float(score[j]), float(1.0 - after / before)))
         free[j] = False
@@ -95,7 +105,7 @@ def greedy_batch(method: str, F: np.ndarray, A: np.ndarray, n_target: int, cost:
 
 
 def with_discrepancy(F: np.ndarray, A: np.ndarray, target: np.ndarray, candidates: np.ndarray,
-                     variance: float) -> tuple[np.ndarray, np.ndarray]:
+                     variance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The factored covariance ``F A F^T`` (target rows, then candidates) plus the law's
     discrepancy: a Gaussian process of ``variance`` and unit length scale in standardised
     log inputs (``target``, ``candidates``: one row each), in its Nystrom form on the
@@ -104,6 +114,12 @@ def with_discrepancy(F: np.ndarray, A: np.ndarray, target: np.ndarray, candidate
     A law is wrong by a smooth amount no refit removes (Kennedy & O'Hagan 2001, model
     discrepancy); only runs near the target tell what it is there, so once the parameters
     are pinned, cheap runs far away stop outscoring a dearer one beside the target.
+
+    Also returns each row's own discrepancy variance that the target rows do not explain,
+    ``variance - diag(G G^T)`` (0 at the target): the Nystrom form drops it, and a run
+    observes it as noise on top of the law (the FITC correction, Snelson & Ghahramani
+    2006), so a run far from the target tells less about the parameters the more the
+    law is wrong.
     """
     points = np.vstack([target, candidates])
     kernel = np.exp(-0.5 * ((points[:, None, :] - target[None, :, :]) ** 2).sum(axis=-1))
@@ -114,7 +130,8 @@ def with_discrepancy(F: np.ndarray, A: np.ndarray, target: np.ndarray, candidate
     out = np.zeros((size, size))
     out[:A.shape[0], :A.shape[0]] = A
     out[A.shape[0]:, A.shape[0]:] = np.eye(G.shape[1])
-    return np.concatenate([F, G], axis=1), out
+    own = np.maximum(variance - np.einsum("nr,nr->n", G, G), 0.0)
+    return np.concatenate([F, G], axis=1), out, own
 
 
 def start_pick(features: np.ndarray, cost: np.ndarray, affordable: np.ndarray,

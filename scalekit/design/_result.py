@@ -26,8 +26,10 @@ class DesignResult(ResultProtocol):
         In the order chosen: ``row`` (pool row, 0-based), ``inputs``, ``cost``, ``step``,
         ``reason`` and, for a model-based pick, ``variance_reduction`` (the share of the
         target's predictive variance it is expected to remove, given the earlier picks of
-        its batch) and ``score``; ``settings``: the pool row's other columns (what a
-        trainer needs to run it); in a replay also ``loss``.
+        its batch: summed over the target rows, of the predicted values for ``ensemble``,
+        of their logs for ``v_optimal`` and ``d_optimal``) and ``score``; ``settings``:
+        the pool row's other columns (what a trainer needs to run it); in a replay also
+        ``loss``.
     spent : float
         Share of the pool's total cost that the chosen runs cost.
     plan_cost : float

@@ -1,7 +1,8 @@
 """Our design method's rules against closed forms and synthetic truths: its starting
 design is the cheapest runs (Li et al. 2026), a pick is scored per cost^0.4, the law's
 discrepancy is its extrapolation error toward the target and enters the covariance as a
-Gaussian process that is exact at the target."""
+Gaussian process that is exact at the target (a far run observing its own part as noise),
+and the target rows weigh as their predicted values (the variance of the values)."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def test_the_discrepancy_adds_its_kernel_exactly_at_the_target():
     target = np.array([[0.0, 0.0], [1.0, 0.5]])
     candidates = np.array([[0.2, 0.1], [3.0, 3.0]])
     F, A = np.ones((4, 1)), np.eye(1) * 0.5
-    G, B = with_discrepancy(F, A, target, candidates, 0.3)
+    G, B, _ = with_discrepancy(F, A, target, candidates, 0.3)
     joint = G @ B @ G.T - F @ A @ F.T
     points = np.vstack([target, candidates])
     kernel = 0.3 * np.exp(-0.5 * ((points[:, None] - points[None]) ** 2).sum(-1))
@@ -110,3 +111,64 @@ def test_among_equally_cheap_runs_the_start_spreads_out():
     chosen = {(c["inputs"]["params"], c["inputs"]["tokens"]) for c in start.chosen}
     # farthest-first from the first run (the smallest N and D) reaches the four corners
     assert {(round(n, -5), round(d, -6)) for n, d in chosen} == corners
+
+
+def test_weighted_by_the_predicted_values_the_score_is_the_expected_squared_error():
+    # two target rows of log-variance 1, predicted values 1 and 3; candidate j sees row j
+    # alone. In log units the two are worth the same (the first is taken); in the values'
+    # units row 2 weighs 3^2: Var(y) = y^2 Var(log y) (delta method), and observing it
+    # with noise s2 removes 9 (1 - s2 / (1 + s2)) of the summed 1 + 9.
+    F = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    noise, cost = 1e-2, np.ones(2)
+    assert greedy_batch("ensemble", F, np.eye(2), 2, cost, 10.0, 1, noise)[0][0] == 0
+    [(j, score, share)] = greedy_batch("ensemble", F, np.eye(2), 2, cost, 10.0, 1, noise,
+                                       np.array([1.0, 3.0]))
+    assert j == 1
+    assert score == pytest.approx(9 / (1 + noise))
+    assert share == pytest.approx(9 / (10 * (1 + noise)))
+
+
+def test_a_run_far_from_the_target_carries_its_own_discrepancy_as_noise():
+    # one target row at the origin; the discrepancy's kernel with a run at distance r is
+    # v exp(-r^2 / 2), so what the target rows do not explain of that run's own
+    # discrepancy is v (1 - exp(-r^2)) (the FITC correction of the Nystrom form)
+    target = np.zeros((1, 2))
+    candidates = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 4.0]])
+    v = 0.3
+    _, _, own = with_discrepancy(np.ones((4, 1)), np.eye(1), target, candidates, v)
+    r2 = (candidates ** 2).sum(axis=1)
+    assert own[0] == pytest.approx(0.0, abs=1e-12)
+    assert own[1:] == pytest.approx(v * (1 - np.exp(-r2)), rel=1e-9)
+
+
+def test_an_ensemble_pick_is_the_best_reduction_of_the_values_variance_per_cost():
+    # a straightforward dense reference: the joint covariance of the log predictions,
+    # J C J^T, turned into the values' (y_t^2 C_tt at the target, the delta method)
+    from scalekit.design._belief import belief
+    from scalekit.design._loop import _features, _model_picks
+    from scalekit.fit import log_value_and_jacobian
+
+    law = get_law("chinchilla")
+    frame = grid_pool("N=1e7:1e9:6,D=1e8:1e10:6")
+    frame["loss"] = chinchilla(frame.params, frame.tokens) * np.exp(
+        np.random.default_rng(0).normal(0, 0.01, len(frame)))
+    pool = Pool.from_frame(frame, y="loss")
+    seen = np.arange(len(frame)) % 3 == 0
+    X = {c: frame[c].to_numpy(float)[seen] for c in law.inputs}
+    post = belief(law, X, pool.loss[seen], method="v_optimal", warm=None,
+                  rng=np.random.default_rng(0))
+    target = pd.DataFrame({"params": [3e7, 2e10], "tokens": [3e8, 4e11]})   # loss ~3.9, ~2.0
+    Xt = {c: target[c].to_numpy(float) for c in law.inputs}
+    [(row, _, extra)] = _model_picks(law, "ensemble", post, pool, Xt, ~seen, np.inf, 1,
+                                     _features(frame, target, law.inputs))
+    rows = np.flatnonzero(~seen)
+    value, J = log_value_and_jacobian(
+        law, {c: np.concatenate([Xt[c], frame[c].to_numpy(float)[rows]]) for c in law.inputs},
+        post.members[0])
+    C = J @ post.covs[0] @ J.T
+    w2 = np.exp(2 * value[:2])
+    removed = (w2[:, None] * C[:2, 2:] ** 2).sum(axis=0) / (np.diag(C)[2:] + post.noise)
+    best = int(np.argmax(removed / pool.cost[rows] ** 0.4))
+    assert row == rows[best]
+    assert extra["variance_reduction"] == pytest.approx(
+        removed[best] / (w2 * np.diag(C)[:2]).sum(), rel=1e-6)
