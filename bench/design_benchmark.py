@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 from scalebench_tasks import BUDGETS, DEFAULT_BUDGETS, PAPER, TASKS, r2
 
-from scalekit.design import METHODS, final_answer, replay
+from scalekit.design import METHODS, final_fit, replay
 from scalekit.errors import InputError
 
 OURS = "ensemble"
@@ -39,8 +39,8 @@ MATCH_PAPER = ("farseer", "data_constrained", "vocab")
 
 def predict(task, group, result, seed) -> np.ndarray:
     """The target predictions of every output of ``task`` from the runs ``result`` chose,
-    fitted as the design's final answer is (:func:`scalekit.design.final_answer`; NaN
-    where it cannot fit them)."""
+    fitted as the design's final answer is (:func:`scalekit.design.final_fit`; NaN where
+    it cannot fit them)."""
     rows = np.array([c["row"] for c in result.chosen], dtype=int)
     out = []
     for law, y in task.outputs:
@@ -50,9 +50,9 @@ def predict(task, group, result, seed) -> np.ndarray:
             continue
         frame = group.pool.frame.iloc[rows]
         try:
-            out.append(final_answer(law, {c: frame[c].to_numpy(float) for c in law.inputs},
-                                    task.sign * frame[y].to_numpy(float), group.target,
-                                    frame=group.pool.frame, seed=seed)[1])
+            fit = final_fit(law, {c: frame[c].to_numpy(float) for c in law.inputs},
+                          task.sign * frame[y].to_numpy(float), seed=seed)
+            out.append(fit.predict({c: group.target[c].to_numpy(float) for c in law.inputs}))
         except InputError:
             out.append(np.full(len(group.target), np.nan))
     return task.sign * np.stack(out, axis=1).ravel()

@@ -22,9 +22,6 @@ EXTRA_STARTS = 8
 LOSS, DELTA = "huber", 1e-3
 #: Bootstrap refits (over runs) of the ``ensemble`` method.
 ENSEMBLE_REFITS = 6
-#: Points, evenly spaced in the fitting space over its whole range, of the profile of a
-#: parameter the final runs do not pin (:func:`ridge_average`).
-PROFILE_POINTS = 9
 
 
 @dataclass
@@ -79,67 +76,6 @@ def final_fit(law, X, y, *, seed: int = 0):
     if distinct <= len(law.params):
         return fit_with_prior(law, X, y, seed=seed)
     return fit_law(law, X, y, seed=seed)
-
-
-def on_ridge(fit) -> list[str]:
-    """The parameters of ``fit`` that are ``not_identified`` and sit ``on_bound``: the
-    objective is flat along them and the optimiser stopped at the edge of their range
-    (none for a ``prior_fit``, whose prior already holds them)."""
-    codes: dict[str, set] = {}
-    for d in fit.diagnostics:
-        codes.setdefault(d.param, set()).add(d.code)
-    if "prior_fit" in codes.get(None, set()):
-        return []
-    return [name for name in fit.values
-            if {"not_identified", "on_bound"} <= codes.get(name, set())]
-
-
-def ridge_average(law, X, y, Xt, names, variance: float, *, level: float = 0.95
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Predictions at ``Xt`` averaged over the profile of each parameter in ``names``
-    (the posterior mean over a ridge the runs do not resolve, not its boundary point).
-
-    Each parameter is held at ``PROFILE_POINTS`` values across its range (flat prior in
-    the fitting space), the others refitted (:func:`scalekit.fit.fit_law`); a profile
-    point weighs ``exp(-(S - S_min) / (2 variance))``, ``S`` its sum of squared log
-    residuals and ``variance`` what one run's log residual varies by (the noise plus the
-    law's discrepancy: the likelihood the design scores with). Returns the mean and the
-    ``level`` interval of the mixture of the profile points' predictions; None when no
-    parameter has a finite range or no profile point can be fitted.
-    """
-    from scalekit.errors import InputError
-
-    lower, upper = law.fitting_bounds()
-    log_y = np.log(y)
-    sse, predictions = [], []
-    for name in names:
-        k = law.param_names.index(name)
-        if not (np.isfinite(lower[k]) and np.isfinite(upper[k])):
-            continue
-        for z in np.linspace(lower[k], upper[k], PROFILE_POINTS):
-            value = float(np.exp(z)) if law.params[k].log else float(z)
-            try:
-                fit = fit_law(law, X, y, fixed={name: value})
-            except InputError:
-                continue
-            residual = np.log(fit.predict(X)) - log_y
-            prediction = fit.predict(Xt)
-            if np.isfinite(residual).all() and np.isfinite(prediction).all():
-                sse.append(float(residual @ residual))
-                predictions.append(prediction)
-    if not sse:
-        return None
-    sse, predictions = np.array(sse), np.array(predictions)
-    weight = np.exp(-(sse - sse.min()) / (2.0 * variance))
-    weight /= weight.sum()
-    order = np.argsort(predictions, axis=0)
-    ranked = np.take_along_axis(predictions, order, axis=0)
-    cumulative = np.cumsum(weight[order], axis=0)
-    columns = np.arange(predictions.shape[1])
-    tail = (1.0 - level) / 2.0
-    lo = ranked[np.minimum((cumulative < tail).sum(axis=0), len(weight) - 1), columns]
-    hi = ranked[np.minimum((cumulative < 1.0 - tail).sum(axis=0), len(weight) - 1), columns]
-    return weight @ predictions, lo, hi
 
 
 def quick_fit(law, X, log_y, *, warm: np.ndarray | None, rng: np.random.Generator

@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number, fail
-from scalekit.design._belief import (belief, extrapolation_error, final_fit, laplace,
-                                     on_ridge, ridge_average)
+from scalekit.design._belief import belief, final_fit
 from scalekit.design._methods import (METHODS, MODEL_BASED, baseline_pick, greedy_batch,
                                       spread_pick, start_pick, with_discrepancy)
 from scalekit.design._pool import Pool
@@ -222,35 +221,6 @@ def _distance(X: dict, names, frame: pd.DataFrame, target: pd.DataFrame) -> np.n
     return np.linalg.norm(mine[:, None, :] - toward[None, :, :], axis=-1).min(axis=1)
 
 
-def final_answer(law, X, y, target: pd.DataFrame, *, frame: pd.DataFrame, seed: int = 0):
-    """The fit to the runs ``(X, y)`` (:func:`final_fit`) and its predictions at the
-    ``target`` rows with their 95% intervals: ``(fit, prediction, lower, upper)``.
-
-    Where the fit leaves a parameter ``not_identified`` and ``on_bound``, the
-    prediction is the mean over that parameter's profile (:func:`ridge_average`), with
-    the variance of one run's log residual the fit's noise plus the law's discrepancy
-    toward the target (measured as the design does, ``frame`` standardising the inputs),
-    and the interval covers the profile's too.
-    """
-    fit = final_fit(law, X, y, seed=seed)
-    Xt = {c: target[c].to_numpy(dtype=float) for c in law.inputs}
-    centre = fit.predict(Xt)
-    with np.errstate(invalid="ignore"):
-        lo, hi = fit.interval(Xt, level=0.95)
-    names = on_ridge(fit)
-    if names:
-        log_y = np.log(y)
-        z = law.to_fitting(np.array([fit.values[p] for p in law.param_names]))
-        distance = _distance(X, law.inputs, frame, target)
-        variance = laplace(law, X, log_y, z)[1] + extrapolation_error(
-            law, X, log_y, distance <= np.median(distance), warm=z,
-            rng=np.random.default_rng(seed))
-        ridge = ridge_average(law, X, y, Xt, names, variance)
-        if ridge is not None:
-            centre, lo, hi = ridge[0], np.fmin(lo, ridge[1]), np.fmax(hi, ridge[2])
-    return fit, centre, lo, hi
-
-
 def _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng) -> DesignResult:
     rows = np.array([c["row"] for c in chosen], dtype=int)
     plan_cost = float(pool.cost[rows].sum()) if len(rows) else 0.0
@@ -260,13 +230,15 @@ def _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng) -> D
     P = len(law.params)
     if len(y) >= 2:
         try:
-            fit, centre, lo, hi = final_answer(law, X, y, target, frame=pool.frame,
-                                               seed=int(rng.integers(2**31)))
+            fit = final_fit(law, X, y, seed=int(rng.integers(2**31)))
         except InputError as error:
             diagnostics.append(Diagnostic("not_converged", "warning", str(error)))
             fit = None
         if fit is not None:
             Xt = {c: target[c].to_numpy(dtype=float) for c in law.inputs}
+            centre = fit.predict(Xt)
+            with np.errstate(invalid="ignore"):
+                lo, hi = fit.interval(Xt, level=0.95)
             predictions = [{"inputs": {c: float(Xt[c][i]) for c in law.inputs},
                             "prediction": float(centre[i]),
                             "interval": [float(lo[i]), float(hi[i])]}

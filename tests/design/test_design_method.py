@@ -13,10 +13,9 @@ import pandas as pd
 import pytest
 
 from scalekit.design import Pool, grid_pool, propose, replay
-from scalekit.design._belief import PROFILE_POINTS, extrapolation_error, on_ridge, ridge_average
+from scalekit.design._belief import extrapolation_error
 from scalekit.design._methods import greedy_batch, with_discrepancy
-from scalekit.fit import fit_law
-from scalekit.laws import get_law, law_from_expression
+from scalekit.laws import get_law
 
 TARGET = pd.DataFrame({"params": [5e9, 1e10], "tokens": [1e11, 2e11]})
 
@@ -173,46 +172,3 @@ def test_an_ensemble_pick_is_the_best_reduction_of_the_values_variance_per_cost(
     assert row == rows[best]
     assert extra["variance_reduction"] == pytest.approx(
         removed[best] / (w2 * np.diag(C)[:2]).sum(), rel=1e-6)
-
-
-RIDGE_LAW = {"A": {"lower": 1e-2, "upper": 1e4, "log": True, "grid": (1.0, 100.0)},
-             "a": {"lower": 0.0, "upper": 0.5, "log": False, "grid": (0.25,)},
-             "b": {"lower": 0.0, "upper": 1.0, "log": False, "grid": (0.3, 0.6)}}
-
-
-def test_on_an_exactly_flat_ridge_the_prediction_is_its_mean_over_the_range():
-    # all runs at one N: A N^-a is one number, every a in [0, 0.5] fits exactly, so the
-    # profile weights are equal and the prediction at N_t is the mean over the grid of
-    # 10 N0^-0.2 D_t^-0.1 (N0 / N_t)^a_k; the interval is the grid's smallest and largest.
-    law = law_from_expression("A*N**-a*D**-b", inputs={"N": "params", "D": "tokens"},
-                              name="ridge", params=RIDGE_LAW)
-    seen = {"N": np.full(4, 1e8), "D": np.array([1e9, 2e9, 4e9, 8e9])}
-    y = 10 * seen["N"] ** -0.2 * seen["D"] ** -0.1
-    mean, lo, hi = ridge_average(law, seen, y, {"N": np.array([1e10]), "D": np.array([1e11])},
-                                 ["a"], 1e-2)
-    expected = 10 * 1e8 ** -0.2 * 1e11 ** -0.1 * (1e8 / 1e10) ** np.linspace(0, 0.5,
-                                                                             PROFILE_POINTS)
-    assert mean[0] == pytest.approx(expected.mean(), rel=1e-4)
-    assert (lo[0], hi[0]) == pytest.approx((expected.min(), expected.max()), rel=1e-4)
-
-
-def test_a_fit_stopped_on_the_bound_of_a_ridge_predicts_the_ridge_not_the_bound():
-    # N spans 1.4x (a is not identified) and the runs pull a below its range [0.3, 1]:
-    # the best fit sits at a = 0.3; the answer averages the profile over a instead
-    law = law_from_expression("A*N**-a", inputs={"N": "params"}, name="toy",
-                              params={"A": {"lower": 1e-2, "upper": 1e4, "log": True,
-                                            "grid": (1.0, 100.0)},
-                                      "a": {"lower": 0.3, "upper": 1.0, "log": False,
-                                            "grid": (0.5, 0.8)}})
-    seen = pd.DataFrame({"params": [1e8, 1.2e8, 1.4e8] * 2})
-    y = 10 * seen.params.to_numpy() ** -0.1 * np.exp([0.01, -0.01, 0, -0.01, 0.01, 0])
-    fit = fit_law(law, seen, y)
-    assert on_ridge(fit) == ["a"] and fit.values["a"] == pytest.approx(0.3)
-    target = pd.DataFrame({"params": [1e10]})
-    pool = Pool.from_frame(pd.DataFrame({"params": [1e7, 2e7], "tokens": 1e9}))
-    [answer] = propose(law, pool, target, budget=1e30, observed=(seen, y),
-                       method="random").predictions
-    at_bound = fit.predict(target)[0]
-    lowest = 10 * 1.4e8 ** -0.1 * (1.4e8 / 1e10) ** 1.0 / 2   # below any profile point
-    assert lowest < answer["prediction"] < at_bound * (1 - 1e-3)
-    assert answer["interval"][0] < answer["prediction"] < answer["interval"][1]
