@@ -136,18 +136,19 @@ def extrapolation_error(law, X, log_y, near: np.ndarray, *, warm: np.ndarray,
                         xtol=1e-15))
 
 
-def belief(law, X, y, *, method: str, warm: np.ndarray | None, rng: np.random.Generator,
+def belief(law, X, y, *, ensemble: bool, warm: np.ndarray | None, rng: np.random.Generator,
            near: np.ndarray | None = None) -> Belief | None:
-    """The posterior the ``method`` scores with, from the observed runs; None when the
-    law cannot be fitted to them. For ``ensemble``, ``near`` marks the observed runs
-    nearer the target, from which the law's discrepancy is measured."""
+    """The posterior a method scores with, from the observed runs (with ``ensemble``, a
+    mixture with bootstrap refits); None when the law cannot be fitted to them. ``near``
+    marks the observed runs nearer the target, from which the law's discrepancy is
+    measured (not measured without it)."""
     log_y = np.log(y)
     z = quick_fit(law, X, log_y, warm=warm, rng=rng)
     if z is None:
         return None
     cov, noise = laplace(law, X, log_y, z)
     members, covs = [z], [cov]
-    if method == "ensemble":
+    if ensemble:
         n = len(y)
         for _ in range(ENSEMBLE_REFITS):
             rows = rng.integers(0, n, n)
@@ -156,8 +157,7 @@ def belief(law, X, y, *, method: str, warm: np.ndarray | None, rng: np.random.Ge
             if zb is not None and np.isfinite(zb).all():
                 members.append(zb)
                 covs.append(laplace(law, X, log_y, zb)[0])
-        if near is not None:
-            discrepancy = extrapolation_error(law, X, log_y, near, warm=z, rng=rng)
-            return Belief(np.array(members), np.array(covs), noise, discrepancy)
-    return Belief(np.array(members), np.array(covs), noise)
+    discrepancy = (0.0 if near is None else
+                   extrapolation_error(law, X, log_y, near, warm=z, rng=rng))
+    return Belief(np.array(members), np.array(covs), noise, discrepancy)
 

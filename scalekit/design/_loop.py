@@ -9,7 +9,7 @@ import pandas as pd
 
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.design._belief import belief, final_fit
-from scalekit.design._methods import (METHODS, MODEL_BASED, baseline_pick, greedy_batch,
+from scalekit.design._methods import (METHODS, SCORING, baseline_pick, greedy_batch,
                                       spread_pick, start_pick, with_discrepancy)
 from scalekit.design._pool import Pool
 from scalekit.design._result import DesignResult
@@ -105,13 +105,14 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
         rows = np.flatnonzero(taken)
         n_obs = len(y0) + (len(rows) if reveal else 0)
         picks: list[tuple[int, str, dict]] = []
-        if method not in MODEL_BASED:
+        scoring = SCORING.get(method)
+        if scoring is None:
             j = baseline_pick(method, pool.cost, affordable, rng)
             picks.append((j, REASONS[method], {}))
-        elif method != "ensemble" and n_obs < P + 1:
+        elif not scoring.cheapest_start and n_obs < P + 1:
             picks.append((spread_pick(features, pool.cost, affordable, np.flatnonzero(taken)),
                           REASONS["spread"], {}))
-        elif method == "ensemble" and n_obs < start_size and (j := start_pick(
+        elif scoring.cheapest_start and n_obs < start_size and (j := start_pick(
                 features, pool.cost, affordable, np.flatnonzero(taken), start_money,
                 n_obs < P + 1)) is not None:
             start_money -= pool.cost[j]
@@ -119,10 +120,10 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
         else:
             X, y = _observed(law, pool, X0, y0, rows if reveal else rows[:0])
             near = None
-            if method == "ensemble":
+            if scoring.discrepancy:
                 distance = _distance(X, law.inputs, pool.frame, target)
                 near = distance <= np.median(distance)
-            post = belief(law, X, y, method=method, warm=warm, rng=rng, near=near)
+            post = belief(law, X, y, ensemble=scoring.ensemble, warm=warm, rng=rng, near=near)
             if post is None:
                 picks.append((baseline_pick("random", pool.cost, affordable, rng),
                               "drawn at random: the law cannot be fitted to the runs yet", {}))
@@ -169,7 +170,7 @@ def _model_picks(law, method, post, pool, Xt, affordable, money, k, features):
                                      post.discrepancy)
         noise = noise + own[n_target:]
     weights = None
-    if method == "ensemble":
+    if SCORING[method].in_values:
         # in the values' units, as a target's error is scored: Var(y) ~ y^2 Var(log y)
         weights = np.abs(post.predict(law, Xt))
         weights = weights if np.isfinite(weights).all() else None

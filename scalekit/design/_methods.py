@@ -37,16 +37,43 @@ cost) are theirs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 #: Selection methods, in the order the benchmark reports them.
 METHODS = ("random", "cheapest", "cost_random", "d_optimal", "v_optimal", "ensemble")
-#: Methods that fit the law and score candidates.
-MODEL_BASED = ("d_optimal", "v_optimal", "ensemble")
 #: ``ensemble`` divides its score by ``cost ** COST_EXPONENT``: Li et al.'s (2026)
 #: sub-linear cost penalty (their method's 0.4), so that a dear run beside the target can
 #: outscore many cheap runs far from it; the textbook methods divide by cost.
 COST_EXPONENT = 0.4
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How a model-based method starts and scores (the module docstring says why).
+
+    ``cost_exponent``: the score is divided by ``cost ** cost_exponent``;
+    ``cheapest_start``: the starting design is :func:`start_pick`'s (else
+    :func:`spread_pick`'s, until the law can be fitted); ``ensemble``: the posterior
+    mixes bootstrap refits; ``discrepancy``: the law's discrepancy near the target
+    joins the covariance; ``in_values``: the target rows are weighted by the
+    predicted values.
+    """
+
+    cost_exponent: float = 1.0
+    cheapest_start: bool = False
+    ensemble: bool = False
+    discrepancy: bool = False
+    in_values: bool = False
+
+
+#: The methods that fit the law and score candidates, and how.
+SCORING = {"d_optimal": Scoring(), "v_optimal": Scoring(),
+           "ensemble": Scoring(cost_exponent=COST_EXPONENT, cheapest_start=True, ensemble=True,
+                               discrepancy=True, in_values=True)}
+#: Methods that fit the law and score candidates.
+MODEL_BASED = tuple(SCORING)
 
 
 def baseline_pick(method: str, cost: np.ndarray, affordable: np.ndarray,
@@ -79,7 +106,7 @@ def greedy_batch(method: str, F: np.ndarray, A: np.ndarray, n_target: int, cost:
     noise = np.broadcast_to(np.asarray(noise, dtype=float), (len(Fc),))
     if weights is not None:
         T = T * weights[:, None]
-    penalty = cost ** (COST_EXPONENT if method == "ensemble" else 1.0)
+    penalty = cost ** SCORING[method].cost_exponent
     taken: list[tuple[int, float, float]] = []
     free = np.ones(len(Fc), dtype=bool)
     for _ in range(k):

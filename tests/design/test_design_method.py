@@ -155,7 +155,7 @@ def test_an_ensemble_pick_is_the_best_reduction_of_the_values_variance_per_cost(
     pool = Pool.from_frame(frame, y="loss")
     seen = np.arange(len(frame)) % 3 == 0
     X = {c: frame[c].to_numpy(float)[seen] for c in law.inputs}
-    post = belief(law, X, pool.loss[seen], method="v_optimal", warm=None,
+    post = belief(law, X, pool.loss[seen], ensemble=False, warm=None,
                   rng=np.random.default_rng(0))
     target = pd.DataFrame({"params": [3e7, 2e10], "tokens": [3e8, 4e11]})   # loss ~3.9, ~2.0
     Xt = {c: target[c].to_numpy(float) for c in law.inputs}
