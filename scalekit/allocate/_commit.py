@@ -377,8 +377,7 @@ class CommitLoop:
                 left = self.budget - self.state.spent
                 finish = self.sweep.cost(cell, self.state.reached[cell],
                                          self.sweep.max_resource[cell]) <= left * (1 + 1e-12)
-                at = None if finish else (self.sweep.flops_per_unit[cell]
-                                          * self.state.reached[cell] + left)
+                at = None if finish else self._compute(cell) + left
                 self.decisions.append(dict(phase=phase, action="commit", runs=[cell],
                                            why=self._why_commit(cell, phase, finish, left),
                                            forecast=self.forecast(cell, at)))
@@ -392,8 +391,7 @@ class CommitLoop:
         if left > 1e-9 * self.budget and not self.state.exhausted:
             run = self._best_partial(left)
             if run is not None:
-                at = min(self.sweep.flops_per_unit[run] * self.state.reached[run] + left,
-                         self.end[run])
+                at = min(self._compute(run) + left, self.end[run])
                 self.decisions.append(dict(phase=phase, action="spend the rest", runs=[run],
                                            why="no candidate can be finished with what is "
                                                "left; lowest predicted loss part-way of the "
@@ -527,10 +525,10 @@ class CommitLoop:
         compute = self.end[run] if compute is None else float(compute)
         x, ratio = self._read_at(run, compute)
         said = {"loss": float(self.law.predict(self.size[run], x) * ratio), "compute": compute}
+        one_sided = self.part_way and self.law.no_interval is None
         for level in LEVELS:
-            low, high = self.law.interval(self.size[run], x, level)
-            if self.part_way and self.law.no_interval is None:
-                low, high = 0.0, self.law.interval(self.size[run], x, 2 * level - 1)[1]
+            low, high = (self.law.interval(self.size[run], x, level) if not one_sided else
+                         (0.0, self.law.interval(self.size[run], x, 2 * level - 1)[1]))
             said[f"{level:.0%}"] = [float(low * ratio), float(high * ratio)]
         if self.law.no_interval is not None:
             said["no interval"] = self.law.no_interval
@@ -572,7 +570,7 @@ class CommitLoop:
             spend = left - guards
             if spend <= 0:
                 continue
-            reached = self.sweep.flops_per_unit[run] * self.state.reached[run] + spend
+            reached = self._compute(run) + spend
             if reached / self.end[run] < max(self.shape[0][0], self.policy.min_partial):
                 continue
             guess = self._predicted(run, reached)
@@ -584,8 +582,7 @@ class CommitLoop:
         if not finish:
             return ("lower predicted loss part-way, with all that is left (schedule shape of "
                     "the probes), than any run the budget can finish: "
-                    + self._said(run, self.sweep.flops_per_unit[run] * self.state.reached[run]
-                                 + left))
+                    + self._said(run, self._compute(run) + left))
         if phase == 2:
             return f"lowest predicted end-of-schedule loss the budget can finish: {self._said(run)}"
         if self.law is None:
@@ -651,22 +648,23 @@ class CommitLoop:
         curve = self.state.observed[run].until(stop)
         return float(curve.loss[-1]) if len(curve) else np.inf
 
+    def _compute(self, run: str) -> float:
+        """The FLOPs ``run`` has been trained for."""
+        return self.sweep.flops_per_unit[run] * self.state.reached[run]
+
     def _reach(self) -> float:
         """The largest compute any run has reached: where the explored frontier ends."""
-        return max((self.sweep.flops_per_unit[r] * self.state.reached[r] for r in self.runs),
-                   default=0.0)
+        return max((self._compute(r) for r in self.runs), default=0.0)
 
     def _best_partial(self, left: float) -> str | None:
         """The run with the lowest forecast after ``left`` more FLOPs, of those that carry
         the explored frontier at least as far as it reaches (None if no run can)."""
         reach = self._reach()
         runs = [r for r in self.runs if r not in self._finished() and r not in self.dropped
-                and self.sweep.flops_per_unit[r] * self.state.reached[r] + left
-                >= reach * (1 - 1e-9)]
+                and self._compute(r) + left >= reach * (1 - 1e-9)]
         if not runs:
             return None
-        return min(runs, key=lambda r: (self._predicted(
-            r, self.sweep.flops_per_unit[r] * self.state.reached[r] + left), r))
+        return min(runs, key=lambda r: (self._predicted(r, self._compute(r) + left), r))
 
     def _said(self, run: str, compute: float | None = None) -> str:
         said = f"{run}, {self.end[run]:.3g} FLOPs to finish"
