@@ -51,6 +51,7 @@ benchmark) the candidates' full-prefix medians are combined in log space:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 from scipy.optimize import minimize
@@ -74,8 +75,8 @@ def backtest_task(task: Task, *, min_points: int, longest: bool = False) -> Task
         head = np.arange(task.x.size) < min_points
     if head.sum() < min_points or head.all():
         return None
-    return Task(task.run, task.x[head], task.y[head], task.x[~head], task.y[~head],
-                group=task.group, size=task.size, rates=task.rates)
+    return replace(task, x=task.x[head], y=task.y[head], x_target=task.x[~head],
+                   y_target=task.y[~head])
 
 
 def rate_fall(task: Task, x: np.ndarray) -> np.ndarray:
@@ -99,9 +100,8 @@ def _lifted(task: Task, drop: float) -> Task:
     """``task`` with its losses at the peak rate: times ``exp(drop * phi)``."""
     if task.rates is None or drop == 0:
         return task
-    return Task(task.run, task.x, task.y * np.exp(drop * rate_fall(task, task.x)), task.x_target,
-                task.y_target * np.exp(drop * rate_fall(task, task.x_target)), group=task.group,
-                size=task.size, rates=task.rates)
+    return replace(task, y=task.y * np.exp(drop * rate_fall(task, task.x)),
+                   y_target=task.y_target * np.exp(drop * rate_fall(task, task.x_target)))
 
 
 def candidate_medians(method: Method, tasks: Sequence[Task]) -> list[np.ndarray]:

@@ -100,7 +100,7 @@ def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Map
     fit) inflated by (1 + phi) / (1 - phi), phi the residuals' lag-1 autocorrelation
     within a run (the information of an AR(1) series). ``None`` fits them freely.
     """
-    from scalekit.fit import fit_law
+    from scalekit.fit import fit_law, log_residuals
 
     missing = [run for run in fit_on if run not in schedules]
     if missing:
@@ -122,7 +122,7 @@ def fit_multipower(frame: pd.DataFrame, *, fit_on: Sequence[str], schedules: Map
         return fit
     check_number("shape_prior", shape_prior, low=0, low_open=True)
     z = law.to_fitting(np.array([fit.values[p] for p in PARAMS]))
-    prior = _shape_prior(fit, z, X, np.log(y_all) - law.log_function(X, z), shape_prior)
+    prior = _shape_prior(fit, z, X, log_residuals(law, X, np.log(y_all), z), shape_prior)
     return fit_law(law, X, y_all, starts=z[None], delta=delta, seed=seed, runs=curve,
                    prior=prior)
 
