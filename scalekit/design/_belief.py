@@ -40,7 +40,8 @@ class Belief:
 
     def predict(self, law, X) -> np.ndarray:
         """The best fit's predictions at ``X`` (in the law's units)."""
-        return np.exp(log_value_and_jacobian(law, X, self.members[0])[0])
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return np.exp(law.log_predict_fitting(X, self.members[0]))
 
     def factor(self, law, X) -> tuple[np.ndarray, np.ndarray]:
         """``F, A`` with ``F A F^T`` the covariance of the log predictions at ``X``
