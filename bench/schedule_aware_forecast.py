@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -65,10 +66,9 @@ def cut(frame: pd.DataFrame, x: str, schedules: dict) -> dict[str, list[Task]]:
     arms: dict[str, list[Task]] = {"step, blind": [], "step": [], "S1": []}
     for fraction, tasks_ in cut_curves(frame, FRACTIONS, x=x, y="loss").items():
         for t in tasks_:
-            t = Task(t.run, t.x, t.y, t.x_target, t.y_target, group=f"cut {fraction:.0%}")
+            t = replace(t, group=f"cut {fraction:.0%}")
             arms["step, blind"].append(t)
-            arms["step"].append(Task(t.run, t.x, t.y, t.x_target, t.y_target, group=t.group,
-                                     rates=schedules[t.run].rates))
+            arms["step"].append(replace(t, rates=schedules[t.run].rates))
             arms["S1"].append(area_task(t, schedules[t.run]))
     return arms
 
