@@ -13,7 +13,9 @@ and high share (1/5/10%, or 20/35/50% for ``sparsity`` and ``domain_mixture``).
 Targets (PASS/FAIL): at the middle budget, the mean R² of ``ensemble`` at least the
 paper's method on farseer (0.88), data_constrained (0.85) and vocab (0.98), and above
 V-optimal's on at least four of the tasks; at the low budget, above random's on every
-task.
+task. Each verdict line also gives the difference it rests on with its standard error
+over the seeds (paired by seed against random), and says when that difference is within
+two standard errors, i.e. when these seeds do not decide it.
 
     python bench/design_benchmark.py [--tasks farseer,...] [--levels 0,1,2]
         [--repeats 10] [--methods random,...] [--first-seed 0] [--json OUT]
@@ -81,22 +83,43 @@ def run_task(task, levels, methods, repeats, first=0):
     return scores
 
 
+def difference(a, b) -> str:
+    """``mean(a) - mean(b)`` with its standard error: paired by seed where both have one
+    value per seed, else the two means' errors combined (one value, e.g. ``cheapest``,
+    counts as exact)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) == len(b) > 1:
+        d = a - b
+        se = d.std(ddof=1) / np.sqrt(len(d))
+    else:
+        se = float(np.sqrt(sum(v.var(ddof=1) / len(v) for v in (a, b) if len(v) > 1)))
+    diff = a.mean() - b.mean()
+    decided = "" if abs(diff) > 2 * se else ", within 2 s.e.: not decided by these seeds"
+    return f"difference {diff:+.3f} ± {se:.3f} s.e.{decided}"
+
+
 def verdicts(scores, tasks):
     lines = []
     for name in MATCH_PAPER:
         if name in tasks and (1, OURS) in scores[name]:
-            mean, paper = np.mean(scores[name][(1, OURS)]), PAPER[name][1][0]
-            lines.append((f"middle: {name} mean R² {mean:.3f} >= paper's {paper}", mean >= paper))
+            ours, paper = scores[name][(1, OURS)], PAPER[name][1][0]
+            lines.append((f"middle: {name} mean R² {np.mean(ours):.3f} >= paper's {paper} "
+                          f"({difference(ours, [paper])})", np.mean(ours) >= paper))
     both = [name for name in tasks if {(1, OURS), (1, "v_optimal")} <= set(scores[name])]
     above = [name for name in both
              if np.mean(scores[name][(1, OURS)]) > np.mean(scores[name][(1, "v_optimal")])]
     if both:
         lines.append(((f"middle: above V-optimal on {len(above)} of {len(both)} tasks "
                        f"({', '.join(above)}), target >= 4"), len(above) >= min(4, len(both))))
+        for name in both:
+            lines.append((f"  middle: {name} against V-optimal: "
+                          f"{difference(scores[name][(1, OURS)], scores[name][(1, 'v_optimal')])}",
+                          None))
     for name in tasks:
         if {(0, OURS), (0, "random")} <= set(scores[name]):
-            ours, random = (np.mean(scores[name][(0, m)]) for m in (OURS, "random"))
-            lines.append((f"low: {name} {ours:.3f} > random {random:.3f}", ours > random))
+            ours, random = (scores[name][(0, m)] for m in (OURS, "random"))
+            lines.append((f"low: {name} {np.mean(ours):.3f} > random {np.mean(random):.3f} "
+                          f"({difference(ours, random)})", np.mean(ours) > np.mean(random)))
     return lines
 
 
@@ -132,7 +155,7 @@ def main() -> None:
                   f"   | paper {paper[0]:.2f} / {paper[1]:.2f} / {paper[2]:.2f}")
     print()
     for text, ok in verdicts(scores, tasks):
-        print(f"{'PASS' if ok else 'FAIL'}  {text}")
+        print(f"{'' if ok is None else 'PASS' if ok else 'FAIL':4s}  {text}")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({name: {f"{BUDGETS.get(name, DEFAULT_BUDGETS)[s]:g}/{m}": v
