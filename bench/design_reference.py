@@ -67,7 +67,7 @@ def main() -> None:
     target = {c: group.target[c].to_numpy(float) for c in law.inputs}
     print(f"{record['source']}\n")
     print("share  repeat  runs  spent   theirs  engine  raw LS")
-    rows_out = {}
+    results = {}
     for share in record["shares"]:
         theirs, engine, raw = [], [], []
         for repeat in record["repeats"]:
@@ -81,13 +81,13 @@ def main() -> None:
             spent = group.pool.cost[rows].sum() / group.pool.cost.sum()
             print(f"{float(share):5.0%}  {repeat['seed']:6d}  {len(rows):4d}  {spent:5.2%}  "
                   f"{theirs[-1]:7.3f}  {engine[-1]:6.3f}  {raw[-1]:6.3f}", flush=True)
-        rows_out[share] = (theirs, engine, raw)
+        results[share] = (theirs, engine, raw)
     print("\nmean ± sd over repeats:  theirs (their fitter) | shared engine | raw least squares")
-    for share, (theirs, engine, raw) in rows_out.items():
+    for share, (theirs, engine, raw) in results.items():
         print(f"{float(share):5.0%}  {np.mean(theirs):.3f} ± {np.std(theirs):.3f} | "
               f"{np.mean(engine):.3f} ± {np.std(engine):.3f} | "
               f"{np.mean(raw):.3f} ± {np.std(raw):.3f}")
-    theirs, _, raw = rows_out["0.05"]
+    theirs, _, raw = results["0.05"]
     gap = abs(np.mean(raw) - np.mean(theirs))
     ok = gap <= AGREEMENT
     print(f"\n{'PASS' if ok else 'FAIL'}  raw least squares reproduces their 5% mean within "
