@@ -72,8 +72,6 @@ class Scoring:
 SCORING = {"d_optimal": Scoring(), "v_optimal": Scoring(),
            "ensemble": Scoring(cost_exponent=COST_EXPONENT, cheapest_start=True, ensemble=True,
                                discrepancy=True, in_values=True)}
-#: Methods that fit the law and score candidates.
-MODEL_BASED = tuple(SCORING)
 
 
 def baseline_pick(method: str, cost: np.ndarray, affordable: np.ndarray,
