@@ -408,8 +408,7 @@ def main() -> None:
             print(calibration(seeds, args.budgets).to_string(index=False))
         return
     if args.targets:
-        raise SystemExit(0 if targets(list(range(args.first_seed,
-                                                  args.first_seed + args.seeds))) else 1)
+        raise SystemExit(0 if targets(seeds) else 1)
     if args.truncation:
         with pd.option_context("display.float_format", "{:.4g}".format):
             print("== real: the 35 candidates' points up to a compute cap (resource: compute) ==")
