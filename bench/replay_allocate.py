@@ -425,7 +425,6 @@ def main() -> None:
                  float(np.mean([part["exhaustive_flops"] for part in mine])))
         return
     names = list(DATASETS) if "all" in args.data else args.data
-    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     results = [run(name, seeds, args.budgets, not args.no_completion) for name in names]
     if args.json:
         args.json.write_text(dumps(results) + "\n")
