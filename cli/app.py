@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "scalekit_cli.allocate",
     "scalekit_cli.design",
     "scalekit_cli.report",
+    "scalekit_cli.flops",
 )
 
 class _Root(typer.core.TyperGroup):
