@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "scalekit_cli.design",
     "scalekit_cli.report",
     "scalekit_cli.flops",
+    "scalekit_cli.compare",
 )
 
 class _Root(typer.core.TyperGroup):
