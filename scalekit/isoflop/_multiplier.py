@@ -385,7 +385,7 @@ def _count_ratios(frame, given, points, k: float) -> dict | None:
         from scalekit.flops import flops_per_token
 
         shapes = frame[list(SHAPE_COLUMNS)].astype(int).to_numpy()
-        shapes = [dict(zip(SHAPE_COLUMNS, row, strict=True)) for row in shapes]
+        shapes = [dict(zip(SHAPE_COLUMNS, map(int, row), strict=True)) for row in shapes]
         ratio = np.array([flops_per_token("chinchilla", **shape).flops_per_token
                           / flops_per_token("6N", **shape).flops_per_token for shape in shapes])
         what = "Hoffmann et al.'s exact count over 6·N (from the shape columns)"
@@ -541,21 +541,31 @@ def _fit_law(law, log_c, log_l, boot_l) -> tuple[np.ndarray, np.ndarray]:
         icpt = both.mean(1) - slope * log_c.mean()
         theta = np.stack([icpt, -slope], -1)
         return theta[0], theta[1:]
-    from scalekit.fit import fit_law
+    from scalekit.fit import fit_law, minimize_batch
 
     compute = np.exp(log_c)
     full = fit_law("frontier", {"compute": compute}, np.exp(log_l), loss="squared")
-    z0 = full.law.to_fitting(np.array([full.values[p] for p in ("E", "A", "alpha")]))
     theta = np.array([full.values[p] for p in ("E", "A", "alpha")])
-    boot = np.full((len(boot_l), 3), np.nan)
-    for r, y in enumerate(boot_l):
-        try:
-            res = fit_law(full.law, {"compute": compute}, np.exp(y), loss="squared",
-                          starts=z0[None, :])
-        except InputError:
-            continue
-        boot[r] = [res.values[p] for p in ("E", "A", "alpha")]
+    # every replicate at once (one data set per row) from the full fit's optimum and two
+    # starts with a lower and a higher floor; the best of each replicate's three is kept
+    z0 = full.law.to_fitting(theta)
+    shifts = np.zeros((_FLOOR_STARTS.size, z0.size))
+    shifts[:, 0] = _FLOOR_STARTS
+    starts = (z0 + shifts)[None, :, :].repeat(len(boot_l), 0).reshape(-1, z0.size)
+    rows = np.repeat(boot_l, _FLOOR_STARTS.size, axis=0)
+    batch = minimize_batch(full.law, {"compute": compute}, rows, starts, loss="squared",
+                           delta=1e-3)
+    objective = np.where(np.isfinite(batch.objective), batch.objective, np.inf).reshape(
+        len(boot_l), _FLOOR_STARTS.size)
+    best = objective.argmin(1)
+    z = batch.z.reshape(len(boot_l), _FLOOR_STARTS.size, -1)[np.arange(len(boot_l)), best]
+    boot = np.array([full.law.to_natural(row) for row in z])
+    boot[~np.isfinite(objective.min(1))] = np.nan
     return theta, boot
+
+
+#: Starts of a replicate's saturating fit: the full fit's log E shifted by these.
+_FLOOR_STARTS = np.array([0.0, -1.0, 0.3])
 
 
 def _columns(theta) -> list:
