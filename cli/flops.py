@@ -32,12 +32,12 @@ def flops(
                                           "(overrides --ffn-mult).",
                                           callback=checked_number("--ffn-size", low=0,
                                                                   low_open=True)),
-    gated: bool = typer.Option(False, "--gated", help="Gated (GLU) feed-forward: 3 matrices."),
+    gated: bool = typer.Option(False, "--gated", metavar="", help="Gated (GLU) feed-forward: 3 matrices."),
     experts: int = typer.Option(1, "--experts", help="Feed-forward experts in all.",
                                 callback=_count("--experts")),
     active: int | None = typer.Option(None, "--active", help="Experts run per token (default: "
                                       "all).", callback=_count("--active")),
-    tied: bool = typer.Option(False, "--tied", help="Input and output embeddings shared."),
+    tied: bool = typer.Option(False, "--tied", metavar="", help="Input and output embeddings shared."),
     tokens: float | None = typer.Option(None, "--tokens", help="Also give the training FLOPs "
                                         "of this many tokens.",
                                         callback=checked_number("--tokens", low=0, low_open=True)),

@@ -268,6 +268,11 @@ def compare(baseline, variant=None, *, by: str | None = None, arms=None,
                 "the data cannot tell whether the variant is better; see the runs that would "
                 "decide", budget=row["compute"], value=row["multiplier"]))
     for fit in fits:
+        if law == "saturating" and fit.theta[0] < 1e-6 * np.exp(fit.log_l.min()):
+            diagnostics.append(Diagnostic(
+                "on_bound", "info", f"{fit.arm.name}: the saturating frontier's floor E is "
+                f"{format_number(fit.theta[0], 3)}, at its bound 0: the budgets show no floor, "
+                "and the fit is the power law's", param="E", value=float(fit.theta[0])))
         if fit.failed:
             diagnostics.append(Diagnostic(
                 "not_converged", "warning", f"{fit.arm.name}: the frontier could not be fitted "
