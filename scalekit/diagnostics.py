@@ -37,6 +37,8 @@ CODES = {
                                  "cannot tell them apart",
     "not_decided": "the interval of a compute multiplier holds 1: the data cannot tell whether "
                    "the variant is better",
+    "frontier_misfit": "a compute frontier misses its budgets' least losses by more than their "
+                       "noise",
     "flop_count_mismatch": "an arm's counted compute and 6·N·D differ by more than 10%",
 }
 
@@ -94,7 +96,7 @@ class Diagnostic:
 #: Codes from the worst to the mildest: the order a report shows its warnings in.
 WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
                "optimum_at_edge", "flop_count_mismatch", "derived_undefined", "on_bound",
-               "exponent_implausible", "profile_misfit", "extrapolation",
+               "exponent_implausible", "frontier_misfit", "profile_misfit", "extrapolation",
                "metrics_indistinguishable", "not_decided", "prior_fit", "few_points",
                "budget_skipped", "run_skipped", "outliers_dropped", "metric_choice")
 

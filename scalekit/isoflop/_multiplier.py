@@ -41,6 +41,8 @@ FRONTIER_LAWS = ("power", "saturating")
 VERDICTS = ("better", "worse", "not_decided")
 #: When the counted compute and 6·N·D of the runs differ by more than this (relative), say so.
 COUNT_MISMATCH = 0.10
+#: Below this p-value of the frontier's lack-of-fit test its bootstrap spread is widened.
+MISFIT_P = 0.05
 #: The grid of log compute on which frontiers are drawn and crossings looked for.
 _CROSS_GRID = np.linspace(np.log(1e15), np.log(1e28), 521)
 
@@ -273,6 +275,16 @@ def compare(baseline, variant=None, *, by: str | None = None, arms=None,
                 "on_bound", "info", f"{fit.arm.name}: the saturating frontier's floor E is "
                 f"{format_number(fit.theta[0], 3)}, at its bound 0: the budgets show no floor, "
                 "and the fit is the power law's", param="E", value=float(fit.theta[0])))
+        m = fit.misfit
+        if m.get("p") is not None and m["p"] < MISFIT_P:
+            diagnostics.append(Diagnostic(
+                "frontier_misfit", "warning",
+                f"{fit.arm.name}: the {law} frontier misses the budgets' least losses by more "
+                f"than their noise (chi2 {format_number(m['chi2'], 3)} on {m['dof']} dof, p = "
+                f"{format_number(m['p'], 2)}): its intervals are widened "
+                f"{format_number(m['inflation'], 3)}×; an extrapolated k leans on a law the data "
+                "do not follow — try the other `law`, or compare nearer the data",
+                value=m["inflation"]))
         if fit.failed:
             diagnostics.append(Diagnostic(
                 "not_converged", "warning", f"{fit.arm.name}: the frontier could not be fitted "
@@ -490,6 +502,7 @@ class _Frontier:
     used: np.ndarray             # (K_all,) bool: budgets in the frontier
     boot_l: np.ndarray           # (B, K) replicates of log L*
     failed: int = 0
+    misfit: dict = field(default_factory=dict)
 
     @property
     def n_boot(self) -> int:
@@ -511,7 +524,33 @@ class _Frontier:
         boot_l = np.log(np.stack([_minima(arm, i)[used] for i in index]))
         theta, boot = _fit_law(law, log_c, log_l, boot_l)
         failed = int((~np.isfinite(boot).all(axis=1)).sum())
-        return cls(arm, law, log_c, log_l, theta, boot, used, boot_l, failed)
+        fit = cls(arm, law, log_c, log_l, theta, boot, used, boot_l, failed)
+        fit.misfit = fit.lack_of_fit()
+        if fit.misfit["p"] is not None and fit.misfit["p"] < MISFIT_P:
+            # the law misses the budgets by more than their noise: widen every replicate's
+            # spread by the Birge ratio sqrt(chi2 / dof)
+            fit.boot = theta + fit.misfit["inflation"] * (boot - theta)
+        return fit
+
+    def minima_variance(self) -> np.ndarray:
+        """Variance of each used budget's log L*: the bootstrap's, times n / (n - 3) for the
+        parabola's three parameters (a bootstrap of n points underestimates it so)."""
+        n = self.arm.groups.sizes[self.used].astype(float)
+        return np.nanvar(self.boot_l, axis=0) * n / np.maximum(n - 3, 1)
+
+    def lack_of_fit(self) -> dict:
+        """Chi-square of the budgets' log L* about the law, each weighed by its bootstrap
+        variance; its p-value on K - P degrees of freedom and the Birge ratio."""
+        from scipy.stats import chi2
+
+        resid = self.log_l - self.log_loss(self.log_c)
+        var = self.minima_variance()
+        dof = self.log_l.size - self.theta.size
+        if dof < 1 or not np.all(var > 0):
+            return {"chi2": None, "dof": dof, "p": None, "inflation": 1.0}
+        stat = float((resid ** 2 / var).sum())
+        return {"chi2": stat, "dof": int(dof), "p": float(chi2.sf(stat, dof)),
+                "inflation": float(max(1.0, np.sqrt(stat / dof)))}
 
     def log_loss(self, log_c, theta=None) -> np.ndarray:
         """log L*(C) at ``log_c`` for the fit's (P,) or replicates' (B, P) parameters."""
@@ -532,7 +571,7 @@ class _Frontier:
         return {"name": arm.name, "input_sha256": arm.input_sha256, "runs_used": arm.runs_used,
                 "dropped": arm.dropped, "convention": arm.convention,
                 "budgets": [float(b) for b in arm.budgets[self.used]],
-                "exponent": float(self.exponent()),
+                "exponent": float(self.exponent()), "lack_of_fit": self.misfit,
                 "exponent_interval": _interval(boot, level),
                 "parameters": {n: float(v) for n, v in zip(names, self.theta, strict=True)}}
 
@@ -712,7 +751,7 @@ def _decide(fits, compute: float, level: float) -> list[dict]:
     log_c = np.log(compute)
     log_k = float(_log_multiplier(fits, log_c))
     grads = [_gradient(fits, a, log_c) for a in range(2)]
-    variances = [np.nanvar(f.boot_l, axis=0) for f in fits]
+    variances = [f.minima_variance() for f in fits]
     jacobians = [_jacobian(f, f.log_c) for f in fits]
 
     def spread(extra) -> float:

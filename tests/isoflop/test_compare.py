@@ -184,3 +184,21 @@ def test_cli_compare(tmp_path, capsys):
     assert main(["compare", str(MARIN), "--by", "dataset", "--target-compute", "-1"]) == 2
     assert "--target-compute" in capsys.readouterr().err
     assert not (tmp_path / "never.json").exists()
+
+
+def test_a_power_frontier_through_a_saturating_one_is_flagged_and_widened():
+    """Budgets over five decades of a law with a floor (E = 1.69), small noise: a pure power
+    law misses their least losses; the comparison says so and widens that arm's intervals.
+    Without a floor the same sweeps pass the test but by chance (its level is 5%)."""
+    budgets = (1e16, 1e17, 1e18, 1e19, 1e20, 1e21)
+    floored = isoflop_pair(seed=0, noise=0.002, budgets=budgets)
+    result = compare(floored.baseline, floored.variant, target_compute=1e22, bootstrap=100)
+    flagged = [d for d in result.diagnostics if d.code == "frontier_misfit"]
+    assert len(flagged) == 2 and all(d.value > 2 for d in flagged)
+    assert all(a["lack_of_fit"]["p"] < 0.05 for a in result.arms)
+    flagged = 0
+    for seed in range(5):
+        plain = isoflop_pair(seed=seed, noise=0.002, budgets=budgets, floor=0.0)
+        clean = compare(plain.baseline, plain.variant, target_compute=1e22, bootstrap=100)
+        flagged += sum(d.code == "frontier_misfit" for d in clean.diagnostics)
+    assert flagged <= 2
