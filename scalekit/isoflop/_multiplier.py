@@ -528,8 +528,10 @@ class _Frontier:
         fit.misfit = fit.lack_of_fit()
         if fit.misfit["p"] is not None and fit.misfit["p"] < MISFIT_P:
             # the law misses the budgets by more than their noise: widen every replicate's
-            # spread by the Birge ratio sqrt(chi2 / dof)
-            fit.boot = theta + fit.misfit["inflation"] * (boot - theta)
+            # spread by the Birge ratio sqrt(chi2 / dof), in a space where every value is
+            # a valid law (log E, log A for the saturating law)
+            fit.boot = _from_free(law, _to_free(law, theta) + fit.misfit["inflation"] * (
+                _to_free(law, boot) - _to_free(law, theta)))
         return fit
 
     def minima_variance(self) -> np.ndarray:
@@ -610,6 +612,22 @@ def _fit_law(law, log_c, log_l, boot_l) -> tuple[np.ndarray, np.ndarray]:
 
 #: Starts of a replicate's saturating fit: the full fit's log E shifted by these.
 _FLOOR_STARTS = np.array([0.0, -1.0, 0.3])
+
+
+def _to_free(law, theta):
+    """Parameters where any value is a valid law: log E and log A of the saturating law."""
+    theta = np.array(theta, dtype=float)
+    if law == "saturating":
+        with np.errstate(divide="ignore"):
+            theta[..., :2] = np.log(theta[..., :2])
+    return theta
+
+
+def _from_free(law, free):
+    free = np.array(free, dtype=float)
+    if law == "saturating":
+        free[..., :2] = np.exp(free[..., :2])
+    return free
 
 
 def _columns(theta) -> list:
