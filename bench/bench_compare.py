@@ -10,12 +10,13 @@ parameters and tokens (:func:`scalekit.isoflop.isoflop_pair`). Cases:
 * ``null``: scale 1, k = 1.
 
 For each law, its own generator: ``power`` (L* = a·C^-b) on pairs with no floor (E = 0: the
-frontier is exactly a power law), ``saturating`` (E + A·C^-alpha) on pairs with E = 1.69.
+frontier is exactly a power law), ``saturating`` (E + A·C^-alpha) and ``chinchilla`` (L(N, D)
+fitted to every run) on pairs with E = 1.69.
 Per case the share of draws whose 95% interval of k covers the truth at each target
 (3e20: the largest budget; 1e21, 1e22: extrapolated) and, for the null case, the share that
 claims "better". Targets: coverage 0.90–0.98, false "better" ≤ 0.05. Exit 1 when missed.
 
-    python bench/bench_compare.py [--draws 200] [--bootstrap 200] [--law power]
+    python bench/bench_compare.py [--draws 200] [--bootstrap 200] [--law power|saturating|chinchilla|all]
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ COVERAGE = (0.90, 0.98)
 FALSE_BETTER = 0.05
 CASES = {"constant": {"scale": 1.2}, "scale-dependent": {"scale": 1.2, "variant_beta": 0.30},
          "null": {"scale": 1.0}}
-FLOOR = {"power": 0.0, "saturating": None}
+FLOOR = {"power": 0.0, "saturating": None, "chinchilla": None}
 
 
 def run(law: str, draws: int, bootstrap: int) -> bool:
@@ -75,10 +76,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=200)
     parser.add_argument("--bootstrap", type=int, default=200)
-    parser.add_argument("--law", choices=("power", "saturating", "both"), default="both")
+    parser.add_argument("--law", choices=(*FLOOR, "all"), default="all")
     args = parser.parse_args()
     start = time.process_time()
-    laws = ("power", "saturating") if args.law == "both" else (args.law,)
+    laws = tuple(FLOOR) if args.law == "all" else (args.law,)
     ok = all([run(law, args.draws, args.bootstrap) for law in laws])
     print(f"CPU time {time.process_time() - start:.0f} s; {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1

@@ -46,7 +46,8 @@ def compare(
     law: str = choice_option("power", "--law", library_choices("scalekit.isoflop",
                                                                 "FRONTIER_LAWS"),
                              "Frontier through the budgets' least losses: power (a·C^-b) or "
-                             "saturating (E + A·C^-alpha)."),
+                             "saturating (E + A·C^-alpha); or chinchilla: L(N, D) through every "
+                             "run (runs on no IsoFLOP grid)."),
     convention: str = choice_option("6ND", "--convention",
                                     library_choices("scalekit.isoflop", "CONVENTIONS"),
                                     "FLOPs of both arms: 6ND (C = k·N·D) or counted (the "

@@ -35,8 +35,9 @@ from scalekit.isoflop._parabolas import Groups, fit_parabolas
 from scalekit.isoflop._points import convention_text, final_points, isoflop_points
 from scalekit.results import ResultProtocol, frame_from_records
 
-#: The frontier laws a comparison can fit.
-FRONTIER_LAWS = ("power", "saturating")
+#: The frontier laws a comparison can fit: two through the budgets' least losses, and
+#: Chinchilla's L(N, D) fitted to every run (its frontier is exactly E + A'·C^-gamma).
+FRONTIER_LAWS = ("power", "saturating", "chinchilla")
 #: What a comparison concludes at a target compute.
 VERDICTS = ("better", "worse", "not_decided")
 #: When the counted compute and 6·N·D of the runs differ by more than this (relative), say so.
@@ -55,6 +56,7 @@ class _Arm:
     budget: np.ndarray        # (n,) nominal budget of each point
     log_c: np.ndarray         # (n,) log compute
     log_n: np.ndarray         # (n,) log params
+    log_d: np.ndarray         # (n,) log tokens
     loss: np.ndarray          # (n,)
     groups: Groups
     runs_used: int
@@ -211,8 +213,9 @@ def compare(baseline, variant=None, *, by: str | None = None, arms=None,
         exactly two values, then taken in sorted order).
     target_compute : float or sequence of float, optional
         Where to compare (FLOPs); the largest budget both arms share by default.
-    law : {"power", "saturating"}
-        The frontier law through the budgets' minima.
+    law : {"power", "saturating", "chinchilla"}
+        The frontier law through the budgets' minima, or Chinchilla's L(N, D) through every
+        run (whose frontier is E + A'·C^-gamma).
     convention : {"6ND", "counted"}
         The FLOP convention of both arms (:func:`scalekit.isoflop.run_isoflop`'s).
     conventions : (str, str), optional
@@ -241,7 +244,8 @@ def compare(baseline, variant=None, *, by: str | None = None, arms=None,
     conv = _conventions(convention, conventions, convert)
     settings = {"figures": figures, "budgets": budgets, "budget_tolerance": budget_tolerance,
                 "flops_per_param_token": flops_per_param_token}
-    prepared = [_prepare(name, frame, c, settings, source)
+    parabolas = law != "chinchilla"
+    prepared = [_prepare(name, frame, c, settings, source, parabolas=parabolas)
                 for name, frame, c in zip(names, frames, conv, strict=True)]
     targets = _targets(target_compute, prepared)
     diagnostics, notes = _flop_checks(prepared)
@@ -249,8 +253,12 @@ def compare(baseline, variant=None, *, by: str | None = None, arms=None,
         notes.append(f"both arms' compute recomputed as {flops_per_param_token:g}·N·D "
                      "(`convert`)")
     rng = np.random.default_rng(seed)
-    index = _paired_indices(prepared, int(bootstrap), rng)
-    fits = [_Frontier.fit(arm, law, idx) for arm, idx in zip(prepared, index, strict=True)]
+    if parabolas:
+        index = _paired_indices(prepared, int(bootstrap), rng)
+        fits = [_Frontier.fit(arm, law, idx) for arm, idx in zip(prepared, index, strict=True)]
+    else:
+        counts = _paired_run_counts(prepared, int(bootstrap), rng)
+        fits = [_Frontier.fit_runs(arm, c) for arm, c in zip(prepared, counts, strict=True)]
     level = float(ci_level)
     target_rows = [_target_row(fits, c, level, prepared) for c in targets]
     exponents = _exponents(fits, level)
@@ -290,8 +298,11 @@ def compare(baseline, variant=None, *, by: str | None = None, arms=None,
                 "not_converged", "warning", f"{fit.arm.name}: the frontier could not be fitted "
                 f"on {fit.failed} of {fit.n_boot} bootstrap replicates (left out of the "
                 "intervals)", value=fit.failed))
-    decide = [d for row in target_rows if row["verdict"] == "not_decided"
+    decide = [d for row in target_rows if row["verdict"] == "not_decided" and parabolas
               for d in _decide(fits, row["compute"], level)]
+    if not parabolas and any(row["verdict"] == "not_decided" for row in target_rows):
+        notes.append("the runs that would decide are ranked for the IsoFLOP frontier laws only "
+                     "(`law` power or saturating)")
     return Comparison(
         names[0], names[1], law, level, int(bootstrap), int(seed), target_rows,
         [fit.arm_record(level) for fit in fits], exponents,
@@ -352,8 +363,9 @@ def _conventions(convention, conventions, convert) -> list[str]:
     return conventions
 
 
-def _prepare(name, frame, convention, settings, source) -> _Arm:
-    """One arm's points by budget; budgets with fewer than three sizes are dropped."""
+def _prepare(name, frame, convention, settings, source, *, parabolas: bool = True) -> _Arm:
+    """One arm's points by budget; with ``parabolas``, budgets with fewer than three sizes
+    are dropped (the Chinchilla law keeps every run)."""
     frame = final_points(frame)
     given = frame.get("compute")
     points = isoflop_points(frame, convention=convention,
@@ -372,20 +384,24 @@ def _prepare(name, frame, convention, settings, source) -> _Arm:
     keep = []
     for budget, part in points.groupby("budget"):
         sizes = part["params"].nunique()
-        if sizes < 3:
+        if sizes < 3 and parabolas:
             dropped.append({"budget": float(budget), "runs": int(len(part)),
                             "why": f"{sizes} model sizes (a parabola needs 3)"})
         else:
             keep.append(part.sort_values("params"))
-    if len(keep) < 3:
+    if len(keep) < 3 and parabolas:
         raise InputError(f"{name}: {len(keep)} budgets with three or more model sizes, but a "
                          "frontier through the budgets' optima needs three", source=source)
+    if not parabolas and sum(len(k) for k in keep) < 8:
+        raise InputError(f"{name}: {sum(len(k) for k in keep)} runs, but the Chinchilla law "
+                         "(5 parameters) needs at least 8", source=source)
     points = pd.concat(keep)
     digest = hashlib.sha256(np.ascontiguousarray(
         points[["compute", "params", "tokens", "loss"]].to_numpy(dtype=float)).tobytes())
     budget = points["budget"].to_numpy()
     return _Arm(name, budget, np.log(points["compute"].to_numpy()),
-                np.log(points["params"].to_numpy()), points["loss"].to_numpy(),
+                np.log(points["params"].to_numpy()), np.log(points["tokens"].to_numpy()),
+                points["loss"].to_numpy(),
                 Groups.from_sorted_codes(budget), len(points), dropped,
                 convention_text(convention, settings["flops_per_param_token"]),
                 digest.hexdigest(), ratio)
@@ -534,6 +550,39 @@ class _Frontier:
                 _to_free(law, boot) - _to_free(law, theta)))
         return fit
 
+    @classmethod
+    def fit_runs(cls, arm: _Arm, counts: np.ndarray) -> _Frontier:
+        """Chinchilla's L(N, D) fitted to every run by the shared engine, the replicates (run
+        counts ``counts``, (B, n)) in one batched call; its frontier E + P·(C/6)^-gamma is
+        kept as the saturating law's (E, P·6^gamma, gamma)."""
+        from scalekit.fit import fit_law, minimize_batch
+
+        X = {"params": np.exp(arm.log_n), "tokens": np.exp(arm.log_d)}
+        full = fit_law("chinchilla", X, arm.loss)
+        names = full.law.param_names
+        z0 = full.law.to_fitting(np.array([full.values[p] for p in names]))
+        shifts = np.zeros((_FLOOR_STARTS.size, z0.size))
+        shifts[:, 0] = _FLOOR_STARTS
+        starts = np.tile(z0 + shifts, (len(counts), 1))
+        weights = np.repeat(counts, _FLOOR_STARTS.size, axis=0)
+        batch = minimize_batch(full.law, X, np.log(arm.loss), starts, loss="huber", delta=1e-3,
+                               weights=weights)
+        objective = np.where(np.isfinite(batch.objective), batch.objective, np.inf).reshape(
+            len(counts), _FLOOR_STARTS.size)
+        z = batch.z.reshape(len(counts), _FLOOR_STARTS.size, -1)[
+            np.arange(len(counts)), objective.argmin(1)]
+        boot = _chinchilla_frontier(np.array([full.law.to_natural(row) for row in z]))
+        boot[~np.isfinite(objective.min(1))] = np.nan
+        theta = _chinchilla_frontier(np.array([full.values[p] for p in names]))
+        used = np.ones(arm.groups.sizes.size, bool)
+        log_c = np.add.reduceat(arm.log_c, arm.groups.starts) / arm.groups.sizes
+        log_l = np.log(np.minimum.reduceat(arm.loss, arm.groups.starts))
+        failed = int((~np.isfinite(boot).all(axis=1)).sum())
+        fit = cls(arm, "saturating", log_c, log_l, theta, boot, used,
+                  np.full((len(counts), log_l.size), np.nan), failed)
+        fit.misfit = {"chi2": None, "dof": None, "p": None, "inflation": 1.0}
+        return fit
+
     def minima_variance(self) -> np.ndarray:
         """Variance of each used budget's log L*: the bootstrap's, times n / (n - 3) for the
         parabola's three parameters (a bootstrap of n points underestimates it so)."""
@@ -612,6 +661,27 @@ def _fit_law(law, log_c, log_l, boot_l) -> tuple[np.ndarray, np.ndarray]:
 
 #: Starts of a replicate's saturating fit: the full fit's log E shifted by these.
 _FLOOR_STARTS = np.array([0.0, -1.0, 0.3])
+
+
+def _chinchilla_frontier(theta: np.ndarray) -> np.ndarray:
+    """(E, A, B, alpha, beta) of Chinchilla's law to its frontier under C = 6ND as the
+    saturating law's (E, A', gamma): L*(C) = E + A'·C^-gamma (Hoffmann et al. 2022, eq. 4)."""
+    e, a, b, alpha, beta = np.moveaxis(np.asarray(theta, dtype=float), -1, 0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        g = (alpha * a / (beta * b)) ** (1 / (alpha + beta))
+        gamma = alpha * beta / (alpha + beta)
+        scale = (a * g ** -alpha + b * g ** beta) * 6.0 ** gamma
+    return np.stack([e, scale, gamma], -1)
+
+
+def _paired_run_counts(arms, n_boot: int, rng) -> list[np.ndarray]:
+    """Run multiplicities (B, n) per arm: runs drawn with replacement from the union of both
+    arms' (N, D) configurations, so a configuration both arms ran is drawn for both."""
+    keys = [list(zip(np.round(a.log_n, 2), np.round(a.log_d, 2), strict=True)) for a in arms]
+    union = sorted(set(keys[0]) | set(keys[1]))
+    where = {k: i for i, k in enumerate(union)}
+    drawn = rng.multinomial(len(union), np.full(len(union), 1 / len(union)), size=n_boot)
+    return [drawn[:, [where[k] for k in arm_keys]].astype(float) for arm_keys in keys]
 
 
 def _to_free(law, theta):

@@ -202,3 +202,28 @@ def test_a_power_frontier_through_a_saturating_one_is_flagged_and_widened():
         clean = compare(plain.baseline, plain.variant, target_compute=1e22, bootstrap=100)
         flagged += sum(d.code == "frontier_misfit" for d in clean.diagnostics)
     assert flagged <= 2
+
+
+def test_chinchilla_law_fits_every_run():
+    """Runs off any IsoFLOP grid (each run's tokens scattered by a factor e^N(0, 0.3), its
+    loss the law's there plus the same noise): Chinchilla's L(N, D) through every run gives
+    the frontier (exactly E + A'·C^-gamma); k = 1.44 is covered and gamma is the truth's."""
+    pair = isoflop_pair(scale=1.2, seed=1)
+    rng = np.random.default_rng(0)
+
+    def law(p, n, d, s):
+        return p["E"] + p["A"] * (s * n) ** -p["alpha"] + p["B"] * (s * d) ** -p["beta"]
+
+    arms = []
+    for frame, p, s in ((pair.baseline, pair.law_baseline, 1.0),
+                        (pair.variant, pair.law_variant, pair.scale)):
+        tokens = frame["tokens"] * np.exp(rng.normal(0, 0.3, len(frame)))
+        noise = frame["loss"] - law(p, frame["params"], frame["tokens"], s)
+        arms.append(frame.assign(tokens=tokens, compute=6 * frame["params"] * tokens,
+                                 loss=law(p, frame["params"], tokens, s) + noise))
+    result = compare(*arms, target_compute=3e20, law="chinchilla", bootstrap=100)
+    assert _covered(result, [1.44]) == [True]
+    gamma = 0.34 * 0.28 / 0.62
+    lo, hi = result.arms[0]["exponent_interval"]
+    assert lo < gamma < hi
+    assert result.arms[0]["runs_used"] == len(pair.baseline)
