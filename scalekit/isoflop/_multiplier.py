@@ -157,6 +157,8 @@ class Comparison(ResultProtocol):
 def target_line(t: dict, variant: str, baseline: str, pct: str) -> str:
     """One sentence on a target compute: k with its interval and the verdict."""
     k = format_with_interval(t["multiplier"], t["multiplier_interval"])
+    if t["multiplier"] is None:
+        k = "unbounded (the baseline's frontier never reaches the variant's loss)"
     diff = format_with_interval(t["loss_difference"], t["loss_difference_interval"])
     said = {"better": f"{variant} is better at {pct} confidence",
             "worse": f"{variant} is worse at {pct} confidence",
@@ -733,8 +735,17 @@ def _interval(values, level: float) -> list:
     values = values[~np.isnan(values)]
     if not values.size:
         return [None, None]
-    lo, hi = np.percentile(values, [50 * (1 - level), 50 * (1 + level)])
+    lo, hi = _percentiles(values, [50 * (1 - level), 50 * (1 + level)])
     return [_plain(lo), _plain(hi)]
+
+
+def _percentiles(values, q, axis: int = 0) -> np.ndarray:
+    """``np.nanpercentile``, but the nearest rank where some values are infinite (a baseline
+    that never reaches the variant's loss), so no inf - inf is interpolated."""
+    values = np.asarray(values, dtype=float)
+    method = "linear" if np.isfinite(values[~np.isnan(values)]).all() else "nearest"
+    with np.errstate(invalid="ignore"):
+        return np.nanpercentile(values, q, axis=axis, method=method)
 
 
 def _plain(value) -> float | None:
@@ -810,11 +821,11 @@ def _curve_rows(fits, targets, level: float, points: int = 40) -> list[dict]:
     for name, fit in (("baseline", base), ("variant", var)):
         boot = np.exp(fit.log_loss(grid, fit.boot))
         out[f"loss_{name}"] = np.exp(fit.log_loss(grid))
-        out[f"loss_{name}_lo"], out[f"loss_{name}_hi"] = np.nanpercentile(boot, tails, axis=0)
+        out[f"loss_{name}_lo"], out[f"loss_{name}_hi"] = _percentiles(boot, tails)
     k_boot = np.exp(_log_multiplier(fits, grid, base.boot, var.boot))
     out["multiplier"] = np.exp(_log_multiplier(fits, grid))
     with np.errstate(invalid="ignore"):
-        out["multiplier_lo"], out["multiplier_hi"] = np.nanpercentile(k_boot, tails, axis=0)
+        out["multiplier_lo"], out["multiplier_hi"] = _percentiles(k_boot, tails)
     return [{k: _plain(v[g]) for k, v in out.items()} for g in range(points)]
 
 
