@@ -220,7 +220,7 @@ def report(
         key = "forecast --evaluate"
     builders = _builders()
     if key not in builders or "groups" in data:
-        raise InputError("pages are made from fit, isoflop (several --metric too), forecast "
+        raise InputError("pages are made from fit, isoflop (several --metric too), compare, forecast "
                          "(--evaluate too), allocate "
                          f"replay and law depth|classes|inference-k reports (one law or table), "
                          f"but this is a {key or 'unknown'} report; write its page with --html "
