@@ -11,7 +11,8 @@ parameters and tokens (:func:`scalekit.isoflop.isoflop_pair`). Cases:
 
 For each law, its own generator: ``power`` (L* = a·C^-b) on pairs with no floor (E = 0: the
 frontier is exactly a power law), ``saturating`` (E + A·C^-alpha) and ``chinchilla`` (L(N, D)
-fitted to every run) on pairs with E = 1.69.
+fitted to every run) on pairs with E = 1.69; ``auto`` (the default: power unless its fit
+fails and saturating's does not) on pairs with E = 1.69, where the power law is wrong.
 Per case the share of draws whose 95% interval of k covers the truth at each target
 (3e20: the largest budget; 1e21, 1e22: extrapolated) and, for the null case, the share that
 claims "better". Targets: coverage 0.90–0.98, false "better" ≤ 0.05. Exit 1 when missed.
@@ -33,7 +34,7 @@ COVERAGE = (0.90, 0.98)
 FALSE_BETTER = 0.05
 CASES = {"constant": {"scale": 1.2}, "scale-dependent": {"scale": 1.2, "variant_beta": 0.30},
          "null": {"scale": 1.0}}
-FLOOR = {"power": 0.0, "saturating": None, "chinchilla": None}
+FLOOR = {"power": 0.0, "saturating": None, "chinchilla": None, "auto": None}
 
 
 def run(law: str, draws: int, bootstrap: int) -> bool:

@@ -87,13 +87,13 @@ def porian(law: str, bootstrap: int) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", type=int, default=1000)
-    parser.add_argument("--law", choices=("power", "saturating", "both"), default="both")
+    parser.add_argument("--law", choices=("auto", "power", "saturating", "all"), default="all")
     args = parser.parse_args()
     frame = pd.read_csv(DATA).rename(columns={"budget": "compute"})
     frame = frame[~frame["outlier"]].drop(columns=["outlier", "reason"])
     start = time.process_time()
     ok = True
-    for law in ("power", "saturating") if args.law == "both" else (args.law,):
+    for law in ("auto", "power", "saturating") if args.law == "all" else (args.law,):
         print(f"== {law} frontier, {args.bootstrap} paired replicates")
         k = {}
         for a, b in PAIRS:

@@ -43,10 +43,11 @@ def compare(
                                              help="Compare at this compute (FLOPs; repeatable "
                                              "or comma-separated); default: the largest "
                                              "budget both arms ran."),
-    law: str = choice_option("power", "--law", library_choices("scalekit.isoflop",
+    law: str = choice_option("auto", "--law", library_choices("scalekit.isoflop",
                                                                 "FRONTIER_LAWS"),
-                             "Frontier through the budgets' least losses: power (a·C^-b) or "
-                             "saturating (E + A·C^-alpha); or chinchilla: L(N, D) through every "
+                             "Frontier through the budgets' least losses: power (a·C^-b), "
+                             "saturating (E + A·C^-alpha) or auto (power unless its fit fails "
+                             "and saturating's does not); or chinchilla: L(N, D) through every "
                              "run (runs on no IsoFLOP grid)."),
     convention: str = choice_option("6ND", "--convention",
                                     library_choices("scalekit.isoflop", "CONVENTIONS"),

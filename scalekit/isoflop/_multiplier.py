@@ -37,7 +37,7 @@ from scalekit.results import ResultProtocol, frame_from_records
 
 #: The frontier laws a comparison can fit: two through the budgets' least losses, and
 #: Chinchilla's L(N, D) fitted to every run (its frontier is exactly E + A'·C^-gamma).
-FRONTIER_LAWS = ("power", "saturating", "chinchilla")
+FRONTIER_LAWS = ("auto", "power", "saturating", "chinchilla")
 #: What a comparison concludes at a target compute.
 VERDICTS = ("better", "worse", "not_decided")
 #: When the counted compute and 6·N·D of the runs differ by more than this (relative), say so.
@@ -192,7 +192,7 @@ def decide_line(d: dict) -> str:
 
 
 def compare(baseline, variant=None, *, by: str | None = None, arms=None,
-            target_compute=None, law: str = "power", convention: str = "6ND",
+            target_compute=None, law: str = "auto", convention: str = "6ND",
             conventions=None, convert: str | None = None,
             flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN, bootstrap: int = 200,
             ci_level: float = 0.95, seed: int = 0, figures: int | None = None,
@@ -215,9 +215,11 @@ def compare(baseline, variant=None, *, by: str | None = None, arms=None,
         exactly two values, then taken in sorted order).
     target_compute : float or sequence of float, optional
         Where to compare (FLOPs); the largest budget both arms share by default.
-    law : {"power", "saturating", "chinchilla"}
+    law : {"auto", "power", "saturating", "chinchilla"}
         The frontier law through the budgets' minima, or Chinchilla's L(N, D) through every
-        run (whose frontier is E + A'·C^-gamma).
+        run (whose frontier is E + A'·C^-gamma). ``"auto"``: the power law, unless its
+        lack-of-fit test rejects it on an arm and the saturating law's rejects it on fewer
+        (a note says which was used).
     convention : {"6ND", "counted"}
         The FLOP convention of both arms (:func:`scalekit.isoflop.run_isoflop`'s).
     conventions : (str, str), optional
@@ -239,6 +241,12 @@ def compare(baseline, variant=None, *, by: str | None = None, arms=None,
     Comparison
     """
     check_choice("law", law, FRONTIER_LAWS)
+    if law == "auto":
+        return _auto(baseline, variant, dict(
+            by=by, arms=arms, target_compute=target_compute, convention=convention,
+            conventions=conventions, convert=convert, flops_per_param_token=flops_per_param_token,
+            bootstrap=bootstrap, ci_level=ci_level, seed=seed, figures=figures, budgets=budgets,
+            budget_tolerance=budget_tolerance, source=source))
     check_number("bootstrap", bootstrap, low=2, integer=True)
     check_number("ci_level", ci_level, low=0, high=1, low_open=True, high_open=True)
     check_number("seed", seed, low=0, integer=True)
@@ -311,6 +319,23 @@ def compare(baseline, variant=None, *, by: str | None = None, arms=None,
         _curve_rows(fits, targets, level), _optima_rows(fits), decide,
         {"conventions": [a.convention for a in prepared], "convert": convert,
          "count_ratio": [a.count_ratio for a in prepared]}, notes, diagnostics)
+
+
+def _auto(baseline, variant, settings) -> Comparison:
+    """The power frontier, or the saturating one where the power law fails its lack-of-fit
+    test on more arms than the saturating law does."""
+    power = compare(baseline, variant, law="power", **settings)
+    rejected = sum(d.code == "frontier_misfit" for d in power.diagnostics)
+    if not rejected:
+        power.notes.append("`law` auto: the power frontier, which fits both arms' budgets")
+        return power
+    saturating = compare(baseline, variant, law="saturating", **settings)
+    if sum(d.code == "frontier_misfit" for d in saturating.diagnostics) < rejected:
+        saturating.notes.append(f"`law` auto: the saturating frontier, since the power law "
+                                f"misses the budgets of {rejected} arm(s) and it misses fewer")
+        return saturating
+    power.notes.append("`law` auto: the power frontier; the saturating law fits no better")
+    return power
 
 
 def _split(baseline, variant, by, arms, source):

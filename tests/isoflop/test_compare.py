@@ -88,13 +88,14 @@ def test_conventions_must_agree_unless_converted():
     with pytest.raises(InputError, match="count FLOPs differently"):
         compare(pair.baseline, pair.variant, conventions=("6ND", "counted"))
     counted = pair.variant.assign(compute=pair.variant["compute"] * 1.3)
-    result = compare(pair.baseline, counted, conventions=("counted", "counted"), bootstrap=20)
+    result = compare(pair.baseline, counted, conventions=("counted", "counted"), bootstrap=20,
+                     law="power")
     codes = {d.code: d for d in result.diagnostics}
     assert "flop_count_mismatch" in codes and codes["flop_count_mismatch"].value == \
         pytest.approx(1.3)
     assert "variant" in codes["flop_count_mismatch"].message
     converted = compare(pair.baseline, counted, conventions=("6ND", "counted"), convert="6ND",
-                        bootstrap=20)
+                        bootstrap=20, law="power")
     assert any("recomputed" in n for n in converted.notes)
     # recomputed as 6ND the inflated compute is gone: k is the true 1.44 again
     assert converted.targets[0]["multiplier"] == pytest.approx(1.44, rel=0.1)
@@ -192,16 +193,23 @@ def test_a_power_frontier_through_a_saturating_one_is_flagged_and_widened():
     Without a floor the same sweeps pass the test but by chance (its level is 5%)."""
     budgets = (1e16, 1e17, 1e18, 1e19, 1e20, 1e21)
     floored = isoflop_pair(seed=0, noise=0.002, budgets=budgets)
-    result = compare(floored.baseline, floored.variant, target_compute=1e22, bootstrap=100)
+    result = compare(floored.baseline, floored.variant, target_compute=1e22, bootstrap=100,
+                     law="power")
     flagged = [d for d in result.diagnostics if d.code == "frontier_misfit"]
     assert len(flagged) == 2 and all(d.value > 2 for d in flagged)
     assert all(a["lack_of_fit"]["p"] < 0.05 for a in result.arms)
     flagged = 0
     for seed in range(5):
         plain = isoflop_pair(seed=seed, noise=0.002, budgets=budgets, floor=0.0)
-        clean = compare(plain.baseline, plain.variant, target_compute=1e22, bootstrap=100)
+        clean = compare(plain.baseline, plain.variant, target_compute=1e22, bootstrap=100,
+                        law="power")
         flagged += sum(d.code == "frontier_misfit" for d in clean.diagnostics)
     assert flagged <= 2
+    # the default law falls back to the saturating frontier where the power law fails
+    auto = compare(floored.baseline, floored.variant, target_compute=1e22, bootstrap=100)
+    assert auto.law == "saturating" and any("`law` auto" in n for n in auto.notes)
+    assert _covered(auto, floored.multiplier(np.array([1e22])))
+    assert compare(plain.baseline, plain.variant, bootstrap=50).law == "power"
 
 
 def test_chinchilla_law_fits_every_run():
