@@ -37,6 +37,8 @@ COMMAND_MODULES = (
     "scalekit_cli.allocate",
     "scalekit_cli.design",
     "scalekit_cli.report",
+    "scalekit_cli.flops",
+    "scalekit_cli.compare",
 )
 
 class _Root(typer.core.TyperGroup):

@@ -62,6 +62,30 @@ def metrics_page(result, body: dict, settings: dict) -> str:
                      settings=settings)
 
 
+def compare_page(result, body: dict, settings: dict) -> str:
+    """The page of a :class:`~scalekit.isoflop.Comparison`: one sentence per target compute,
+    both frontiers with their bands and k against compute, the targets and the arms."""
+    import pandas as pd
+
+    from scalekit.isoflop import decide_line, exponent_line, target_line
+    from scalekit.report import html_page, plot_comparison
+
+    pct = f"{100 * result.ci_level:g}%"
+    answer = [target_line(t, result.variant, result.baseline, pct) for t in result.targets]
+    answer.append("exponent difference (variant - baseline): "
+                  + exponent_line(result.exponents, pct))
+    answer += [f"would decide: {decide_line(d)}" for d in result.decide]
+    arms = pd.DataFrame([{k: v for k, v in a.items() if k not in ("dropped", "parameters")}
+                         | {"dropped": sum(d["runs"] for d in a["dropped"])}
+                         for a in result.arms])
+    figures = [("Frontiers L*(C) and the compute multiplier k(C)", plot_comparison(result))] \
+        if result.curves else []
+    return html_page(result._summary_title(), answer=answer, figures=figures,
+                     tables=[("Targets", result.to_frame()), ("Arms", arms)],
+                     diagnostics=body.get("diagnostics", []), notes=body.get("notes", []),
+                     settings=settings)
+
+
 def forecast_page(result, body: dict, settings: dict, observed=None) -> str:
     """The page of a :class:`~scalekit.surrogates._forecast.Forecast`: each run's final median
     and 80% interval, the figure (the observed points when at hand), the final forecasts."""
@@ -196,7 +220,7 @@ def report(
         key = "forecast --evaluate"
     builders = _builders()
     if key not in builders or "groups" in data:
-        raise InputError("pages are made from fit, isoflop (several --metric too), forecast "
+        raise InputError("pages are made from fit, isoflop (several --metric too), compare, forecast "
                          "(--evaluate too), allocate "
                          f"replay and law depth|classes|inference-k reports (one law or table), "
                          f"but this is a {key or 'unknown'} report; write its page with --html "
@@ -213,7 +237,7 @@ def _builders() -> dict:
     from scalekit.allocate import ReplayResult
     from scalekit.fit import FitResult
     from scalekit.isoflop import IsoFLOPReport
-    from scalekit.isoflop import MetricComparison
+    from scalekit.isoflop import Comparison, MetricComparison
     from scalekit.surrogates import Forecast
     from scalekit.surrogates import ForecastScores
 
@@ -223,6 +247,7 @@ def _builders() -> dict:
             "forecast": (Forecast, forecast_page), "allocate replay": (ReplayResult, replay_page),
             "forecast --evaluate": (ForecastScores, scores_page),
             "isoflop_metrics": (MetricComparison, metrics_page),
+            "compare": (Comparison, compare_page),
             **{f"law.{name}": (FitResult, law_page) for name in ("depth", "classes", "inference_k")}}
 
 

@@ -21,6 +21,8 @@ _LAZY = {
     "fit_frame": "scalekit.fit",
     "plan_for_compute": "scalekit.fit",
     "FitResult": "scalekit.fit",
+    "compare": "scalekit.isoflop",
+    "flops_per_token": "scalekit.flops",
 }
 
 __all__ = ["__version__", "InputError", "NotFittedError", "ScalekitError", *_LAZY]

@@ -35,6 +35,11 @@ CODES = {
     "run_skipped": "a run was left out of a forecast",
     "metrics_indistinguishable": "the interval of two metrics' difference covers 0: the data "
                                  "cannot tell them apart",
+    "not_decided": "the interval of a compute multiplier holds 1: the data cannot tell whether "
+                   "the variant is better",
+    "frontier_misfit": "a compute frontier misses its budgets' least losses by more than their "
+                       "noise",
+    "flop_count_mismatch": "an arm's counted compute and 6·N·D differ by more than 10%",
 }
 
 
@@ -90,9 +95,10 @@ class Diagnostic:
 
 #: Codes from the worst to the mildest: the order a report shows its warnings in.
 WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
-               "optimum_at_edge", "derived_undefined", "on_bound", "exponent_implausible", "profile_misfit",
-               "extrapolation", "metrics_indistinguishable", "prior_fit", "few_points", "budget_skipped",
-               "run_skipped", "outliers_dropped", "metric_choice")
+               "optimum_at_edge", "flop_count_mismatch", "derived_undefined", "on_bound",
+               "exponent_implausible", "frontier_misfit", "profile_misfit", "extrapolation",
+               "metrics_indistinguishable", "not_decided", "prior_fit", "few_points",
+               "budget_skipped", "run_skipped", "outliers_dropped", "metric_choice")
 
 
 def worst_first(diagnostics) -> list[Diagnostic]:

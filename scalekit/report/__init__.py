@@ -30,6 +30,7 @@ _LAZY = {
     "html_page": "scalekit.report._html",
     "plot_isoflop": "scalekit.report.isoflop_plots",
     "plot_metric_allocations": "scalekit.report.isoflop_plots",
+    "plot_comparison": "scalekit.report.compare_plots",
     "plot_depth_fit": "scalekit.report.law_plots",
     "plot_inference_k": "scalekit.report.law_plots",
     "plot_schedule_search": "scalekit.report.schedule_plots",
