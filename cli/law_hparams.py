@@ -1,0 +1,143 @@
+"""``scalekit law hparams``: the learning rate and batch size a run of N parameters on D tokens
+should use, from a sweep over learning rate, batch size, N and D.
+
+See :mod:`scalekit.planners._hparams`; DeepSeek LLM's and Step Law's formulas stand beside
+the recommendation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
+                     json_option, open_curves, parse_mapping, print_renderable, quiet_option,
+                     seed_option, store_option)
+from .options import html_option, map_option
+
+SURFACES = ("auto", "quadratic", "additive")
+LAW_FORMS = ("auto", "N,D", "C", "D", "N")
+
+
+def parse_target(text: str, flag: str = "--predict") -> tuple[float, float]:
+    """``N=<params>,D=<tokens>`` as two positive numbers."""
+    from scalekit.errors import InputError
+
+    values = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        try:
+            values[key.strip()] = float(value) if sep else None
+        except ValueError:
+            values[key.strip()] = None
+    if set(values) != {"N", "D"} or any(v is None or not 0 < v < float("inf")
+                                         for v in values.values()):
+        raise InputError(f"The value of `{flag}` is {text!r}, but must be N=<params>,D=<tokens> "
+                         "with positive numbers (e.g. N=1.07e9,D=1e11).")
+    return values["N"], values["D"]
+
+
+def _by(text: str) -> tuple[str, str]:
+    from scalekit.errors import InputError
+
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise InputError(f"The value of `--by` is {text!r}, but must be two column names, "
+                         "N's and D's, as N_COLUMN,D_COLUMN.")
+    return parts[0], parts[1]
+
+
+def hparams(
+    file: Path | None = typer.Argument(None, help="The sweep: one row per run (CSV, JSONL, "
+                                          "Parquet, …). Omit to read --store."),
+    store: Path | None = store_option(default=None),
+    mapping: list[str] = map_option(),
+    lr: str = typer.Option("lr", "--lr", help="Learning-rate column."),
+    batch: str = typer.Option("batch", "--batch", help="Batch-size column (sequences or "
+                              "tokens; see --sequence-length)."),
+    by: str = typer.Option("params,tokens", "--by", help="The columns of N and D that make a "
+                           "cell, as N_COLUMN,D_COLUMN."),
+    y: str = typer.Option("loss", "--y", help="Loss column."),
+    surface: str = choice_option("auto", "--surface", SURFACES, "Each cell's loss surface in "
+                                 "log lr and log batch: quadratic, additive (no cross term) or "
+                                 "auto (least leave-one-run-out error)."),
+    window: float = typer.Option(0.02, "--window", help="Fit each cell's surface to its runs "
+                                 "within this relative loss of its best.",
+                                 callback=checked_number("--window", low=0)),
+    lr_law: str = choice_option("auto", "--lr-law", LAW_FORMS, "The optimal lr's law: N,D "
+                                "(Step Law's form), C (DeepSeek's), D, N or auto (least error "
+                                "on a left-out N)."),
+    batch_law: str = choice_option("auto", "--batch-law", LAW_FORMS, "The optimal batch's law "
+                                   "(forms as --lr-law)."),
+    predict: str | None = typer.Option(None, "--predict", help="N=<params>,D=<tokens>: the "
+                                          "recommended lr and batch there."),
+    sequence_length: float | None = typer.Option(
+        None, "--sequence-length", help="Tokens per sequence when --batch counts sequences: "
+        "states the published laws' batches (in tokens) in the data's unit.",
+        callback=checked_number("--sequence-length", low=1)),
+    score: Path | None = typer.Option(None, "--score", help="A measured grid of the --predict "
+                                         "cell (same columns): where the recommendation and "
+                                         "the published laws land on it."),
+    bootstrap: int = bootstrap_option(200),
+    ci_level: float = ci_level_option(),
+    seed: int = seed_option(),
+    json_out: Path | None = json_option(),
+    html: Path | None = html_option(),
+    quiet: bool = quiet_option(),
+) -> None:
+    """Fit each (N, D) cell's optimum, then laws of the optimal lr and batch in N and D."""
+    from scalekit import serialise
+    from scalekit.errors import InputError
+    from scalekit.planners import fit_hparams
+
+    columns = _by(by)
+    target = None if predict is None else parse_target(predict)
+    if score is not None and target is None:
+        raise InputError("--score scores a recommendation: give --predict N=…,D=… too")
+    curves, digest = open_curves(file, store, parse_mapping(mapping), metric=y,
+                                 keep=[lr, batch, *columns])
+    result = fit_hparams(curves, lr=lr, batch=batch, by=columns, y=y, surface=surface,
+                         window=window, lr_law=lr_law, batch_law=batch_law, target=target,
+                         sequence_length=sequence_length, bootstrap=bootstrap,
+                         ci_level=ci_level, seed=seed, source=None if file is None else str(file))
+    if score is not None:
+        result.grid_scores = _scores(result, score, lr, batch, y)
+    settings = {"lr": lr, "batch": batch, "by": list(columns), "y": y, "surface": surface,
+                "window": window, "lr_law": lr_law, "batch_law": batch_law, "predict": predict,
+                "sequence_length": sequence_length, "bootstrap": bootstrap,
+                "ci_level": ci_level, "score": None if score is None else str(score)}
+    if not quiet:
+        print_renderable(result.summary())
+    if json_out is not None:
+        serialise.write_report(json_out, "law.hparams", result, input_sha256=digest, seed=seed,
+                               settings=settings)
+    if html is not None:
+        from .report import result_page, write_page
+
+        write_page(html, result_page(result, result.to_dict(), settings, table=result.to_frame()))
+
+
+def _scores(result, path: Path, lr: str, batch: str, y: str) -> dict:
+    """Where the recommendation and each published law land on the grid in ``path``."""
+    from scalekit.curves import read_curves
+    from scalekit.errors import InputError
+    from scalekit.planners import score_on_grid
+
+    grid = read_curves(path, metric=y, keep=[lr, batch]).frame
+    missing = [c for c in (lr, batch, y) if c not in grid]
+    if missing:
+        raise InputError(f"needs the column(s) {', '.join(missing)}", source=str(path))
+    rec = result.recommendation
+    scores = {"recommendation": score_on_grid(rec["lr"], rec["batch"], grid, lr_column=lr,
+                                              batch_column=batch, y=y)}
+    for name, law in result.published.items():
+        if law["batch_value"] is not None:
+            scores[name] = score_on_grid(law["lr_value"], law["batch_value"], grid,
+                                         lr_column=lr, batch_column=batch, y=y)
+    return scores
+
+
+def add_hparams_command(law_app: typer.Typer) -> None:
+    """Add ``hparams`` to the ``law`` command group."""
+    law_app.command("hparams")(hparams)
