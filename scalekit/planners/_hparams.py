@@ -8,7 +8,8 @@ loss cost of a 2× too-large learning rate. Its intervals are a bootstrap over r
 cell's runs resampled, every surface and law refitted) plus a residual drawn from the laws'
 held-out residuals: the best measured setting of each cell of a left-out N against the law
 fitted without that N. They are prediction intervals for the best setting a grid search
-of a new cell finds, flat optimum and grid spacing included. :func:`score_on_grid` scores a setting on a measured grid.
+of a new cell finds, flat optimum and grid spacing included. :func:`score_on_grid` scores
+a setting on a measured grid.
 """
 
 from __future__ import annotations
@@ -269,11 +270,12 @@ def _bootstrap(cells, laws, residuals, form, window, bootstrap, seed) -> dict[st
     rng = np.random.default_rng(seed)
     draws = {name: np.full((bootstrap, len(laws[name]["coef"]) + 1), np.nan)
              for name in ("lr", "batch")}
+    arrays = [(n, d, part[["lr", "batch", "loss"]].to_numpy()) for n, d, part in cells]
     for b in range(bootstrap):
         fits = []
-        for n, d, part in cells:
-            pick = part.iloc[rng.integers(0, len(part), len(part))]
-            fit = fit_cell(pick["lr"], pick["batch"], pick["loss"], surface=form, window=window)
+        for n, d, values in arrays:
+            pick = values[rng.integers(0, len(values), len(values))]
+            fit = fit_cell(pick[:, 0], pick[:, 1], pick[:, 2], surface=form, window=window)
             if fit is not None:
                 fits.append((n, d, fit))
         for name, ok in (("lr", "bracketed_lr"), ("batch", "bracketed_batch")):

@@ -26,7 +26,8 @@ class HparamsFit(ResultProtocol):
         ``lr``, ``batch``, ``penalty_lr_2x``: each ``form``, ``terms`` (``k`` and exponents),
         ``coef`` (of ``ln y`` on the form's columns), ``cells`` (how many it was fitted to),
         ``held_out`` (each form's held-out root mean squared log error) and ``bootstrap``
-        (rows of coefficients and a held-out residual, for the intervals); ``loss``: the Chinchilla law of the cells' optimal loss.
+        (rows of coefficients and a held-out residual, for the intervals); ``loss``: the
+        Chinchilla law of the cells' optimal loss.
     surface : dict
         The surface ``form`` of every cell, the ``window`` and each form's pooled
         leave-one-run-out error (``scores``).
