@@ -16,8 +16,17 @@ from .common import (bootstrap_option, checked_number, choice_option, ci_level_o
                      seed_option, store_option)
 from .options import html_option, map_option
 
-SURFACES = ("auto", "quadratic", "additive")
-LAW_FORMS = ("auto", "N,D", "C", "D", "N")
+
+def _surfaces():
+    from scalekit.planners import HPARAMS_SURFACES
+
+    return HPARAMS_SURFACES
+
+
+def _law_forms():
+    from scalekit.planners import HPARAMS_LAW_FORMS
+
+    return HPARAMS_LAW_FORMS
 
 
 def parse_target(text: str, flag: str = "--predict") -> tuple[float, float]:
@@ -59,16 +68,16 @@ def hparams(
     by: str = typer.Option("params,tokens", "--by", help="The columns of N and D that make a "
                            "cell, as N_COLUMN,D_COLUMN."),
     y: str = typer.Option("loss", "--y", help="Loss column."),
-    surface: str = choice_option("auto", "--surface", SURFACES, "Each cell's loss surface in "
+    surface: str = choice_option("auto", "--surface", _surfaces, "Each cell's loss surface in "
                                  "log lr and log batch: quadratic, additive (no cross term) or "
                                  "auto (least leave-one-run-out error)."),
     window: float = typer.Option(0.02, "--window", help="Fit each cell's surface to its runs "
                                  "within this relative loss of its best.",
                                  callback=checked_number("--window", low=0)),
-    lr_law: str = choice_option("auto", "--lr-law", LAW_FORMS, "The optimal lr's law: N,D "
+    lr_law: str = choice_option("auto", "--lr-law", _law_forms, "The optimal lr's law: N,D "
                                 "(Step Law's form), C (DeepSeek's), D, N or auto (least error "
                                 "on a left-out N)."),
-    batch_law: str = choice_option("auto", "--batch-law", LAW_FORMS, "The optimal batch's law "
+    batch_law: str = choice_option("auto", "--batch-law", _law_forms, "The optimal batch's law "
                                    "(forms as --lr-law)."),
     predict: str | None = typer.Option(None, "--predict", help="N=<params>,D=<tokens>: the "
                                           "recommended lr and batch there."),
@@ -141,3 +150,64 @@ def _scores(result, path: Path, lr: str, batch: str, y: str) -> dict:
 def add_hparams_command(law_app: typer.Typer) -> None:
     """Add ``hparams`` to the ``law`` command group."""
     law_app.command("hparams")(hparams)
+
+
+PLANS = ("by_compute", "by_loss", "data_constrained")
+
+
+def attach_hparams(body: dict, path: Path, *, quiet: bool) -> None:
+    """Add to a plan report's ``body`` (``scalekit plan``) the learning rate and batch size
+    of the hparams fit in ``path`` (``law hparams --json``) at each plan's N* and D*, under
+    ``hparams`` by plan; print them unless ``quiet``."""
+    from scalekit.formatting import format_interval, format_number
+    from scalekit.planners import HparamsFit, recommend_hparams
+
+    result = HparamsFit.from_dict(_read_report(path))
+    found = {}
+    for key in PLANS:
+        plan = body.get(key)
+        if not plan or plan.get("params") is None or plan.get("tokens") is None:
+            continue
+        recommendation, published, diagnostics = recommend_hparams(
+            result, float(plan["params"]), float(plan["tokens"]))
+        recommendation["published"] = {
+            name: {"lr": p["lr_value"], "batch": p["batch_value"], "batch_tokens": p["batch_tokens"]}
+            for name, p in published.items()}
+        recommendation["diagnostics"] = [d.to_dict() for d in diagnostics]
+        found[key] = recommendation
+    if not found:
+        from scalekit.errors import InputError
+
+        raise InputError("--hparams gives the learning rate and batch size of a plan's N* and "
+                         "D*, but no plan here has them (ask for --compute or --target-loss)")
+    body["hparams"] = found
+    if not quiet:
+        for key, r in found.items():
+            print_renderable(
+                f"{key}: learning rate {format_number(r['lr'])} "
+                f"{format_interval(r['lr_interval']) if r['lr_interval'] else ''}, batch "
+                f"{format_number(r['batch'])} "
+                f"{format_interval(r['batch_interval']) if r['batch_interval'] else ''} "
+                f"({100 * r['level']:g}%) at N* = {format_number(r['params'])}, "
+                f"D* = {format_number(r['tokens'])}")
+            for d in r["diagnostics"]:
+                print_renderable(f"  {d['severity']}: {d['message']}")
+
+
+def _read_report(path: Path) -> dict:
+    import json
+
+    from scalekit.errors import InputError
+
+    if not path.is_file():
+        raise InputError("no such file", source=str(path))
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not a JSON file: {exc}", source=str(path)) from None
+    if not isinstance(report, dict) or not str(report.get("format", "")).startswith(
+            "scalekit.law.hparams/") or "laws" not in report:
+        raise InputError("not a scalekit hparams report (its format is not "
+                         "scalekit.law.hparams/…); write one with scalekit law hparams --json",
+                         source=str(path))
+    return report

@@ -36,6 +36,8 @@ _LAZY = {
     "plan_tree_in_data": "scalekit.planners._measured_laws",
     "HparamsFit": "scalekit.planners._hparams_result",
     "fit_hparams": "scalekit.planners._hparams",
+    "HPARAMS_SURFACES": "scalekit.planners._hparams",
+    "HPARAMS_LAW_FORMS": "scalekit.planners._hparams",
     "recommend_hparams": "scalekit.planners._hparams",
     "score_on_grid": "scalekit.planners._hparams",
     "PUBLISHED_HPARAMS": "scalekit.planners._hparams_published",

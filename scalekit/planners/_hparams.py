@@ -29,6 +29,10 @@ from scalekit.planners._hparams_published import published_at
 from scalekit.planners._hparams_result import HparamsFit
 from scalekit.planners._measured_laws import _check_range, _require_columns
 
+#: The choices of ``surface`` and of ``lr_law`` / ``batch_law``.
+HPARAMS_SURFACES = ("auto", *SURFACES)
+HPARAMS_LAW_FORMS = ("auto", *LAW_FORMS)
+
 #: Relative loss window around each cell's best run that its surface is fitted to; chosen on
 #: the train pool of ScaleBench's lr_bsz task with the largest N left out (docs/hparams.md).
 WINDOW = 0.02
@@ -75,9 +79,9 @@ def fit_hparams(frame: Curves | pd.DataFrame, *, lr: str = "lr", batch: str = "b
     check_number("ci_level", ci_level, low=0.0, high=1.0)
     if sequence_length is not None:
         check_number("sequence_length", sequence_length, low=1.0)
-    _check_choice("surface", surface, ("auto", *SURFACES))
-    _check_choice("lr_law", lr_law, ("auto", *LAW_FORMS))
-    _check_choice("batch_law", batch_law, ("auto", *LAW_FORMS))
+    _check_choice("surface", surface, HPARAMS_SURFACES)
+    _check_choice("lr_law", lr_law, HPARAMS_LAW_FORMS)
+    _check_choice("batch_law", batch_law, HPARAMS_LAW_FORMS)
     cells = _cells(frame, lr, batch, by, y, source)
     diagnostics: list[Diagnostic] = []
     scores = {name: _pooled_loo(cells, name, window) for name in SURFACES}

@@ -144,3 +144,26 @@ def test_cli_json_reads_back_and_bad_predict_exits_2(tmp_path, capsys):
     assert result.recommendation["lr"] == pytest.approx(true_lr(6e8, 1e10), rel=0.15)
     assert main(["law", "hparams", str(path), "--predict", "N=6e8"]) == 2
     assert "--predict" in capsys.readouterr().err
+
+
+def test_plan_carries_lr_and_batch_at_its_optimum(tmp_path, capsys):
+    """``plan --hparams``: the planned N*, D* with the lr and batch of the sweep's laws."""
+    sweep_path, runs_path = tmp_path / "sweep.csv", tmp_path / "runs.csv"
+    sweep(sizes=(1e8, 2e8, 4e8, 8e8), tokens=(2e9, 8e9, 3.2e10)).to_csv(sweep_path, index=False)
+    n, d = (a.ravel() for a in np.meshgrid(np.geomspace(1e7, 1e10, 7), np.geomspace(1e9, 1e11, 7)))
+    pd.DataFrame({"run": [f"r{i}" for i in range(n.size)], "N": n, "D": d,
+                  "loss": true_loss(n, d)}).to_csv(runs_path, index=False)
+    fit_json, plan_json = tmp_path / "h.json", tmp_path / "plan.json"
+    assert main(["law", "hparams", str(sweep_path), "--bootstrap", "30", "--json", str(fit_json),
+                 "--quiet"]) == 0
+    assert main(["plan", str(runs_path), "--compute", "1e20", "--bootstrap", "0",
+                 "--hparams", str(fit_json), "--json", str(plan_json)]) == 0
+    plan = json.loads(plan_json.read_text())
+    p, r = plan["by_compute"], plan["hparams"]["by_compute"]
+    assert (r["params"], r["tokens"]) == (p["params"], p["tokens"])
+    assert r["lr"] == pytest.approx(true_lr(p["params"], p["tokens"]), rel=0.1)
+    assert r["lr_interval"][0] < true_lr(p["params"], p["tokens"]) < r["lr_interval"][1]
+    assert r["batch"] == pytest.approx(true_batch(p["params"], p["tokens"]), rel=0.1)
+    assert "learning rate" in capsys.readouterr().out
+    assert main(["plan", str(runs_path), "--compute", "1e20", "--bootstrap", "0",
+                 "--hparams", str(runs_path)]) == 2
