@@ -122,9 +122,20 @@ def hparams(
         serialise.write_report(json_out, "law.hparams", result, input_sha256=digest, seed=seed,
                                settings=settings)
     if html is not None:
-        from .report import result_page, write_page
+        from .report import write_page
 
-        write_page(html, result_page(result, result.to_dict(), settings, table=result.to_frame()))
+        write_page(html, hparams_page(result, result.to_dict(), settings))
+
+
+def hparams_page(result, body: dict, settings: dict) -> str:
+    """The page of an ``HparamsFit``: the recommendation, each cell's optimum with the laws,
+    the cells' table and the diagnostics."""
+    from scalekit.report import plot_hparams
+
+    from .report import result_page
+
+    return result_page(result, body, settings, table=result.to_frame(), figures=[
+        ("Each cell's optimal learning rate and batch, with the laws", plot_hparams(result))])
 
 
 def _scores(result, path: Path, lr: str, batch: str, y: str) -> dict:

@@ -103,6 +103,10 @@ def fit_hparams(frame: Curves | pd.DataFrame, *, lr: str = "lr", batch: str = "b
                              ("penalty_lr_2x", "N,D", "bracketed_lr")):
         part = table[table[ok] & (table[name] > 0)]
         laws[name], residuals[name] = _law(part, name, choice)
+    for name in ("lr", "batch"):
+        law = laws[name]
+        table[f"{name}_law"] = (np.nan if law is None else np.exp(
+            predict_log(law["form"], law["coef"], table["params"], table["tokens"])))
     laws["loss"], found = _loss_law(table, seed)
     diagnostics.extend(found)
     if bootstrap and laws["lr"] is not None and laws["batch"] is not None:

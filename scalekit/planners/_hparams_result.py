@@ -21,7 +21,8 @@ class HparamsFit(ResultProtocol):
         (``lr``, ``batch``, ``loss``), ``bracketed_lr``, ``bracketed_batch``, ``loo_rmse``
         (leave-one-run-out error of the surface) and the relative loss penalties of a 2×
         larger learning rate or batch (``penalty_lr_2x``, ``penalty_batch_2x``), and the best
-        measured run (``grid_lr``, ``grid_batch``, ``grid_loss``).
+        measured run (``grid_lr``, ``grid_batch``, ``grid_loss``) and the laws' values there
+        (``lr_law``, ``batch_law``).
     laws : dict
         ``lr``, ``batch``, ``penalty_lr_2x``: each ``form``, ``terms`` (``k`` and exponents),
         ``coef`` (of ``ln y`` on the form's columns), ``cells`` (how many it was fitted to),

@@ -167,3 +167,15 @@ def test_plan_carries_lr_and_batch_at_its_optimum(tmp_path, capsys):
     assert "learning rate" in capsys.readouterr().out
     assert main(["plan", str(runs_path), "--compute", "1e20", "--bootstrap", "0",
                  "--hparams", str(runs_path)]) == 2
+
+
+def test_html_page_and_report_command(tmp_path):
+    path = tmp_path / "sweep.csv"
+    sweep(sizes=(1e8, 2e8, 4e8), tokens=(2e9, 8e9)).to_csv(path, index=False)
+    page, saved, again = tmp_path / "h.html", tmp_path / "h.json", tmp_path / "again.html"
+    assert main(["law", "hparams", str(path), "--predict", "N=6e8,D=1e10", "--bootstrap", "10",
+                 "--html", str(page), "--json", str(saved), "--quiet"]) == 0
+    assert main(["report", str(saved), "-o", str(again)]) == 0
+    for written in (page, again):
+        text = written.read_text()
+        assert "<svg" in text and "learning rate" in text
