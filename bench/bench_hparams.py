@@ -11,7 +11,11 @@
    target's grid. Targets: gap <= 0.5%, optimal loss within 1%, the lr interval holding
    the grid's best lr; exits 1 where one fails.
 
-    python bench/bench_hparams.py [--choose] [--bootstrap 200]
+3. ``--rotate``: each N left out in turn with the default options, every cell of it
+   scored: the gap, and how often the 95% intervals hold the grid's best lr and batch
+   (measured coverage), beside the published formulas on the same cells.
+
+    python bench/bench_hparams.py [--choose | --rotate] [--bootstrap 200]
 """
 
 from __future__ import annotations
@@ -61,6 +65,32 @@ def choose(train: pd.DataFrame, bootstrap: int) -> None:
               f"{sum(r['lr_covered'] for r in rows):>7}/{len(rows)} "
               f"{100 * np.mean([abs(r['loss_error']) for r in rows]):9.2f}% "
               f"{result.surface['form']:>9}")
+
+
+def rotate(train: pd.DataFrame, bootstrap: int) -> None:
+    """Each N left out in turn (the default options): every cell of it scored on its own
+    grid, and how often the 95% intervals hold the grid's best lr and batch."""
+    rows = []
+    for size in np.unique(train[N]):
+        pool, held = train[train[N] != size], train[train[N] == size]
+        result = fit_hparams(pool, **COLUMNS, bootstrap=bootstrap, sequence_length=2048)
+        for d, cell in held.groupby(D):
+            row = score(result, cell, size, d)
+            rec, _, _ = recommend_hparams(result, size, d)
+            low, high = rec["batch_interval"]
+            row["batch_covered"] = bool(low <= row["best_batch"] <= high)
+            rows.append(row)
+    gaps = np.array([r["gap"] for r in rows])
+    print(f"each N left out ({len(rows)} cells): gap median {100 * np.median(gaps):.2f}%, "
+          f"90th percentile {100 * np.quantile(gaps, 0.9):.2f}%, max {100 * gaps.max():.2f}%, "
+          f"<= 0.5% on {np.sum(gaps <= 0.005)}/{len(rows)}; 95% intervals hold the grid's best "
+          f"lr on {sum(r['lr_covered'] for r in rows)}/{len(rows)}, batch on "
+          f"{sum(r['batch_covered'] for r in rows)}/{len(rows)}; optimal loss |error| median "
+          f"{100 * np.median([abs(r['loss_error']) for r in rows]):.2f}%")
+    for name in ("step_law", "deepseek_llm"):
+        theirs = np.array([r["published"][name] for r in rows])
+        print(f"  {name} on the same cells: gap median {100 * np.median(theirs):.2f}%, "
+              f"max {100 * theirs.max():.2f}%, <= 0.5% on {np.sum(theirs <= 0.005)}/{len(rows)}")
 
 
 def choose_loss_anchor(train: pd.DataFrame) -> None:
@@ -122,6 +152,7 @@ def target(train: pd.DataFrame, test: pd.DataFrame, bootstrap: int) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--choose", action="store_true")
+    parser.add_argument("--rotate", action="store_true")
     parser.add_argument("--bootstrap", type=int, default=200)
     args = parser.parse_args()
     train = pd.read_parquet(DATA / "train.parquet")
@@ -129,6 +160,9 @@ def main() -> int:
     if args.choose:
         choose(train, args.bootstrap)
         choose_loss_anchor(train)
+        return 0
+    if args.rotate:
+        rotate(train, args.bootstrap)
         return 0
     return 0 if target(train, test, args.bootstrap) else 1
 
