@@ -83,10 +83,9 @@ def fit_hparams(frame: Curves | pd.DataFrame, *, lr: str = "lr", batch: str = "b
     _check_choice("lr_law", lr_law, HPARAMS_LAW_FORMS)
     _check_choice("batch_law", batch_law, HPARAMS_LAW_FORMS)
     cells = _cells(frame, lr, batch, by, y, source)
-    diagnostics: list[Diagnostic] = []
     scores = {name: _pooled_loo(cells, name, window) for name in SURFACES}
     form = min(scores, key=scores.get) if surface == "auto" else surface
-    table = _fit_cells(cells, form, window)
+    table, diagnostics = _fit_cells(cells, form, window)
     if len(table) < 3:
         raise InputError(f"only {len(table)} (N, D) cell(s) have 3 or more learning rates and "
                          "batch sizes near their optimum, but the laws need 3 or more")
@@ -103,6 +102,12 @@ def fit_hparams(frame: Curves | pd.DataFrame, *, lr: str = "lr", batch: str = "b
                              ("penalty_lr_2x", "N,D", "bracketed_lr")):
         part = table[table[ok] & (table[name] > 0)]
         laws[name], residuals[name] = _law(part, name, choice)
+        if name != "penalty_lr_2x" and laws[name] is not None and not len(residuals[name]):
+            diagnostics.append(Diagnostic(
+                "few_points", "warning", f"no cell of the {name} law could be predicted with "
+                "its N left out (it needs cells at 3 or more N), so its form was not chosen on "
+                f"held-out error ({laws[name]['form']} taken) and its intervals carry no "
+                "held-out residual: they are too narrow", param=name))
     for name in ("lr", "batch"):
         law = laws[name]
         table[f"{name}_law"] = (np.nan if law is None else np.exp(
@@ -211,16 +216,22 @@ def _pooled_loo(cells, surface, window) -> float:
     return float(np.sqrt(squares / count)) if count else float("inf")
 
 
-def _fit_cells(cells, form, window) -> pd.DataFrame:
-    rows = []
+def _fit_cells(cells, form, window) -> tuple[pd.DataFrame, list[Diagnostic]]:
+    """Each cell's fit (a row) and a ``few_points`` diagnostic for each cell left out."""
+    rows, skipped = [], []
     for n, d, part in cells:
         fit = fit_cell(part["lr"], part["batch"], part["loss"], surface=form, window=window)
-        if fit is not None:
+        if fit is None:
+            skipped.append(Diagnostic(
+                "few_points", "warning", f"the cell N = {n:g}, D = {d:g} has fewer than 3 "
+                f"learning rates or batch sizes ({len(part)} runs), so no surface is fitted "
+                "there and it is left out of the laws", value=n))
+        else:
             best = part.loc[part["loss"].idxmin()]
             rows.append({"params": n, "tokens": d, "runs": len(part), **fit.__dict__,
                          "grid_lr": float(best["lr"]), "grid_batch": float(best["batch"]),
                          "grid_loss": float(best["loss"])})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), skipped
 
 
 def _law(part, name, choice):

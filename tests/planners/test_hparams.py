@@ -179,3 +179,19 @@ def test_html_page_and_report_command(tmp_path):
     for written in (page, again):
         text = written.read_text()
         assert "<svg" in text and "learning rate" in text
+
+
+def test_cell_with_one_learning_rate_is_named_and_left_out():
+    data = sweep(sizes=(1e8, 2e8, 4e8), tokens=(2e9, 8e9))
+    cell = (data["params"] == 4e8) & (data["tokens"] == 8e9)
+    data = data[~cell | (data["lr"] == 2.0 ** -10)]
+    result = fit_hparams(data, bootstrap=0)
+    assert len(result.cells) == 5
+    named = [x for x in result.diagnostics if x.code == "few_points" and x.value == 4e8]
+    assert len(named) == 1 and "N = 4e+08, D = 8e+09" in named[0].message
+    assert result.laws["loss"] is None  # five cells: too few for the loss law's five parameters
+
+
+def test_two_sizes_cannot_choose_a_form_and_say_so():
+    result = fit_hparams(sweep(sizes=(1e8, 2e8), tokens=(2e9, 8e9)), bootstrap=0)
+    assert {x.param for x in result.diagnostics if x.code == "few_points"} >= {"lr", "batch"}
