@@ -135,8 +135,9 @@ def recommend_hparams(result: HparamsFit, params: float, tokens: float):
 
     Returns ``(recommendation, published, diagnostics)``: the recommendation (``lr``,
     ``lr_interval``, ``batch``, ``batch_interval``, ``loss``, ``penalty_lr_2x``, ``level``;
-    intervals ``None`` without a bootstrap), the published laws at the same point and an
-    ``extrapolation`` diagnostic where the point lies beyond the cells.
+    intervals ``None`` without a bootstrap; ``lr_variants``: the interval's ends around
+    ``lr``, the learning rates a guard of short prefixes would try), the published laws at the
+    same point and an ``extrapolation`` diagnostic where the point lies beyond the cells.
     """
     check_number("params", params, low=0.0, low_open=True)
     check_number("tokens", tokens, low=0.0, low_open=True)
@@ -156,6 +157,9 @@ def recommend_hparams(result: HparamsFit, params: float, tokens: float):
             values = predict_log(law["form"], draws[:, :-1].T, params, tokens) + draws[:, -1]
             recommendation[f"{name}_interval"] = tuple(
                 float(v) for v in np.exp(np.quantile(values, [tail, 1.0 - tail])))
+    interval = recommendation["lr_interval"]
+    recommendation["lr_variants"] = (None if interval is None or recommendation["lr"] is None
+                                     else (interval[0], recommendation["lr"], interval[1]))
     published = published_at(params, tokens,
                               sequence_length=result.settings.get("sequence_length"))
     table = pd.DataFrame(result.cells)

@@ -34,7 +34,8 @@ class HparamsFit(ResultProtocol):
         leave-one-run-out error (``scores``).
     recommendation : dict or None
         At ``params``, ``tokens``: ``lr``, ``lr_interval``, ``batch``, ``batch_interval``,
-        ``loss``, ``penalty_lr_2x``, ``level``.
+        ``loss``, ``penalty_lr_2x``, ``level`` and ``lr_variants`` (the lr interval's ends
+        around ``lr``: the learning rates a guard would try).
     published : dict
         The published laws at the same ``params`` and ``tokens`` (empty without a target).
     grid_scores : dict
@@ -89,6 +90,8 @@ class HparamsFit(ResultProtocol):
                 ("N, D", f"{format_number(r['params'])}, {format_number(r['tokens'])}"),
                 ("learning rate", format_number(r["lr"])),
                 (f"lr {level} interval", format_interval(r["lr_interval"])),
+                ("learning rates to guard", ", ".join(format_number(v) for v in r["lr_variants"] or ())
+                 or "–"),
                 ("batch", format_number(r["batch"])),
                 (f"batch {level} interval", format_interval(r["batch_interval"])),
                 ("loss at the optimum", format_number(r["loss"])),

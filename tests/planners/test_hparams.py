@@ -72,6 +72,7 @@ def test_synthetic_recommendation_holds_the_truth(synthetic):
     assert r["lr"] == pytest.approx(true_lr(n, d), rel=0.1)
     assert r["batch"] == pytest.approx(true_batch(n, d), rel=0.1)
     assert r["lr_interval"][0] < true_lr(n, d) < r["lr_interval"][1]
+    assert r["lr_variants"] == (r["lr_interval"][0], r["lr"], r["lr_interval"][1])
     assert r["batch_interval"][0] < true_batch(n, d) < r["batch_interval"][1]
     assert r["loss"] == pytest.approx(true_loss(n, d), rel=0.01)
     # the relative loss cost of a 2× learning rate is the bowl's curvature · ln(2)² / L*
