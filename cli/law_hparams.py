@@ -75,8 +75,9 @@ def hparams(
                                  "within this relative loss of its best.",
                                  callback=checked_number("--window", low=0)),
     lr_law: str = choice_option("auto", "--lr-law", _law_forms, "The optimal lr's law: N,D "
-                                "(Step Law's form), C (DeepSeek's), D, N or auto (least error "
-                                "on a left-out N)."),
+                                "(Step Law's form), C (DeepSeek's), D, N, step_law or "
+                                "deepseek_llm (their forms), or auto (least error on a "
+                                "left-out N)."),
     batch_law: str = choice_option("auto", "--batch-law", _law_forms, "The optimal batch's law "
                                    "(forms as --lr-law)."),
     predict: str | None = typer.Option(None, "--predict", help="N=<params>,D=<tokens>: the "

@@ -31,7 +31,10 @@ from scalekit.planners._measured_laws import _check_range, _require_columns
 
 #: The choices of ``surface`` and of ``lr_law`` / ``batch_law``.
 HPARAMS_SURFACES = ("auto", *SURFACES)
-HPARAMS_LAW_FORMS = ("auto", *LAW_FORMS)
+HPARAMS_LAW_FORMS = ("auto", *LAW_FORMS, "step_law", "deepseek_llm")
+#: The published laws' forms by name, for the learning rate and the batch.
+_PUBLISHED_FORMS = {"step_law": {"lr": "N,D", "batch": "D"},
+                    "deepseek_llm": {"lr": "C", "batch": "C"}}
 
 #: Relative loss window around each cell's best run that its surface is fitted to; chosen on
 #: the train pool of ScaleBench's lr_bsz task with the largest N left out (docs/hparams.md).
@@ -58,8 +61,10 @@ def fit_hparams(frame: Curves | pd.DataFrame, *, lr: str = "lr", batch: str = "b
         The cells' surface; ``"auto"`` takes the one of least pooled leave-one-run-out error.
     window : float
         Fit each cell's surface to its runs within this relative loss of its best.
-    lr_law, batch_law : {"auto", "N,D", "C", "D", "N"}
-        The laws' forms; ``"auto"`` takes the one of least error on a left-out N.
+    lr_law, batch_law : {"auto", "N,D", "C", "D", "N", "step_law", "deepseek_llm"}
+        The laws' forms; ``"auto"`` takes the one of least error on a left-out N; a published
+        law's name takes its form (Step Law: ``N,D`` for the learning rate, ``D`` for the
+        batch; DeepSeek LLM: ``C`` for both), its coefficients fitted to these data.
     target : (float, float), optional
         ``(params, tokens)`` to recommend a learning rate and batch size for.
     sequence_length : float, optional
@@ -101,6 +106,7 @@ def fit_hparams(frame: Curves | pd.DataFrame, *, lr: str = "lr", batch: str = "b
     for name, choice, ok in (("lr", lr_law, "bracketed_lr"), ("batch", batch_law, "bracketed_batch"),
                              ("penalty_lr_2x", "N,D", "bracketed_lr")):
         part = table[table[ok] & (table[name] > 0)]
+        choice = _PUBLISHED_FORMS.get(choice, {}).get(name, choice)
         laws[name], residuals[name] = _law(part, name, choice)
         if name != "penalty_lr_2x" and laws[name] is not None and not len(residuals[name]):
             diagnostics.append(Diagnostic(

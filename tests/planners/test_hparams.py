@@ -196,3 +196,14 @@ def test_cell_with_one_learning_rate_is_named_and_left_out():
 def test_two_sizes_cannot_choose_a_form_and_say_so():
     result = fit_hparams(sweep(sizes=(1e8, 2e8), tokens=(2e9, 8e9)), bootstrap=0)
     assert {x.param for x in result.diagnostics if x.code == "few_points"} >= {"lr", "batch"}
+
+
+def test_published_forms_by_name():
+    result = fit_hparams(sweep(sizes=(1e8, 2e8, 4e8), tokens=(2e9, 8e9)), lr_law="step_law",
+                         batch_law="step_law", bootstrap=0)
+    assert (result.laws["lr"]["form"], result.laws["batch"]["form"]) == ("N,D", "D")
+    # the batch truth depends on D alone: Step Law's form recovers its exponent
+    assert result.laws["batch"]["terms"]["b"] == pytest.approx(0.5, abs=0.03)
+    deepseek = fit_hparams(sweep(sizes=(1e8, 2e8, 4e8), tokens=(2e9, 8e9)),
+                           lr_law="deepseek_llm", batch_law="deepseek_llm", bootstrap=0)
+    assert (deepseek.laws["lr"]["form"], deepseek.laws["batch"]["form"]) == ("C", "C")
