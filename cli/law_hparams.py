@@ -171,39 +171,51 @@ def attach_hparams(body: dict, path: Path, *, quiet: bool) -> None:
     """Add to a plan report's ``body`` (``scalekit plan``) the learning rate and batch size
     of the hparams fit in ``path`` (``law hparams --json``) at each plan's N* and D*, under
     ``hparams`` by plan; print them unless ``quiet``."""
-    from scalekit.formatting import format_interval, format_number
+    body["hparams"] = hparams_at(path, {key: (body[key].get("params"), body[key].get("tokens"))
+                                        for key in PLANS if body.get(key)})
+    if not quiet:
+        print_hparams(body["hparams"])
+
+
+def hparams_at(path: Path, points: dict) -> dict:
+    """The recommendation of the hparams fit in ``path`` at each ``(N, D)`` of ``points`` (by
+    name; a point with a missing N or D is skipped), with the published laws and the
+    diagnostics beside it."""
+    from scalekit.errors import InputError
     from scalekit.planners import HparamsFit, recommend_hparams
 
     result = HparamsFit.from_dict(_read_report(path))
     found = {}
-    for key in PLANS:
-        plan = body.get(key)
-        if not plan or plan.get("params") is None or plan.get("tokens") is None:
+    for key, (params, tokens) in points.items():
+        if params is None or tokens is None:
             continue
-        recommendation, published, diagnostics = recommend_hparams(
-            result, float(plan["params"]), float(plan["tokens"]))
+        recommendation, published, diagnostics = recommend_hparams(result, float(params),
+                                                                   float(tokens))
         recommendation["published"] = {
             name: {"lr": p["lr_value"], "batch": p["batch_value"], "batch_tokens": p["batch_tokens"]}
             for name, p in published.items()}
         recommendation["diagnostics"] = [d.to_dict() for d in diagnostics]
         found[key] = recommendation
     if not found:
-        from scalekit.errors import InputError
+        raise InputError("--hparams gives the learning rate and batch size at a plan's N* and "
+                         "D*, but no plan here has them (ask for a target compute or loss)")
+    return found
 
-        raise InputError("--hparams gives the learning rate and batch size of a plan's N* and "
-                         "D*, but no plan here has them (ask for --compute or --target-loss)")
-    body["hparams"] = found
-    if not quiet:
-        for key, r in found.items():
-            print_renderable(
-                f"{key}: learning rate {format_number(r['lr'])} "
-                f"{format_interval(r['lr_interval']) if r['lr_interval'] else ''}, batch "
-                f"{format_number(r['batch'])} "
-                f"{format_interval(r['batch_interval']) if r['batch_interval'] else ''} "
-                f"({100 * r['level']:g}%) at N* = {format_number(r['params'])}, "
-                f"D* = {format_number(r['tokens'])}")
-            for d in r["diagnostics"]:
-                print_renderable(f"  {d['severity']}: {d['message']}")
+
+def print_hparams(found: dict) -> None:
+    """One line per plan: its learning rate and batch with their intervals."""
+    from scalekit.formatting import format_interval, format_number
+
+    for key, r in found.items():
+        print_renderable(
+            f"{key}: learning rate {format_number(r['lr'])} "
+            f"{format_interval(r['lr_interval']) if r['lr_interval'] else ''}, batch "
+            f"{format_number(r['batch'])} "
+            f"{format_interval(r['batch_interval']) if r['batch_interval'] else ''} "
+            f"({100 * r['level']:g}%) at N* = {format_number(r['params'])}, "
+            f"D* = {format_number(r['tokens'])}")
+        for d in r["diagnostics"]:
+            print_renderable(f"  {d['severity']}: {d['message']}")
 
 
 def _read_report(path: Path) -> dict:

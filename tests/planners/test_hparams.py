@@ -207,3 +207,25 @@ def test_published_forms_by_name():
     deepseek = fit_hparams(sweep(sizes=(1e8, 2e8, 4e8), tokens=(2e9, 8e9)),
                            lr_law="deepseek_llm", batch_law="deepseek_llm", bootstrap=0)
     assert (deepseek.laws["lr"]["form"], deepseek.laws["batch"]["form"]) == ("C", "C")
+
+
+def test_isoflop_carries_lr_and_batch_at_each_approach(tmp_path):
+    """``isoflop --target-compute C --hparams``: each approach's N*, D* with its lr and batch."""
+    sweep_path, points, fit_json, out = (tmp_path / name for name in
+                                         ("sweep.csv", "iso.csv", "h.json", "iso.json"))
+    sweep().to_csv(sweep_path, index=False)
+    rows = [{"run": f"{c:g}-{n:.3g}", "params": n, "tokens": c / (6 * n),
+             "loss": true_loss(n, c / (6 * n))}
+            for c in (1e18, 3e18, 1e19, 3e19, 1e20) for n in np.geomspace(2e7, 5e9, 15)]
+    pd.DataFrame(rows).to_csv(points, index=False)
+    assert main(["law", "hparams", str(sweep_path), "--bootstrap", "20", "--json", str(fit_json),
+                 "--quiet"]) == 0
+    assert main(["isoflop", str(points), "--target-compute", "3e20", "--bootstrap", "10",
+                 "--hparams", str(fit_json), "--json", str(out), "--quiet"]) == 0
+    found = json.loads(out.read_text())["hparams"]
+    assert found
+    for r in found.values():
+        assert r["lr"] == pytest.approx(true_lr(r["params"], r["tokens"]), rel=0.1)
+        assert r["batch"] == pytest.approx(true_batch(r["params"], r["tokens"]), rel=0.1)
+    assert main(["report", str(out), "-o", str(tmp_path / "iso.html")]) == 0
+    assert main(["isoflop", str(points), "--hparams", str(fit_json), "--quiet"]) == 2
