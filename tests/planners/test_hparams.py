@@ -168,6 +168,13 @@ def test_plan_carries_lr_and_batch_at_its_optimum(tmp_path, capsys):
     assert "learning rate" in capsys.readouterr().out
     assert main(["plan", str(runs_path), "--compute", "1e20", "--bootstrap", "0",
                  "--hparams", str(runs_path)]) == 2
+    # fit --target-compute plans the same optimum and carries the same lr and batch
+    fitted = tmp_path / "fit.json"
+    assert main(["fit", str(runs_path), "--target-compute", "1e20", "--bootstrap", "0",
+                 "--hparams", str(fit_json), "--json", str(fitted), "--quiet"]) == 0
+    carried = json.loads(fitted.read_text())["hparams"]["plan"]
+    assert carried["lr"] == pytest.approx(r["lr"], rel=1e-6)
+    assert main(["fit", str(runs_path), "--hparams", str(fit_json), "--quiet"]) == 2
 
 
 def test_html_page_and_report_command(tmp_path):
