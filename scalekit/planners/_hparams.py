@@ -108,7 +108,11 @@ def fit_hparams(frame: Curves | pd.DataFrame, *, lr: str = "lr", batch: str = "b
         part = table[table[ok] & (table[name] > 0)]
         choice = _PUBLISHED_FORMS.get(choice, {}).get(name, choice)
         laws[name], residuals[name] = _law(part, name, choice)
-        if name != "penalty_lr_2x" and laws[name] is not None and not len(residuals[name]):
+        if laws[name] is None:
+            diagnostics.append(Diagnostic(
+                "few_points", "warning", f"only {len(part)} cell(s) have their {name} "
+                "bracketed: no law of it (it needs 3), so none is recommended", param=name))
+        elif name != "penalty_lr_2x" and not len(residuals[name]):
             diagnostics.append(Diagnostic(
                 "few_points", "warning", f"no cell of the {name} law could be predicted with "
                 "its N left out (it needs cells at 3 or more N), so its form was not chosen on "
@@ -120,7 +124,7 @@ def fit_hparams(frame: Curves | pd.DataFrame, *, lr: str = "lr", batch: str = "b
             predict_log(law["form"], law["coef"], table["params"], table["tokens"])))
     laws["loss"], found = _loss_law(table, seed)
     diagnostics.extend(found)
-    if bootstrap and laws["lr"] is not None and laws["batch"] is not None:
+    if bootstrap and (laws["lr"] is not None or laws["batch"] is not None):
         for name, draws in _bootstrap(cells, laws, residuals, form, window, bootstrap,
                                       seed).items():
             laws[name]["bootstrap"] = draws.tolist()
@@ -298,7 +302,7 @@ def _bootstrap(cells, laws, residuals, form, window, bootstrap, seed) -> dict[st
     ``ln y = Φ β + r``."""
     rng = np.random.default_rng(seed)
     draws = {name: np.full((bootstrap, len(laws[name]["coef"]) + 1), np.nan)
-             for name in ("lr", "batch")}
+             for name in ("lr", "batch") if laws[name] is not None}
     arrays = [(n, d, part[["lr", "batch", "loss"]].to_numpy()) for n, d, part in cells]
     for b in range(bootstrap):
         fits = []
@@ -307,8 +311,8 @@ def _bootstrap(cells, laws, residuals, form, window, bootstrap, seed) -> dict[st
             fit = fit_cell(pick[:, 0], pick[:, 1], pick[:, 2], surface=form, window=window)
             if fit is not None:
                 fits.append((n, d, fit))
-        for name, ok in (("lr", "bracketed_lr"), ("batch", "bracketed_batch")):
-            kept = [(n, d, getattr(f, name)) for n, d, f in fits if getattr(f, ok)]
+        for name in draws:
+            kept = [(n, d, getattr(f, name)) for n, d, f in fits if getattr(f, f"bracketed_{name}")]
             if len(kept) < 3:
                 continue
             n, d, v = (np.array(a) for a in zip(*kept, strict=True))

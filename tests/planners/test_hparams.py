@@ -239,3 +239,12 @@ def test_isoflop_carries_lr_and_batch_at_each_approach(tmp_path):
         assert r["batch"] == pytest.approx(true_batch(r["params"], r["tokens"]), rel=0.1)
     assert main(["report", str(out), "-o", str(tmp_path / "iso.html")]) == 0
     assert main(["isoflop", str(points), "--hparams", str(fit_json), "--quiet"]) == 2
+
+
+def test_too_few_bracketed_cells_give_no_law_and_say_so():
+    data = sweep(sizes=(1e8, 2e8, 4e8), tokens=(2e9, 8e9))
+    data = data[data["lr"] < 0.9 * true_lr(data["params"], data["tokens"]) / 2]  # grids stop short
+    result = fit_hparams(data, target=(3e8, 4e9), bootstrap=10)
+    assert result.laws["lr"] is None and result.recommendation["lr"] is None
+    assert any(x.code == "few_points" and x.param == "lr" for x in result.diagnostics)
+    assert result.recommendation["batch_interval"] is not None  # the batch law stands alone
