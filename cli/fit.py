@@ -107,6 +107,9 @@ def fit(
     seed: int = seed_option(),
     n_jobs: int | None = n_jobs_option(),
     target_compute: float | None = target_compute_option(),
+    hparams: Path | None = typer.Option(None, "--hparams", help="A learning-rate and batch "
+                                           "fit (scalekit law hparams --json): the plan at "
+                                           "--target-compute carries its lr and batch."),
     json_out: Path | None = json_option(),
     plot: Path | None = plot_option(),
     html: Path | None = html_option(),
@@ -118,12 +121,18 @@ def fit(
     from scalekit import serialise
     from scalekit.report import fit_renderables
 
+    if hparams is not None and target_compute is None:
+        from scalekit.errors import InputError
+
+        raise InputError("--hparams gives the lr and batch of a plan: give --target-compute C")
     shared = fit_settings(law=law, y=y, all_points=all_points, drop_top=drop_top, loss=loss,
                           delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample)
     curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=y,
                                     keep=(x, group))
     settings = {**shared, "x": x, "group": group, "target_compute": target_compute,
                 "flops_convention": "C = 6·N·D where compute is derived"}
+    if hparams is not None:
+        settings["hparams"] = str(hparams)
     groups = [(None, curves)] if group is None else _groups(curves, group)
     bodies = []
     for value, rows in groups:
@@ -136,6 +145,13 @@ def fit(
             title = None if value is None else f"{group} = {value}"
             print_renderable(fit_renderables(result, notes=notes, plan=plan, title=title,
                                              verbose=verbose, more=MORE))
+        if hparams is not None and plan is not None:
+            from .law_hparams import hparams_at, print_hparams
+
+            bodies[-1]["hparams"] = hparams_at(hparams, {"plan": (plan.get("params"),
+                                                                   plan.get("tokens"))})
+            if not quiet:
+                print_hparams(bodies[-1]["hparams"])
         if plot is not None:
             _plot(result, _plot_path(plot, value), target_compute, plan,
                   None if value is None else f"{group} = {value}")

@@ -88,6 +88,9 @@ def isoflop(
     convention: str = _convention_options()[0],
     flops_per_param_token: float = _convention_options()[1],
     mapping: list[str] = map_option("params=non_embedding_params"),
+    hparams: Path | None = typer.Option(None, "--hparams", help="A learning-rate and batch "
+                                           "fit (scalekit law hparams --json): the lr and "
+                                           "batch at each approach's N*, D* (--target-compute)."),
     json_out: Path | None = json_option(),
     plot: Path | None = plot_option(),
     html: Path | None = html_option(),
@@ -112,6 +115,11 @@ def isoflop(
         raise fail("--higher-is-better" if higher_is_better else "--group",
                    higher_is_better[0] if higher_is_better else group,
                    "used with two or more --metric (a comparison of metrics)")
+    if hparams is not None and (target_compute is None or len(set(metrics)) >= 2):
+        from scalekit.errors import InputError
+
+        raise InputError("--hparams gives the lr and batch at N*, D*: it goes with "
+                         "--target-compute and one metric")
     if len(set(metrics)) >= 2:
         _compare(file, store, mapping, metrics, higher_is_better, group, approach, seed,
                  json_out, plot, html, quiet, fmt, profile=profile, figures=figures,
@@ -131,7 +139,16 @@ def isoflop(
                 "convention": convention, "flops_per_param_token": flops_per_param_token}
     wanted = tuple(NAMES) if approach == "all" else (approach,)
     report = run_isoflop(curves, wanted, settings, seed=seed, source=str(file or store))
+    if hparams is not None:
+        from .law_hparams import hparams_at, print_hparams
+
+        settings["hparams"] = str(hparams)
+        report.body["hparams"] = hparams_at(hparams, {
+            f"approach {row['approach']}": (row.get("params"), row.get("tokens"))
+            for row in report.body.get("comparison", [])})
     _finish(report, "isoflop", input_sha, seed, settings, json_out, quiet, fmt)
+    if hparams is not None and not quiet:
+        print_hparams(report.body["hparams"])
     if html is not None:
         from .report import isoflop_page, write_page
 

@@ -337,7 +337,9 @@ def _finish(kind, result, notes, planned, plan_title, digest, seed, settings, js
 
 def register(app: typer.Typer) -> None:
     """Add the ``law`` command group to ``app``."""
+    from .law_hparams import add_hparams_command
     from .law_task import add_task_command
 
     add_task_command(law_app)
+    add_hparams_command(law_app)
     app.add_typer(law_app, name="law")

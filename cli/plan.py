@@ -62,6 +62,9 @@ def plan(
     family: str = typer.Option("wsd", "--family", help="With --schedule-search: wsd (decay "
                                "start, final rate, shape), cosine (final rate) or free (a "
                                "non-increasing rate per step, from the best wsd)."),
+    hparams: Path | None = typer.Option(None, "--hparams", help="A learning-rate and batch "
+                                           "fit (scalekit law hparams --json): each plan "
+                                           "carries its lr and batch at N*, D*."),
     plot: Path | None = plot_option(),
     json_out: Path | None = json_option(),
     html: Path | None = html_option(),
@@ -112,6 +115,11 @@ def plan(
                          compare=pair, k=flops_per_param_token)
         if not quiet:
             _print(body, result.ci_level, fmt, verbose)
+    if hparams is not None:
+        from .law_hparams import attach_hparams
+
+        settings["hparams"] = str(hparams)
+        attach_hparams(body, hparams, quiet=quiet)
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha, seed=seed,
                                settings=settings)

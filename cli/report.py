@@ -222,7 +222,8 @@ def report(
     if key not in builders or "groups" in data:
         raise InputError("pages are made from fit, isoflop (several --metric too), compare, forecast "
                          "(--evaluate too), allocate "
-                         f"replay and law depth|classes|inference-k reports (one law or table), "
+                         "replay and law depth|classes|inference-k|hparams reports (one law or "
+                         "table), "
                          f"but this is a {key or 'unknown'} report; write its page with --html "
                          "as it runs", source=str(result))
     cls, build = builders[key]
@@ -240,14 +241,17 @@ def _builders() -> dict:
     from scalekit.isoflop import Comparison, MetricComparison
     from scalekit.surrogates import Forecast
     from scalekit.surrogates import ForecastScores
+    from scalekit.planners import HparamsFit
 
     from .fit import fit_page
+    from .law_hparams import hparams_page
 
     return {"fit": (FitResult, fit_page), "isoflop": (IsoFLOPReport, isoflop_page),
             "forecast": (Forecast, forecast_page), "allocate replay": (ReplayResult, replay_page),
             "forecast --evaluate": (ForecastScores, scores_page),
             "isoflop_metrics": (MetricComparison, metrics_page),
             "compare": (Comparison, compare_page),
+            "law.hparams": (HparamsFit, hparams_page),
             **{f"law.{name}": (FitResult, law_page) for name in ("depth", "classes", "inference_k")}}
 
 

@@ -6,7 +6,8 @@
   with the judge model of many samples (:mod:`~scalekit.planners._judge_model`,
   :mod:`~scalekit.planners._judge_selection`).
 
-The planners that read measured data (``measured_laws``, ``task_law``) and the
+The planners that read measured data (``measured_laws``, ``task_law``, ``hparams``: the
+optimal learning rate and batch size of a sweep) and the
 data-constrained plan load lazily: they bring pandas and the curve store.
 """
 
@@ -33,6 +34,13 @@ _LAZY = {
     "fit_inference_k_law": "scalekit.planners._measured_laws",
     "plan_depth_in_data": "scalekit.planners._measured_laws",
     "plan_tree_in_data": "scalekit.planners._measured_laws",
+    "HparamsFit": "scalekit.planners._hparams_result",
+    "fit_hparams": "scalekit.planners._hparams",
+    "HPARAMS_SURFACES": "scalekit.planners._hparams",
+    "HPARAMS_LAW_FORMS": "scalekit.planners._hparams",
+    "recommend_hparams": "scalekit.planners._hparams",
+    "score_on_grid": "scalekit.planners._hparams",
+    "PUBLISHED_HPARAMS": "scalekit.planners._hparams_published",
     "TASKS": "scalekit.planners._task_law",
     "evaluate_holdout": "scalekit.planners._task_law",
     "predict_tasks": "scalekit.planners._task_law",

@@ -38,6 +38,7 @@ _LAZY = {
     "render_tables": "scalekit.report._tables",
     "table_data": "scalekit.report._tables",
     "plot_task_law": "scalekit.report.task_plots",
+    "plot_hparams": "scalekit.report.hparams_plots",
 }
 
 __all__ = list(_LAZY)

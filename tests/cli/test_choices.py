@@ -69,6 +69,7 @@ def _library_lists() -> dict:
     from scalekit.isoflop._analysis import NAMES
     from scalekit.isoflop._approach2 import PROFILES
     from scalekit.isoflop._points import CONVENTIONS
+    from scalekit.planners._hparams import HPARAMS_LAW_FORMS, HPARAMS_SURFACES
     from scalekit.report._tables import FORMATS as PRINT_FORMATS
     from scalekit.surrogates._forecast import METHODS
     from scalekit.train._config import DEVICES, DROPOUT_SCHEDULES, LR_SCHEDULES, PRECISIONS
@@ -88,7 +89,10 @@ def _library_lists() -> dict:
              ("train", "--dropout-schedules"): DROPOUT_SCHEDULES,
              ("train", "--lr-schedule"): LR_SCHEDULES, ("train", "--device"): DEVICES,
              ("train", "--executor"): EXECUTORS, ("train", "--precision"): PRECISIONS,
-             ("design", "--method"): DESIGN_METHODS}
+             ("design", "--method"): DESIGN_METHODS,
+             ("law hparams", "--surface"): HPARAMS_SURFACES,
+             ("law hparams", "--lr-law"): HPARAMS_LAW_FORMS,
+             ("law hparams", "--batch-law"): HPARAMS_LAW_FORMS}
     by_flag = {"--resource": RESOURCES, "--surrogate": SURROGATES, "--duplicates": DUPLICATES,
                "--format": PRINT_FORMATS, "--objective": LOSSES, "--resample": RESAMPLE}
     for words, param, _ in CHOICES:
