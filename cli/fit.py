@@ -140,10 +140,11 @@ def fit(
             _plot(result, _plot_path(plot, value), target_compute, plan,
                   None if value is None else f"{group} = {value}")
         if html is not None:
+            from .report import write_page
+
             figure = _plot(result, None, target_compute, plan,
                            None if value is None else f"{group} = {value}")
-            _plot_path(html, value).write_text(fit_page(result, bodies[-1], settings, figure),
-                                              encoding="utf-8")
+            write_page(_plot_path(html, value), fit_page(result, bodies[-1], settings, figure))
     if json_out is not None:
         body = bodies[0] if group is None else {"groups": bodies}
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,

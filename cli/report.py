@@ -16,8 +16,11 @@ from .options import HTML_SUFFIXES, output_option
 
 
 def write_page(path: Path, text: str) -> None:
-    """Write the page (UTF-8)."""
-    Path(path).write_text(text, encoding="utf-8")
+    """Write the page (UTF-8), whole or not at all: a page that cannot be written leaves
+    what ``path`` held (:func:`scalekit.serialise.write_text`)."""
+    from scalekit.serialise import write_text
+
+    write_text(path, text)
 
 
 def isoflop_page(result, body: dict, settings: dict, figure=None) -> str:

@@ -102,44 +102,84 @@ def write(path: str | Path, obj: Any) -> None:
 
 @contextmanager
 def atomic_output(path: str | Path) -> Iterator[Path]:
-    """A temporary file beside ``path`` to write; renamed to ``path`` when the block ends.
+    """A temporary file beside ``path`` to write; flushed to the disk (``fsync``) and renamed
+    to ``path`` when the block ends.
 
     If the block fails, nothing is left behind (``path`` keeps what it held). A full
-    device (``ENOSPC``, ``EDQUOT``) becomes an :class:`~scalekit.errors.InputError`
-    "no space left on the device holding PATH". The file gets the permissions a new
-    file would (or those of the file it replaces).
+    device (``ENOSPC``, ``EDQUOT``) or a file over the size limit (``EFBIG``) becomes an
+    :class:`~scalekit.errors.InputError` naming the device holding ``path`` (see
+    :func:`no_space`). The file gets the permissions a new file would (or those of the file
+    it replaces).
     """
     path = Path(path)
     try:
         handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp",
                                         dir=path.parent)
     except OSError as exc:
-        raise (_no_space(exc, path) or exc) from None
+        raise (no_space(exc, path) or exc) from None
     os.close(handle)
     temporary = Path(name)
     try:
         mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
         os.chmod(temporary, mode)
         yield temporary
+        _flush_to_disk(temporary)
         os.replace(temporary, path)
     except BaseException as exc:
         temporary.unlink(missing_ok=True)
-        full = _no_space(exc, path)
+        full = no_space(exc, path)
         if full is not None:
             raise full from None
         raise
 
 
-def _no_space(exc: BaseException, path: Path):
-    """The InputError for a full device behind ``exc`` (also one wrapped by a library)."""
+def write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path``, whole or not at all (:func:`atomic_output`)."""
+    with atomic_output(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+def _flush_to_disk(path: Path) -> None:
+    """``fsync`` the file at ``path``: a full disk that the page cache hid is met here,
+    before the rename, not after it."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+#: The errors of a device that cannot take more bytes: full, over quota, over the size limit.
+NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def no_space(exc: BaseException, path: str | Path):
+    """The :class:`~scalekit.errors.InputError` for a full device behind ``exc`` (also one
+    wrapped by a library), naming the device holding ``path``; None for any other error."""
     from scalekit.errors import InputError
 
-    full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or \
-        "No space left on device" in str(exc)
+    code = getattr(exc, "errno", None)
+    full = code in NO_SPACE_ERRNOS or "No space left on device" in str(exc)
     if not full:
         return None
-    return InputError(f"no space left on the device holding {path}; free some space or "
-                      "write elsewhere (nothing was written)")
+    if code == errno.EFBIG:
+        return InputError(f"{path} would pass the largest file size allowed there "
+                          f"({device_of(path)}); write it elsewhere (nothing was written)")
+    return InputError(f"no space left on the device holding {path} ({device_of(path)}); free "
+                      "some space or write elsewhere (nothing was written)")
+
+
+def device_of(path: str | Path) -> str:
+    """The mount point of the file system holding ``path`` (its folder), as ``df`` names it."""
+    folder = Path(os.path.abspath(path)).parent
+    while not os.path.ismount(folder) and folder != folder.parent:
+        folder = folder.parent
+    try:
+        stat = os.statvfs(folder)
+        free = stat.f_bavail * stat.f_frsize
+    except OSError:
+        return f"file system at {folder}"
+    return f"file system at {folder}, {free:,} bytes free"
 
 
 def _umask() -> int:
