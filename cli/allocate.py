@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 
 from .options import html_option, map_option, seed_option
-from .common import (choice_argument, choice_option, format_option, json_option,
+from .common import (choice_argument, choice_option, display, format_option, json_option,
                      library_choices, on_interrupt, open_curves, parse_mapping, plot_option,
                      print_renderable, print_tables, quiet_option, store_option)
 
@@ -390,7 +390,7 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
                fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource))
     if not quiet and bracket is not None:  # the rung table comes before any training
         print_renderable(Text(format_rung_table(bracket, unit=trainer.resource)))
-    on_interrupt(lambda: f"the store {store} keeps {_finished(store, task)} of task {task!r}; "
+    on_interrupt(lambda: f"the store {display(store)} keeps {_finished(store, task)} of task {task!r}; "
                  "run the same command again to resume")
     pool = None
     if executor == "ray":  # the trainer calls go to Ray; results come back to this process

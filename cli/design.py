@@ -68,9 +68,11 @@ def design(
     if replay and (pool is None or observed is not None or store is not None):
         raise InputError("--replay needs --pool FILE with known losses and no --observed / "
                          "--store")
+    from .common import is_server_url
+
     for path, flag in ((pool, "--pool"), (target, "--target"), (observed, "--observed"),
                        (store, "--store")):
-        if path is not None and not path.is_file():
+        if path is not None and not is_server_url(path) and not Path(path).is_file():
             raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be an "
                              "existing file.")
     from scalekit.design import Pool, grid_pool, propose, target_on_compute
@@ -151,7 +153,7 @@ def _observed(observed: Path | None, store: Path | None, y: str):
         from scalekit.curves import CurveStore
         from scalekit.fit import last_points
 
-        with CurveStore(store) as opened:
+        with CurveStore(store, create=False) as opened:
             frame = opened.curves(metric=y).frame
         if frame.empty:
             return None
@@ -159,7 +161,7 @@ def _observed(observed: Path | None, store: Path | None, y: str):
     if y not in frame:
         raise InputError(f"The value of `--y` is {y!r}, but must be a column of the observed "
                          "runs.")
-    return frame, frame[y].to_numpy(dtype=float)
+    return frame, frame[y].to_numpy()
 
 
 def register(app: typer.Typer) -> None:

@@ -206,7 +206,8 @@ def fit_page(result, body: dict, settings: dict, figure=None) -> str:
 
 
 def _plot(result, path: Path | None, target_compute: float | None, plan, title):
-    """Draw the fit with its data (to ``path`` when given); return the figure."""
+    """Draw the fit with its data (to ``path`` when given); return the figure (None for a
+    law of several inputs but N and D, drawn by :func:`plot_law` alone)."""
     from scalekit.report import plot_curve, plot_surface
 
     prepared = result.points
@@ -219,10 +220,11 @@ def _plot(result, path: Path | None, target_compute: float | None, plan, title):
         return plot_curve(result, prepared.X[name], prepared.y, path, x_label=name,
                           extend_to=extend, plan=plan if name == "compute" else None,
                           title=title).figure
-    else:
-        from scalekit.errors import InputError
+    elif path is not None:  # no figure of the data: the law one input at a time
+        from scalekit.report import plot_law
 
-        raise InputError(f"no plot for a law of inputs {', '.join(result.law.inputs)}")
+        return plot_law(result, path).figure
+    return None
 
 
 def register(app: typer.Typer) -> None:

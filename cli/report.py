@@ -192,8 +192,10 @@ def report(
 
     if out is None:
         raise InputError("give the page to write with -o OUT.html")
+    from scalekit.serialise import report_kind
+
     data = _read(result)
-    kind = str(data.get("format", "")).removeprefix("scalekit.").split("/")[0]
+    kind = report_kind(data, source=result)
     key = "allocate replay" if kind == "allocate" and data.get("mode") == "replay" else kind
     if key == "forecast" and "evaluation" in data:
         key = "forecast --evaluate"
@@ -230,19 +232,10 @@ def _builders() -> dict:
 
 
 def _read(path: Path) -> dict:
-    import json
+    from scalekit.serialise import read_json, report_kind
 
-    from scalekit.errors import InputError
-
-    if not path.is_file():
-        raise InputError("no such file", source=str(path))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a JSON file: {exc}", source=str(path)) from None
-    if not isinstance(data, dict) or not str(data.get("format", "")).startswith("scalekit."):
-        raise InputError("not a scalekit report (no scalekit.<kind>/<version> format)",
-                         source=str(path))
+    data = read_json(path, what="JSON report")
+    report_kind(data, source=path)
     return data
 
 

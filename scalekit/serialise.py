@@ -65,6 +65,63 @@ def sha256_of(*paths: str | Path) -> str:
     return digest.hexdigest()
 
 
+def read_json(path: str | Path, *, what: str = "JSON file") -> Any:
+    """The strict JSON held by the file at ``path`` (``what`` names it in errors).
+
+    Anything but a regular file (a pipe would block), bytes that are not UTF-8, text that is
+    not JSON, ``NaN`` or ``Infinity`` (not JSON, though Python writes them) and nesting too deep
+    to read each raise one :class:`~scalekit.errors.InputError` naming the file (and line).
+    """
+    from scalekit.errors import InputError
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file", source=str(path))
+    if not path.is_file():
+        raise InputError(f"is not a regular file (a folder, a pipe, a device or a socket), so it "
+                         f"cannot be a {what}", source=str(path))
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not a JSON number")
+
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"), parse_constant=refuse)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"is not a {what}: byte {exc.start} is not UTF-8 text",
+                         source=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"is not a {what} ({exc.msg}, column {exc.colno})", source=str(path),
+                         line=exc.lineno) from None
+    except ValueError as exc:
+        raise InputError(f"is not a {what}: {exc} (write null for a missing value)",
+                         source=str(path)) from None
+    except RecursionError:
+        raise InputError(f"is not a {what} scalekit reads: its lists or objects are nested too "
+                         "deep", source=str(path)) from None
+
+
+#: The highest report format version this scalekit reads (``scalekit.<kind>/<version>``).
+FORMAT_VERSION = 1
+
+
+def report_kind(data: Any, *, source: str | Path) -> str:
+    """The kind of the report ``data`` (``"fit"`` of ``scalekit.fit/1``); a JSON that is no
+    scalekit report, or one of a newer format version than :data:`FORMAT_VERSION`, raises
+    :class:`~scalekit.errors.InputError`."""
+    from scalekit.errors import InputError
+
+    text = str(data.get("format", "")) if isinstance(data, dict) else ""
+    kind, slash, version = text.removeprefix("scalekit.").rpartition("/")
+    if not text.startswith("scalekit.") or not slash or not version.isdigit():
+        raise InputError("not a scalekit report (no scalekit.<kind>/<version> format)",
+                         source=str(source))
+    if int(version) > FORMAT_VERSION:
+        raise InputError(f"the report has format version {version}, written by a newer "
+                         f"scalekit (this one reads up to {FORMAT_VERSION}): upgrade scalekit",
+                         source=str(source))
+    return kind
+
+
 def envelope(kind: str, body: Any, *, input_sha256: str | None,
              seed: int | None, settings: Mapping[str, Any], format_version: int = 1) -> dict:
     """Wrap an analysis result in the common report header.

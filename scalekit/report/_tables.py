@@ -80,9 +80,24 @@ def tsv(table: Mapping[str, Any]) -> str:
     Numbers are written in full (``repr``), missing ones as empty cells, so
     that another program reads back what the table holds.
     """
-    lines = ["\t".join(table["columns"])]
-    lines += ["\t".join(_raw(cell).replace("\t", " ") for cell in row) for row in table["rows"]]
+    lines = ["\t".join(_cell(str(c)) for c in table["columns"])]
+    lines += ["\t".join(_cell(_raw(cell)) for cell in row) for row in table["rows"]]
     return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """A TSV cell: a tab or line break in text becomes a space, and text a spreadsheet would
+    run as a formula (``=``, ``+``, ``-``, ``@`` first) gets a ``'`` in front
+    (:func:`scalekit.curves.escape_cell`, as the store's CSV export does); numbers are
+    written as they are (``-0.5`` stays a number)."""
+    from scalekit.curves import escape_cell
+
+    flat = " ".join(text.replace("\t", " ").splitlines()) if text else text
+    try:
+        float(flat)
+        return flat
+    except ValueError:
+        return escape_cell(flat)
 
 
 def render_tables(tables: Sequence[Mapping[str, Any]], fmt: str, *, title: str | None = None,

@@ -114,3 +114,312 @@ def test_an_import_into_a_store_on_a_full_disk_leaves_it_as_it_was(tmp_path):
 
     with CurveStore(tmp_path / "s.db", create=False) as store:
         assert len(store.runs()) == 6
+
+
+# -- 2. hangs: a pipe as a ladder file, sizes stated up front ----------------------------------
+
+def _cli(tmp_path: Path, *args, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scalekit_cli.app", *map(str, args)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+
+
+def _ladder_files(tmp_path: Path) -> tuple[Path, Path]:
+    run = tmp_path / "small.csv"
+    run.write_text("_step,batch_size_in_tokens,acc\n10,1000,0.3\n20,1000,0.4\n")
+    table = tmp_path / "runs.csv"
+    table.write_text("file,params\nsmall.csv,1e6\npipe.csv,1e7\n")
+    return run, table
+
+
+@pytest.mark.parametrize("command", [["store", "import", "small.csv", "pipe.csv", "--runs",
+                                      "runs.csv", "--store", "s.db"],
+                                     ["law", "task", "small.csv", "pipe.csv", "--runs", "runs.csv",
+                                      "--predict", "N=1e9,D=2e10"],
+                                     ["law", "task", "small.csv", "--runs", "pipe.csv",
+                                      "--predict", "N=1e9,D=2e10"]])
+def test_a_named_pipe_in_a_ladder_is_refused_not_read(tmp_path, command):
+    _ladder_files(tmp_path)
+    os.mkfifo(tmp_path / "pipe.csv")
+    done = _cli(tmp_path, *command)             # the old code blocks on the pipe: timeout
+    line = _one_error_line(done.returncode, done.stderr)
+    assert "pipe.csv" in line and "pipe" in line.split("pipe.csv", 1)[1]
+    assert not (tmp_path / "s.db").exists()
+
+
+MULTIPOWER_FIT = ('{"format": "scalekit.forecast/1", "params": {"L0": 2.0, "A": 0.6, '
+                  '"alpha": 0.5, "B": 300.0, "C": 2.0, "beta": 0.6, "gamma": 0.6}, '
+                  '"stats": {"warmup_steps": 100, "peak_rate": 0.001}}')
+
+
+def test_a_schedule_search_past_the_size_limit_is_refused_at_once(tmp_path):
+    (tmp_path / "mp.json").write_text(MULTIPOWER_FIT)
+    done = _cli(tmp_path, "plan", "--schedule-search", "--from", "mp.json", "--family", "free",
+                "--total-steps", "5000000")      # the old code: a MemoryError after minutes
+    line = _one_error_line(done.returncode, done.stderr)
+    assert "--total-steps" in line and "1000000" in line
+
+
+def test_a_schedule_spec_past_the_size_limit_is_refused(tmp_path):
+    from scalekit.errors import InputError
+    from scalekit.schedules import MAX_STEPS, parse_schedule
+
+    with pytest.raises(InputError, match="at most 1,000,000 steps"):
+        parse_schedule("cosine:warmup=100,peak=1e-3,final=1e-4,total=1e12")
+    assert parse_schedule(f"constant:warmup=10,peak=1e-3,total={MAX_STEPS}").total_steps \
+        == MAX_STEPS
+
+
+def test_a_grid_of_ten_to_the_twenty_runs_is_refused(tmp_path, capsys):
+    target = tmp_path / "target.csv"
+    target.write_text("params,tokens\n1e10,2e11\n")
+    grid = "N=1e7:1e9:10000000000,D=1e9:1e11:10000000000"
+    line = _one_error_line(main(["design", "--law", "chinchilla", "--budget", "5%", "--grid",
+                                 grid, "--target", str(target)]), capsys.readouterr().err)
+    assert "at most 1,000,000 runs" in line and "1e+20" in line
+
+
+# -- 3. design --store postgresql://… ---------------------------------------------------------
+
+def test_design_takes_a_postgresql_url_as_its_store(tmp_path, capsys):
+    target = tmp_path / "target.csv"
+    target.write_text("params,tokens\n1e10,2e11\n")
+    code = main(["design", "--law", "chinchilla", "--budget", "5%", "--grid",
+                 "N=1e7:1e9:4,D=1e9:1e11:4", "--target", str(target), "--store",
+                 "postgresql://user@127.0.0.1:1/nowhere"])
+    line = _one_error_line(code, capsys.readouterr().err)
+    assert "is_file" not in line and "127.0.0.1" in line
+
+
+# -- 4. exit 2, not 1, where the user is at fault ---------------------------------------------
+
+#: Bad run tables of a ladder: name -> (suffix, bytes, words of the one line).
+BAD_RUN_TABLES = {
+    "empty": (".csv", b"", "empty"),
+    "binary": (".csv", bytes(range(256)) * 4, "not a CSV table"),
+    "latin-1": (".csv", "file,params\nsmall.csv,1e6\n\xe9,3\n".encode("latin-1"), "UTF-8"),
+    "text params": (".csv", b"file,params\nsmall.csv,abc\n", "positive number"),
+    "nan params": (".csv", b"file,params\nsmall.csv,nan\n", "positive number"),
+    "list of strings": (".json", b'["a", "b"]', "list of runs"),
+    "olmo without n": (".json", b'{"1B": {"paths": ["small.csv"], "flops": 3}}', "`n`"),
+    "nested deep": (".json", b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
+}
+#: Bad evaluation files of a ladder run.
+BAD_RUN_FILES = {
+    "empty": (b"", "empty"),
+    "binary": (bytes(range(256)) * 4, "not a CSV table"),
+    "latin-1": ("_step,batch_size_in_tokens,acc\n10,1000,\xe9\n".encode("latin-1"), "UTF-8"),
+    "text tokens": (b"tokens,acc\nabc,0.3\n", "not a number"),
+    "header only": (b"tokens,acc\n", "no rows"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_RUN_TABLES)
+def test_a_bad_run_table_is_one_line(tmp_path, capsys, name):
+    run, _ = _ladder_files(tmp_path)
+    suffix, data, words = BAD_RUN_TABLES[name]
+    table = tmp_path / f"table{suffix}"
+    table.write_bytes(data)
+    db = tmp_path / "s.db"
+    line = _one_error_line(main(["store", "import", str(run), "--runs", str(table), "--store",
+                                 str(db)]), capsys.readouterr().err)
+    assert words in line and "table" in line
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("name", BAD_RUN_FILES)
+def test_a_bad_ladder_file_is_one_line(tmp_path, capsys, name):
+    run, table = _ladder_files(tmp_path)
+    data, words = BAD_RUN_FILES[name]
+    run.write_bytes(data)
+    line = _one_error_line(main(["law", "task", str(run), "--runs", str(table), "--predict",
+                                 "N=1e9,D=2e10"]), capsys.readouterr().err)
+    assert words in line and "small.csv" in line
+
+
+DESIGN_TABLES = {
+    "text loss": ("observed", "params,tokens,loss\n1e7,2e8,abc\n3e7,6e8,3.1\n", "'abc'"),
+    "negative loss": ("observed", "params,tokens,loss\n1e7,2e8,-3\n3e7,6e8,3.1\n", "-3"),
+    "infinite loss": ("observed", "params,tokens,loss\n1e7,2e8,inf\n3e7,6e8,3.1\n", "inf"),
+    "text params": ("observed", "params,tokens,loss\nabc,2e8,3\n3e7,6e8,3.1\n", "'abc'"),
+    "nan target": ("target", "params,tokens\n1e10,2e11\nnan,3e11\n", "nan"),
+    "header-only target": ("target", "params,tokens\n", "no rows"),
+    "text pool params": ("pool", "params,tokens\n1e7,2e8\nx,6e8\n", "'x'"),
+    "text pool cost": ("pool", "params,tokens,c\n1e7,2e8,abc\n3e7,6e8,3.1\n", "'abc'"),
+    "nan pool loss": ("pool", "params,tokens,loss\n1e7,2e8,nan\n3e7,6e8,3.1\n", "nan"),
+}
+
+
+@pytest.mark.parametrize("name", DESIGN_TABLES)
+def test_design_refuses_what_is_no_number_naming_the_row(tmp_path, capsys, name):
+    which, text, words = DESIGN_TABLES[name]
+    files = {"target": "params,tokens\n1e10,2e11\n"}
+    files[which] = text
+    for role, body in files.items():
+        (tmp_path / f"{role}.csv").write_text(body)
+    args = ["design", "--law", "chinchilla", "--budget", "5%", "-q",
+            "--target", str(tmp_path / "target.csv")]
+    if which == "pool":
+        args += ["--pool", str(tmp_path / "pool.csv")]
+        args += ["--cost", "c"] if "cost" in name else ["--replay"] if "loss" in name else []
+    else:
+        args += ["--grid", "N=1e7:1e9:4,D=1e9:1e11:4"]
+    if which == "observed":
+        args += ["--observed", str(tmp_path / "observed.csv")]
+    line = _one_error_line(main(args), capsys.readouterr().err)
+    assert f"--{which}" in line or "--cost" in line, line
+    assert words in line and ("row" in line or "no rows" in line), line
+
+
+@pytest.mark.parametrize("grid, words", [
+    ("N=1e7:1e9:4,N=1e7:1e9:4,D=1e9:1e11:4", "once"),
+    ("N=1e7:1e9:4,params=1e7:1e9:4,D=1e9:1e11:4", "once"),
+    ("N=1e7:1e9:4,,D=1e9:1e11:4", "single commas"),
+    ("N=1e8:1e8:4,D=1e9:1e11:4", "LOW < HIGH"),
+])
+def test_a_grid_that_repeats_or_skips_is_refused(tmp_path, capsys, grid, words):
+    target = tmp_path / "target.csv"
+    target.write_text("params,tokens\n1e10,2e11\n")
+    line = _one_error_line(main(["design", "--law", "chinchilla", "--budget", "5%", "--grid",
+                                 grid, "--target", str(target), "-q"]), capsys.readouterr().err)
+    assert "--grid" in line and words in line
+
+
+FIT_EDITS = {
+    "nan param": (lambda r: r["params"]["E"].update(value=float("nan")), "NaN"),
+    "negative param": (lambda r: r["params"]["A"].update(value=-5.0), "parameter A is -5"),
+    "text param": (lambda r: r["params"]["A"].update(value="abc"), "'abc'"),
+    "version 99": (lambda r: r.update(format="scalekit.fit/99"), "format version 99"),
+}
+
+
+@pytest.fixture(scope="module")
+def fit_report(tmp_path_factory):
+    import json
+
+    folder = tmp_path_factory.mktemp("fit")
+    good = _good(folder)
+    assert main(["fit", str(good), "--bootstrap", "0", "-q", "--json",
+                 str(folder / "fit.json")]) == 0
+    return json.loads((folder / "fit.json").read_text())
+
+
+@pytest.mark.parametrize("name", FIT_EDITS)
+def test_plan_from_a_damaged_fit_is_one_line(tmp_path, capsys, fit_report, name):
+    import copy
+    import json
+
+    edit, words = FIT_EDITS[name]
+    report = copy.deepcopy(fit_report)
+    edit(report)
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps(report))
+    line = _one_error_line(main(["plan", "--from", str(path), "--target-compute", "1e21", "-q"]),
+                           capsys.readouterr().err)
+    assert words in line and "fit.json" in line
+
+
+@pytest.mark.parametrize("command", [["plan", "--from", "{}", "--target-compute", "1e21"],
+                                     ["report", "{}", "-o", "page.html"]])
+def test_json_nested_too_deep_is_one_line(tmp_path, capsys, command):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    args = [a.format(path) if a == "{}" else str(tmp_path / a) if a.endswith(".html") else a
+            for a in command]
+    line = _one_error_line(main(args), capsys.readouterr().err)
+    assert "nested too deep" in line
+    assert not (tmp_path / "page.html").exists()
+
+
+def test_a_report_of_a_newer_format_is_refused(tmp_path, capsys, fit_report):
+    import json
+
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps({**fit_report, "format": "scalekit.fit/99"}))
+    line = _one_error_line(main(["report", str(path), "-o", str(tmp_path / "page.html")]),
+                           capsys.readouterr().err)
+    assert "format version 99" in line and "upgrade" in line
+
+
+def test_plan_compare_past_the_largest_float_is_one_line(tmp_path, capsys, fit_report):
+    import json
+
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps(fit_report))
+    line = _one_error_line(main(["plan", "--from", str(path), "--compare", "1e300,1e300", "-q"]),
+                           capsys.readouterr().err)
+    assert "finite compute" in line
+
+
+def test_a_schedule_that_rises_after_the_warm_up_is_refused():
+    from scalekit.errors import InputError
+    from scalekit.schedules import parse_schedule
+
+    for spec in ("cosine:warmup=10,peak=1e-3,final=1e-2,total=100",
+                 "wsd:warmup=10,peak=1e-3,final=1e-2,decay=50,total=100",
+                 "two_stage:warmup=10,peak=1e-3,second=1e-2,switch=50,total=100"):
+        with pytest.raises(InputError, match="at most peak"):
+            parse_schedule(spec)
+
+
+def test_runs_whose_lr_is_zero_throughout_are_refused_before_the_fit(tmp_path, capsys):
+    files = []
+    for name in ("cos", "const"):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("step,lr,loss\n" + "".join(f"{s},0.0,{3 + 100 / s}\n"
+                                                   for s in range(100, 3000, 50)))
+        files.append(str(path))
+    code = main(["forecast", *files, "--method", "multipower", "--fit-on", "cos", "--evaluate"])
+    out, err = capsys.readouterr()
+    line = _one_error_line(code, err)
+    assert "learning rate of 0" in line and "DLASCL" not in out + err
+
+
+def _data_constrained_runs(path: Path) -> Path:
+    from scalekit.laws import get_law
+
+    truth = {"E": 1.87, "A": 521.0, "B": 1488.0, "alpha": 0.353, "beta": 0.353,
+             "rstar_d": 15.39, "rstar_n": 5.31}
+    rng = np.random.default_rng(0)
+    n, u = 10 ** rng.uniform(7, 9.5, 60), 10 ** rng.uniform(8, 10, 60)
+    d = u * 10 ** rng.uniform(-0.3, 2.2, 60)
+    loss = get_law("data_constrained").predict({"params": n, "tokens": d, "unique_tokens": u},
+                                               truth)
+    path.write_text("params,tokens,U,loss\n" + "".join(
+        f"{a:.6g},{b:.6g},{c:.6g},{e:.6f}\n" for a, b, c, e in zip(n, d, u, loss, strict=True)))
+    return path
+
+
+@pytest.mark.parametrize("command", [
+    ["plan", "{}", "--law", "data_constrained", "--compute", "1e21", "--unique-tokens", "1e9"],
+    ["fit", "{}", "--law", "data_constrained"]])
+def test_a_data_constrained_page_draws_the_law_one_input_at_a_time(tmp_path, capsys, command):
+    runs = _data_constrained_runs(tmp_path / "runs.csv")
+    page = tmp_path / "page.html"
+    args = [str(runs) if a == "{}" else a for a in command]
+    assert main([*args, "--bootstrap", "0", "-q", "--html", str(page)]) == 0, \
+        capsys.readouterr().err
+    text = page.read_text()
+    assert "one input at a time" in text and text.count("<svg") >= 1
+
+
+# -- 6. secrets and spreadsheets ---------------------------------------------------------------
+
+def test_forecast_tsv_escapes_names_a_spreadsheet_would_run(tmp_path, capsys):
+    names = ["=1+2", "+x", "-y", "@z"]
+    path = tmp_path / "runs.csv"
+    path.write_text("run,step,loss\n" + "".join(
+        f'"{name}",{s},{2 + (5 + i) / s ** 0.5}\n' for i, name in enumerate(names)
+        for s in range(10, 210, 10)))
+    assert main(["forecast", str(path), "--to", "400", "--format", "tsv"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.strip().splitlines()]
+    assert sorted(row[0] for row in rows[1:]) == sorted("'" + name for name in names)
+    assert all(not cell.startswith(("=", "+", "@")) for row in rows for cell in row)
+
+
+def test_tsv_cells_escape_formulas_but_keep_numbers():
+    from scalekit.report import render_tables
+
+    text = render_tables([{"columns": ["run", "=sum"], "rows": [["-cmd|x", -0.5],
+                                                               ["@a\tb", 3.0]]}], "tsv")
+    assert text.splitlines() == ["run\t'=sum", "'-cmd|x\t-0.5", "'@a b\t3.0"]
