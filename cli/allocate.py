@@ -16,14 +16,16 @@ from pathlib import Path
 import typer
 
 from .options import html_option, map_option, seed_option
-from .common import (choice_argument, choice_option, display, format_option, json_option,
+from .common import (check_executor, choice_argument, choice_option, display, format_option, json_option,
                      library_choices, on_interrupt, open_curves, parse_mapping, plot_option,
                      print_renderable, print_tables, quiet_option, store_option)
 
 MODES = ("replay", "plan", "run")
 allocate_app = typer.Typer(name="allocate", no_args_is_help=True,
-                           help="Spend a compute budget on a sweep: Successive Halving guided by "
-                                "surrogate forecasts (replay, plan or run).")
+                           help="Spend a compute budget on a sweep: by default probe cheap "
+                                "runs, fit L(N, D) and finish what the budget affords "
+                                "(--policy commit); Successive Halving by loss, forecast or "
+                                "frontier on request (replay, plan or run).")
 
 
 def _positive(flag: str):
@@ -198,6 +200,7 @@ def run_command(
     from scalekit.allocate import parse_budget
     from scalekit.errors import InputError
 
+    check_executor(executor, ray_address)
     if store is None:
         raise InputError("allocate run writes into a store: give --store DB")
     flops = _budget(budget, "run", parse_budget)

@@ -74,6 +74,16 @@ def store_location(text: Any) -> Any:
     return text if is_server_url(text) else Path(text)
 
 
+def check_executor(executor: str, ray_address: str | None) -> None:
+    """``--ray-address`` names the cluster of ``--executor ray``: with another executor it
+    would be ignored, so it is refused before any work."""
+    if ray_address is not None and executor != "ray":
+        from scalekit.errors import InputError
+
+        raise InputError(f"--ray-address goes with --executor ray (the executor is "
+                         f"{executor!r}, which would ignore it)")
+
+
 def display(location: Any) -> str:
     """A store location as messages show it: a URL's passwords masked
     (:func:`scalekit.curves.display`)."""

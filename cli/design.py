@@ -10,6 +10,7 @@ from .common import (
     checked_number,
     choice_option,
     library_choices,
+    on_interrupt,
     plot_option,
     quiet_option,
     seed_option,
@@ -102,6 +103,8 @@ def design(
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, result, input_sha256=None, seed=seed,
                                settings=settings)
+        on_interrupt(lambda: f"the JSON report {json_out} was written whole"
+                     + ("" if html is None and plot is None else "; no page or figure was"))
     if plot is not None or html is not None:
         from scalekit.report import plot_design
 

@@ -248,8 +248,7 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
                     raise InputError(f"run {run!r} is in two files; give each run once",
                                      source=str(path))
                 owners[run] = path
-    result = multipower_forecast(frame, fit_on=[r.strip() for r in fit_on.split(",")
-                                                if r.strip()],
+    result = multipower_forecast(frame, fit_on=fit_on.split(","),
                                  predict_schedule=predict, evaluate=evaluate,
                                  schedules=specs, y=y, total_steps=None if total_steps is None
                                  else dict.fromkeys(set(frame["run"].astype(str)), total_steps),

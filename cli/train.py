@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from .common import (EXPORT_SUFFIXES, checked_number, choice_argument, choice_option, display,
+from .common import (EXPORT_SUFFIXES, check_executor, checked_number, choice_argument,
+                     choice_option, display,
                      library_choices, on_interrupt, output_option, points_kept, print_tables,
                      quiet_option, store_option)
 from .options import json_option
@@ -129,6 +130,8 @@ def train(
 ) -> None:
     """Train a sweep (every combination of the grids) and log each evaluation to the store."""
     from scalekit.train import SweepResult, SweepSpec, run_sweep
+
+    check_executor(executor, ray_address)
 
     settings = _read_config(config) if config is not None else {}
     settings["task"] = task

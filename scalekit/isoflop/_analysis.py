@@ -106,7 +106,8 @@ def _estimators(settings: dict, seed: int) -> dict:
                                          tolerance=settings["budget_tolerance"],
                                          window=settings.get("window"),
                                          n_boot=settings["bootstrap"], **common),
-            "3": lambda: ParametricOptimum(n_boot=settings["bootstrap"], **common)}
+            "3": lambda: ParametricOptimum(n_boot=settings["bootstrap"],
+                                           drop_top=settings.get("drop_top", 0), **common)}
 
 
 def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None) -> IsoFLOPReport:

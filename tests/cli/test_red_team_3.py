@@ -369,7 +369,8 @@ def test_runs_whose_lr_is_zero_throughout_are_refused_before_the_fit(tmp_path, c
         path.write_text("step,lr,loss\n" + "".join(f"{s},0.0,{3 + 100 / s}\n"
                                                    for s in range(100, 3000, 50)))
         files.append(str(path))
-    code = main(["forecast", *files, "--method", "multipower", "--fit-on", "cos", "--evaluate"])
+    code = main(["forecast", *files, "--method", "multipower", "--fit-on", "cos,const",
+                 "--evaluate"])
     out, err = capsys.readouterr()
     line = _one_error_line(code, err)
     assert "learning rate of 0" in line and "DLASCL" not in out + err
@@ -423,3 +424,103 @@ def test_tsv_cells_escape_formulas_but_keep_numbers():
     text = render_tables([{"columns": ["run", "=sum"], "rows": [["-cmd|x", -0.5],
                                                                ["@a\tb", 3.0]]}], "tsv")
     assert text.splitlines() == ["run\t'=sum", "'-cmd|x\t-0.5", "'@a b\t3.0"]
+
+
+# -- 7. what a first-time user meets -----------------------------------------------------------
+
+def test_isoflop_reads_its_published_file_with_a_comment_line(published_data, capsys):
+    path = published_data / "next_pixel_isoflop.csv"
+    assert path.read_text().startswith("#")
+    assert main(["isoflop", str(path), "--bootstrap", "0"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    verdict = " ".join(line for line in out.splitlines() if line.startswith("verdict"))
+    warnings = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert warnings and f"{len(warnings)} further warning" in " ".join(out.split())
+    assert "verdict:" in verdict
+
+
+
+@pytest.mark.parametrize("fit_on, words", [("cos", "at least two"), ("cos,,const", "empty"),
+                                           ("cos,cos", "each run once")])
+def test_multipower_fit_on_names_two_runs_once_each(tmp_path, capsys, fit_on, words):
+    from multipower_runs import schedule_runs
+
+    runs = schedule_runs(tmp_path, {"cos": "cosine:warmup=100,peak=1e-3,final=1e-4,total=3000",
+                                    "const": "constant:warmup=100,peak=1e-3,total=3000"},
+                         (2.0, 0.6, 0.5, 300.0, 2.0, 0.6, 0.6))
+    line = _one_error_line(main(["forecast", *runs, "--method", "multipower", "--fit-on", fit_on,
+                                 "--evaluate"]), capsys.readouterr().err)
+    assert "--fit-on" in line and words in line
+
+
+def test_isoflop_drop_top_gives_the_exponent_fit_drop_top_gives(published_data, tmp_path):
+    """Approach 3 is the Chinchilla law fitted to the points: with the five highest losses
+    dropped it must give fit --drop-top 5's a = beta / (alpha + beta) (0.514, not 0.565)."""
+    import json
+
+    path = published_data / "chinchilla_epoch_svg.csv"
+    iso, fit = tmp_path / "iso.json", tmp_path / "fit.json"
+    assert main(["isoflop", str(path), "--approach", "3", "--bootstrap", "0", "--drop-top", "5",
+                 "-q", "--json", str(iso)]) == 0
+    assert main(["fit", str(path), "--drop-top", "5", "--bootstrap", "0", "-q", "--json",
+                 str(fit)]) == 0
+    values = {k: p["value"] for k, p in json.loads(fit.read_text())["params"].items()}
+    a = json.loads(iso.read_text())["approaches"]["3 parametric law"]["a"]["value"]
+    assert a == pytest.approx(values["beta"] / (values["alpha"] + values["beta"]), abs=2e-3)
+    assert a == pytest.approx(0.514, abs=0.005)
+
+
+def test_isoflop_metric_given_twice_is_refused(published_data, capsys):
+    line = _one_error_line(main(["isoflop", str(published_data / "chinchilla_epoch_svg.csv"),
+                                 "--metric", "loss", "--metric", "loss"]),
+                           capsys.readouterr().err)
+    assert "--metric" in line and "different metric" in line
+
+
+def test_a_negative_unique_token_count_is_refused(tmp_path, capsys):
+    runs = _data_constrained_runs(tmp_path / "runs.csv")
+    lines = runs.read_text().splitlines()
+    cells = lines[1].split(",")
+    cells[2] = "-" + cells[2]
+    runs.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    line = _one_error_line(main(["plan", str(runs), "--law", "data_constrained", "--compute",
+                                 "1e21", "--unique-tokens", "1e9", "--bootstrap", "0"]),
+                           capsys.readouterr().err)
+    assert "unique_tokens" in line and "not positive" in line and ":2" in line
+
+
+def test_design_interrupted_after_its_json_says_the_json_was_written(tmp_path, capsys,
+                                                                     monkeypatch):
+    import scalekit.report
+
+    def interrupted(*args, **kwargs):                 # Ctrl-C while the figure is drawn
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scalekit.report, "plot_design", interrupted)
+    target, out = tmp_path / "target.csv", tmp_path / "design.json"
+    target.write_text("params,tokens\n1e10,2e11\n")
+    code = main(["design", "--law", "chinchilla", "--budget", "5%", "--grid",
+                 "N=1e7:1e9:4,D=1e9:1e11:4", "--target", str(target), "-q", "--json", str(out),
+                 "--html", str(tmp_path / "design.html")])
+    err = capsys.readouterr().err
+    assert code == 130 and "nothing was written" not in err
+    assert f"{out} was written whole" in err and out.stat().st_size > 0
+
+
+def test_ray_address_without_the_ray_executor_is_refused(tmp_path, capsys):
+    line = _one_error_line(main(["train", "teacher_student", "--store", str(tmp_path / "s.db"),
+                                 "--ray-address", "10.0.0.1:6379"]), capsys.readouterr().err)
+    assert "--ray-address goes with --executor ray" in line
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_words_a_reader_meets():
+    from scalekit.design import DesignResult
+    from scalekit.diagnostics import Diagnostic
+    from scalekit.fit._plan_report import PlanReport
+
+    assert "an ensemble design" in DesignResult._summary_title(
+        type("R", (), {"replay": False, "method": "ensemble", "law": {"name": "chinchilla"}})())
+    one = [Diagnostic("extrapolation", "warning", "far")]
+    assert PlanReport.verdict(type("P", (), {"diagnostics": one})()).startswith(
+        "verdict: 1 warning (")
