@@ -345,7 +345,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
                          plot, rung_policy="forecast", title=f"budget {_share(last)}, first seed")
     report = {"mode": "replay", **result.to_dict(), "rung_tables": rung_tables}
     shown = [f"rungs at budget {b}:\n{t}" for b, t in rung_tables.items()][:1]
-    return report, (shown, [table])
+    return report, ([*shown, *(f"winner: {line}" for line in result.winners())], [table])
 
 
 def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):

@@ -145,7 +145,8 @@ def forecast(
         notes.append("--plot draws forecasts; with --evaluate no plot is written")
     if not quiet:
         print_tables([shown_table], fmt)
-        for line in [*(f"note: {n}" for n in collapse_notes(notes)),
+        for line in [*(n if n.startswith(("warning: ", "error: ")) else f"note: {n}"
+                       for n in collapse_notes(notes)),
                      *(d.line() for d in curves.diagnostics)]:
             typer.echo(line, err=True)
     if json_out is not None:

@@ -141,15 +141,12 @@ def replay_page(result, body: dict, settings: dict) -> str:
     from scalekit.report import html_page
 
     averages = result.averages
-    answer = []
-    for budget, rows in averages.groupby("budget", sort=False):
-        best = rows.loc[rows["best_loss"].idxmin()]
-        answer.append(f"budget {format_number(budget)}: {best['policy']} reaches loss "
-                      f"{format_number(best['best_loss'])} with "
-                      f"{best['compute_fraction']:.1%} of the exhaustive sweep's compute")
     figure = plot_replay_summary(averages).figure
-    return html_page(f"Allocation replay (exhaustive sweep {format_number(result.exhaustive_compute)}"
-                     " FLOPs)", answer=answer,
+    winners = result.winners()
+    title = ("Allocation replay: " + winners[0].split(": ", 1)[1].split(",")[0]
+             if len(winners) == 1 else f"Allocation replay over {len(winners)} budgets")
+    return html_page(title, answer=[*winners, "reference: the exhaustive sweep, "
+                                    f"{format_number(result.exhaustive_compute)} FLOPs"],
                      figures=[("Best loss against compute used, by policy", figure)],
                      tables=[("Averages over seeds", averages)], settings=settings)
 

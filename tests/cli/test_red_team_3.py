@@ -524,3 +524,31 @@ def test_words_a_reader_meets():
     one = [Diagnostic("extrapolation", "warning", "far")]
     assert PlanReport.verdict(type("P", (), {"diagnostics": one})()).startswith(
         "verdict: 1 warning (")
+
+
+def test_a_forecast_whose_bands_coincide_says_they_are_no_intervals(tmp_path, capsys):
+    path = tmp_path / "one.csv"
+    path.write_text("run,step,loss\n" + "".join(f"only,{s},{2 + 5 / s ** 0.5}\n"
+                                                for s in range(10, 210, 10)))
+    assert main(["forecast", str(path), "--to", "400"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: run 'only': the 80% and 95% bands at the target coincide" in err
+    assert "note: warning" not in err
+
+
+def test_allocate_replay_names_its_winner_and_gives_the_reference_no_regret(tmp_path, capsys):
+    import json
+
+    sample = Path(__file__).resolve().parents[2] / "data" / "sample_curves.csv"
+    out, page = tmp_path / "replay.json", tmp_path / "replay.html"
+    assert main(["allocate", "replay", "--curves", str(sample), "--budget", "10%", "--seeds",
+                 "2", "--json", str(out), "--html", str(page)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    averages = json.loads(out.read_text())["averages"]
+    policies = [row for row in averages if row["policy"] != "exhaustive"]
+    best = min(policies, key=lambda row: row["best_loss"])
+    assert f"winner: budget 0.1: policy '{best['policy']}' reaches the lowest loss" in printed
+    (reference,) = [row for row in averages if row["policy"] == "exhaustive"]
+    assert reference["regret"] is None                   # not -0.04: it spent the whole sweep
+    headline = page.read_text().split("<h1>", 1)[1].split("</h1>", 1)[0]
+    assert "exhaustive" not in headline and best["policy"] in headline
