@@ -239,18 +239,21 @@ def _lines(body: dict) -> list[str]:
 def _tables(report, target, level) -> list[dict]:
     """The report's tables as data (:mod:`scalekit.report._tables`): the allocation by
     approach, approach 2's budgets, the spread explained by its warnings."""
-    from scalekit.formatting import MISSING, format_number, format_with_interval
+    from scalekit.formatting import MISSING, format_number
+    from scalekit.report import Estimate
 
-    def g(value, digits: int = 3) -> str:
-        return format_number(value, digits)
+    def g(value, digits: int = 3):
+        """A number, shown with 4 digits in a table and in full in TSV and JSON."""
+        return value
 
-    def ci(value, pair, digits: int = 3) -> str:
-        return format_with_interval(value, pair, digits)
+    def ci(value, pair, digits: int = 3):
+        return Estimate(value, *pair, digits=digits)
 
     pct = f"{100 * level:g}%"
     columns = ["approach", f"a [{pct}]", f"b [{pct}]", "k_N", "k_D"]
     if target is not None:
-        columns += [f"N*({g(target)}) [{pct}]", f"D*({g(target)}) [{pct}]"]
+        columns += [f"N*({format_number(target, 3)}) [{pct}]",
+                    f"D*({format_number(target, 3)}) [{pct}]"]
     rows = []
     for r in report.body["comparison"]:
         row = [r["approach"], ci(r["a"], (r["a_lo"], r["a_hi"])),

@@ -294,16 +294,16 @@ def _print(body: dict, level: float, fmt: str, verbose: bool) -> None:
                  lines=lines)
 
 
-def _g(value, digits: int = 3) -> str:
-    from scalekit.formatting import format_number
+def _g(value, digits: int = 3):
+    """A number as a cell: formatted when shown in a table, in full in TSV and JSON."""
+    return value
 
-    return format_number(value, digits)
 
+def _ci(value, ci, digits: int = 3):
+    from scalekit.report import Estimate
 
-def _ci(value, ci, digits: int = 3) -> str:
-    from scalekit.formatting import format_with_interval
-
-    return format_with_interval(value, ci, digits)
+    low, high = ci if ci is not None else (None, None)
+    return Estimate(value, low, high, digits=digits)
 
 
 def register(app: typer.Typer) -> None:

@@ -552,3 +552,36 @@ def test_allocate_replay_names_its_winner_and_gives_the_reference_no_regret(tmp_
     assert reference["regret"] is None                   # not -0.04: it spent the whole sweep
     headline = page.read_text().split("<h1>", 1)[1].split("</h1>", 1)[0]
     assert "exhaustive" not in headline and best["policy"] in headline
+
+
+def test_a_design_figure_of_a_huge_pool_stays_small(tmp_path):
+    import pandas as pd
+
+    from scalekit.report import plot_design
+
+    rng = np.random.default_rng(1)
+    pool = pd.DataFrame({"params": 10 ** rng.uniform(7, 9, 200_000),
+                         "tokens": 10 ** rng.uniform(9, 11, 200_000)})
+    target = pd.DataFrame({"params": [1e10], "tokens": [2e11]})
+    result = {"law": {"inputs": ["params", "tokens"]}, "chosen": [{"row": 5}, {"row": 7}],
+              "method": "ensemble", "spent": 0.01}
+    path = tmp_path / "design.svg"
+    ax = plot_design(result, pool, target, path=path)
+    assert path.stat().st_size < 1_000_000            # the old figure: every dot, ~60 MB
+    labels = ax.get_legend_handles_labels()[1]
+    assert "candidates (2,000 of 200,000 drawn at random)" in labels
+
+
+def test_machine_formats_carry_numbers_not_formatted_intervals(published_data, capsys):
+    import json
+
+    assert main(["isoflop", str(published_data / "chinchilla_epoch_svg.csv"), "--approach", "2",
+                 "--bootstrap", "20", "--format", "json"]) == 0
+    (first, *_) = json.loads(capsys.readouterr().out)
+    assert first["columns"][:4] == ["approach", "a", "a low [95%]", "a high [95%]"]
+    for row in first["rows"]:
+        assert all(isinstance(cell, float) for cell in row[1:])
+        assert row[2] < row[1] < row[3]
+    assert main(["isoflop", str(published_data / "chinchilla_epoch_svg.csv"), "--approach", "2",
+                 "--bootstrap", "20"]) == 0
+    assert "[" in capsys.readouterr().out          # the table still shows value [low, high]
