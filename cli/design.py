@@ -128,7 +128,7 @@ def _table(path: Path, flag: str):
         return pd.read_csv(path)
     except (ValueError, OSError) as error:
         raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a readable "
-                         f"CSV or Parquet table ({str(error)[:80]}).") from None
+                         f"CSV or Parquet table ({' '.join(str(error).split())}).") from None
 
 
 def _budget(text: str, pool_cost: float) -> float:

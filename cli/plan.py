@@ -130,7 +130,6 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, html, 
 
     from scalekit import serialise
     from scalekit.errors import InputError
-    from scalekit.formatting import format_interval, format_number
     from scalekit.laws import MULTIPOWER_PARAMS
     from scalekit.report import table_data
     from scalekit.serialise import read_json
@@ -161,12 +160,18 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, html, 
     result = search_schedule(params, total_steps=total_steps, warmup=warmup, peak=peak,
                              family=family, covariance=stats.get("covariance"))
     if not quiet:
-        rows = [["best", result.best, format_number(result.best_loss)],
-                ["cosine", result.baseline, format_number(result.baseline_loss)],
-                ["gain", "", f"{format_number(result.gain)} (95% "
-                             f"{format_interval(result.gain_interval)})"]]
-        print_tables([table_data(f"schedule search ({family}, {total_steps} steps)",
-                                 ["", "schedule", "predicted final loss"], rows)], fmt)
+        from scalekit.report import Estimate
+
+        rows = [["best", result.best, result.best_loss],
+                ["cosine", result.baseline, result.baseline_loss],
+                ["gain", "", Estimate(result.gain, *result.gain_interval, digits=4)]]
+        columns, lines = ["", "schedule", "predicted final loss [95%]"], []
+        if fmt == "table":  # a spec whole on its own line, not folded mid-word in a cell
+            rows = [[row[0], row[2]] for row in rows]
+            columns = [columns[0], columns[2]]
+            lines = [f"best: {result.best}", f"cosine: {result.baseline}"]
+        print_tables([table_data(f"schedule search ({family}, {total_steps} steps)", columns,
+                                 rows)], fmt, lines=lines)
     settings = {"schedule_search": True, "from": str(from_fit), "total_steps": total_steps,
                 "family": family}
     if plot is not None or html is not None:

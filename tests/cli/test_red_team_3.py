@@ -585,3 +585,15 @@ def test_machine_formats_carry_numbers_not_formatted_intervals(published_data, c
     assert main(["isoflop", str(published_data / "chinchilla_epoch_svg.csv"), "--approach", "2",
                  "--bootstrap", "20"]) == 0
     assert "[" in capsys.readouterr().out          # the table still shows value [low, high]
+
+
+def test_schedule_search_prints_each_spec_whole(tmp_path, capsys):
+    import json
+
+    (tmp_path / "mp.json").write_text(MULTIPOWER_FIT)
+    out = tmp_path / "search.json"
+    assert main(["plan", "--schedule-search", "--from", str(tmp_path / "mp.json"),
+                 "--total-steps", "3000", "--json", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    report = json.loads(out.read_text())
+    assert f"best: {report['best']}" in lines and f"cosine: {report['baseline']}" in lines
