@@ -151,6 +151,22 @@ def replay_page(result, body: dict, settings: dict) -> str:
                      tables=[("Averages over seeds", averages)], settings=settings)
 
 
+def task_page(result, body: dict, settings: dict) -> str:
+    """The page of a ``law task`` prediction (:class:`~scalekit.planners.TaskLawResult`):
+    its answer, the figure of both steps, the predictions."""
+    from scalekit.report import plot_task_law
+
+    return result_page(result, body, settings, table=result.to_frame(), figures=[
+        ("Task loss and accuracy against the ladder, with the prediction",
+         plot_task_law(result))])
+
+
+def search_page(result, body: dict, settings: dict) -> str:
+    """The page of a schedule search (:class:`~scalekit.surrogates.ScheduleSearch`): the best
+    schedule, its gain over cosine, every candidate (the curves need the fit: ``--html``)."""
+    return result_page(result, body, settings, table=result.to_frame())
+
+
 def result_page(result, body: dict, settings: dict, figures=(), table=None) -> str:
     """The page of a result with no figure of its own to lead with (an allocation plan or
     run, a task-law prediction): its summary's first section as the answer, the other
@@ -196,11 +212,13 @@ def report(
     key = "allocate replay" if kind == "allocate" and data.get("mode") == "replay" else kind
     if key == "forecast" and "evaluation" in data:
         key = "forecast --evaluate"
+    if key == "plan" and (data.get("settings") or {}).get("schedule_search"):
+        key = "plan --schedule-search"
     builders = _builders()
     if key not in builders or "groups" in data:
         raise InputError("pages are made from fit, isoflop (several --metric too), forecast "
-                         "(--evaluate too), allocate "
-                         f"replay and law depth|classes|inference-k reports (one law or table), "
+                         "(--evaluate too), allocate replay, law task, plan --schedule-search "
+                         f"and law depth|classes|inference-k reports (one law or table), "
                          f"but this is a {key or 'unknown'} report; write its page with --html "
                          "as it runs", source=str(result))
     cls, build = builders[key]
@@ -216,8 +234,10 @@ def _builders() -> dict:
     from scalekit.fit import FitResult
     from scalekit.isoflop import IsoFLOPReport
     from scalekit.isoflop import MetricComparison
+    from scalekit.planners import TaskLawResult
     from scalekit.surrogates import Forecast
     from scalekit.surrogates import ForecastScores
+    from scalekit.surrogates import ScheduleSearch
 
     from .fit import fit_page
 
@@ -225,6 +245,8 @@ def _builders() -> dict:
             "forecast": (Forecast, forecast_page), "allocate replay": (ReplayResult, replay_page),
             "forecast --evaluate": (ForecastScores, scores_page),
             "isoflop_metrics": (MetricComparison, metrics_page),
+            "task_law": (TaskLawResult, task_page),
+            "plan --schedule-search": (ScheduleSearch, search_page),
             **{f"law.{name}": (FitResult, law_page) for name in ("depth", "classes", "inference_k")}}
 
 

@@ -34,6 +34,7 @@ _LAZY = {
     "plan_depth_in_data": "scalekit.planners._measured_laws",
     "plan_tree_in_data": "scalekit.planners._measured_laws",
     "TASKS": "scalekit.planners._task_law",
+    "TaskLawResult": "scalekit.planners._task_law",
     "evaluate_holdout": "scalekit.planners._task_law",
     "predict_tasks": "scalekit.planners._task_law",
 }

@@ -597,3 +597,21 @@ def test_schedule_search_prints_each_spec_whole(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     report = json.loads(out.read_text())
     assert f"best: {report['best']}" in lines and f"cosine: {report['baseline']}" in lines
+
+
+def test_report_draws_the_law_task_and_schedule_search_json(published_data, tmp_path):
+    import json
+
+    folder = published_data / "olmo_ladder"
+    task, search = tmp_path / "task.json", tmp_path / "search.json"
+    assert main(["law", "task", *map(str, sorted(folder.glob("*xC.csv"))), "--runs",
+                 str(folder / "final.json"), "--predict", "N=6.89e9,D=3.95e12", "--task",
+                 "piqa_val_5shot", "--bootstrap", "0", "-q", "--json", str(task)]) == 0
+    (tmp_path / "mp.json").write_text(MULTIPOWER_FIT)
+    assert main(["plan", "--schedule-search", "--from", str(tmp_path / "mp.json"),
+                 "--total-steps", "3000", "-q", "--json", str(search)]) == 0
+    for report, words in ((task, "piqa_val_5shot"), (search, json.loads(
+            search.read_text())["best"])):
+        page = tmp_path / f"{report.stem}.html"
+        assert main(["report", str(report), "-o", str(page)]) == 0
+        assert words in page.read_text()
