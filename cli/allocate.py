@@ -16,14 +16,16 @@ from pathlib import Path
 import typer
 
 from .options import html_option, map_option, seed_option
-from .common import (choice_argument, choice_option, format_option, json_option,
+from .common import (check_executor, choice_argument, choice_option, display, format_option, json_option,
                      library_choices, on_interrupt, open_curves, parse_mapping, plot_option,
                      print_renderable, print_tables, quiet_option, store_option)
 
 MODES = ("replay", "plan", "run")
 allocate_app = typer.Typer(name="allocate", no_args_is_help=True,
-                           help="Spend a compute budget on a sweep: Successive Halving guided by "
-                                "surrogate forecasts (replay, plan or run).")
+                           help="Spend a compute budget on a sweep: by default probe cheap "
+                                "runs, fit L(N, D) and finish what the budget affords "
+                                "(--policy commit); Successive Halving by loss, forecast or "
+                                "frontier on request (replay, plan or run).")
 
 
 def _positive(flag: str):
@@ -198,6 +200,7 @@ def run_command(
     from scalekit.allocate import parse_budget
     from scalekit.errors import InputError
 
+    check_executor(executor, ray_address)
     if store is None:
         raise InputError("allocate run writes into a store: give --store DB")
     flops = _budget(budget, "run", parse_budget)
@@ -342,7 +345,7 @@ def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, c
                          plot, rung_policy="forecast", title=f"budget {_share(last)}, first seed")
     report = {"mode": "replay", **result.to_dict(), "rung_tables": rung_tables}
     shown = [f"rungs at budget {b}:\n{t}" for b, t in rung_tables.items()][:1]
-    return report, (shown, [table])
+    return report, ([*shown, *(f"winner: {line}" for line in result.winners())], [table])
 
 
 def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
@@ -390,7 +393,7 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
                fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource))
     if not quiet and bracket is not None:  # the rung table comes before any training
         print_renderable(Text(format_rung_table(bracket, unit=trainer.resource)))
-    on_interrupt(lambda: f"the store {store} keeps {_finished(store, task)} of task {task!r}; "
+    on_interrupt(lambda: f"the store {display(store)} keeps {_finished(store, task)} of task {task!r}; "
                  "run the same command again to resume")
     pool = None
     if executor == "ray":  # the trainer calls go to Ray; results come back to this process

@@ -168,6 +168,17 @@ def ctrl_c_within(exc: BaseException) -> bool:
     return False
 
 
+def _no_space(exc: BaseException) -> str | None:
+    """The one line for a write that a full device refused (an ``OSError`` that no writer
+    turned into an :class:`InputError`); None for any other error."""
+    if not isinstance(exc, OSError):
+        return None
+    from scalekit.serialise import no_space
+
+    full = no_space(exc, exc.filename or os.getcwd() + os.sep + "output")
+    return None if full is None else str(full)
+
+
 def _run(args: list[str]) -> int:
     from .allocate import legacy_args
     from .common import in_flags, interrupted_line
@@ -197,6 +208,10 @@ def _run(args: list[str]) -> int:
         if ctrl_c_within(exc):
             typer.echo(interrupted_line(args, run), err=True)
             return INTERRUPTED
+        full = _no_space(exc)
+        if full is not None:
+            typer.echo(f"error: {full}", err=True)
+            return 2
         if os.environ.get("SCALEKIT_DEBUG"):
             raise
         typer.echo(f"internal error: {type(exc).__name__}: {exc} "

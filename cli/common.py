@@ -74,6 +74,24 @@ def store_location(text: Any) -> Any:
     return text if is_server_url(text) else Path(text)
 
 
+def check_executor(executor: str, ray_address: str | None) -> None:
+    """``--ray-address`` names the cluster of ``--executor ray``: with another executor it
+    would be ignored, so it is refused before any work."""
+    if ray_address is not None and executor != "ray":
+        from scalekit.errors import InputError
+
+        raise InputError(f"--ray-address goes with --executor ray (the executor is "
+                         f"{executor!r}, which would ignore it)")
+
+
+def display(location: Any) -> str:
+    """A store location as messages show it: a URL's passwords masked
+    (:func:`scalekit.curves.display`)."""
+    from scalekit.curves import display as shown
+
+    return shown(location)
+
+
 def is_server_url(value: Any) -> bool:
     """Whether a store location is a PostgreSQL URL (see :mod:`scalekit.curves._database`)."""
     from scalekit.curves import is_server_url as server
@@ -291,7 +309,7 @@ def open_curves(file: Path | None, store: Path | None, mapping: dict[str, str] |
     with CurveStore(store, create=False) as opened:
         curves = opened.curves(metric=metric)
     if curves.frame.empty:
-        raise InputError(f"the store holds no points of metric {metric!r}", source=str(store))
+        raise InputError(f"the store holds no points of metric {metric!r}", source=display(store))
     digest = hashlib.sha256(curves.frame.to_csv(index=False).encode()).hexdigest()
     return curves, digest
 

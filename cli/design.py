@@ -10,6 +10,7 @@ from .common import (
     checked_number,
     choice_option,
     library_choices,
+    on_interrupt,
     plot_option,
     quiet_option,
     seed_option,
@@ -68,9 +69,11 @@ def design(
     if replay and (pool is None or observed is not None or store is not None):
         raise InputError("--replay needs --pool FILE with known losses and no --observed / "
                          "--store")
+    from .common import is_server_url
+
     for path, flag in ((pool, "--pool"), (target, "--target"), (observed, "--observed"),
                        (store, "--store")):
-        if path is not None and not path.is_file():
+        if path is not None and not is_server_url(path) and not Path(path).is_file():
             raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be an "
                              "existing file.")
     from scalekit.design import Pool, grid_pool, propose, target_on_compute
@@ -100,6 +103,8 @@ def design(
     if json_out is not None:
         serialise.write_report(json_out, FORMAT, result, input_sha256=None, seed=seed,
                                settings=settings)
+        on_interrupt(lambda: f"the JSON report {json_out} was written whole"
+                     + ("" if html is None and plot is None else "; no page or figure was"))
     if plot is not None or html is not None:
         from scalekit.report import plot_design
 
@@ -123,7 +128,7 @@ def _table(path: Path, flag: str):
         return pd.read_csv(path)
     except (ValueError, OSError) as error:
         raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be a readable "
-                         f"CSV or Parquet table ({str(error)[:80]}).") from None
+                         f"CSV or Parquet table ({' '.join(str(error).split())}).") from None
 
 
 def _budget(text: str, pool_cost: float) -> float:
@@ -151,7 +156,7 @@ def _observed(observed: Path | None, store: Path | None, y: str):
         from scalekit.curves import CurveStore
         from scalekit.fit import last_points
 
-        with CurveStore(store) as opened:
+        with CurveStore(store, create=False) as opened:
             frame = opened.curves(metric=y).frame
         if frame.empty:
             return None
@@ -159,7 +164,7 @@ def _observed(observed: Path | None, store: Path | None, y: str):
     if y not in frame:
         raise InputError(f"The value of `--y` is {y!r}, but must be a column of the observed "
                          "runs.")
-    return frame, frame[y].to_numpy(dtype=float)
+    return frame, frame[y].to_numpy()
 
 
 def register(app: typer.Typer) -> None:

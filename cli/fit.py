@@ -156,10 +156,11 @@ def fit(
             _plot(result, _plot_path(plot, value), target_compute, plan,
                   None if value is None else f"{group} = {value}")
         if html is not None:
+            from .report import write_page
+
             figure = _plot(result, None, target_compute, plan,
                            None if value is None else f"{group} = {value}")
-            _plot_path(html, value).write_text(fit_page(result, bodies[-1], settings, figure),
-                                              encoding="utf-8")
+            write_page(_plot_path(html, value), fit_page(result, bodies[-1], settings, figure))
     if json_out is not None:
         body = bodies[0] if group is None else {"groups": bodies}
         serialise.write_report(json_out, FORMAT, body, input_sha256=input_sha,
@@ -221,7 +222,8 @@ def fit_page(result, body: dict, settings: dict, figure=None) -> str:
 
 
 def _plot(result, path: Path | None, target_compute: float | None, plan, title):
-    """Draw the fit with its data (to ``path`` when given); return the figure."""
+    """Draw the fit with its data (to ``path`` when given); return the figure (None for a
+    law of several inputs but N and D, drawn by :func:`plot_law` alone)."""
     from scalekit.report import plot_curve, plot_surface
 
     prepared = result.points
@@ -234,10 +236,11 @@ def _plot(result, path: Path | None, target_compute: float | None, plan, title):
         return plot_curve(result, prepared.X[name], prepared.y, path, x_label=name,
                           extend_to=extend, plan=plan if name == "compute" else None,
                           title=title).figure
-    else:
-        from scalekit.errors import InputError
+    elif path is not None:  # no figure of the data: the law one input at a time
+        from scalekit.report import plot_law
 
-        raise InputError(f"no plot for a law of inputs {', '.join(result.law.inputs)}")
+        return plot_law(result, path).figure
+    return None
 
 
 def register(app: typer.Typer) -> None:

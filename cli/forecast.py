@@ -145,7 +145,8 @@ def forecast(
         notes.append("--plot draws forecasts; with --evaluate no plot is written")
     if not quiet:
         print_tables([shown_table], fmt)
-        for line in [*(f"note: {n}" for n in collapse_notes(notes)),
+        for line in [*(n if n.startswith(("warning: ", "error: ")) else f"note: {n}"
+                       for n in collapse_notes(notes)),
                      *(d.line() for d in curves.diagnostics)]:
             typer.echo(line, err=True)
     if json_out is not None:
@@ -248,8 +249,7 @@ def _multipower(files, store, *, fit_on, predict, schedule, total_steps, evaluat
                     raise InputError(f"run {run!r} is in two files; give each run once",
                                      source=str(path))
                 owners[run] = path
-    result = multipower_forecast(frame, fit_on=[r.strip() for r in fit_on.split(",")
-                                                if r.strip()],
+    result = multipower_forecast(frame, fit_on=fit_on.split(","),
                                  predict_schedule=predict, evaluate=evaluate,
                                  schedules=specs, y=y, total_steps=None if total_steps is None
                                  else dict.fromkeys(set(frame["run"].astype(str)), total_steps),

@@ -82,6 +82,10 @@ def isoflop(
                                                    callback=checked_number(
                                                        "--target-compute", low=0,
                                                        low_open=True)),
+    drop_top: int = typer.Option(0, "--drop-top", help="Approach 3: drop the K points of "
+                                 "highest loss first (as fit --drop-top; Besiroglu et al. 2024 "
+                                 "drop Chinchilla's 5).",
+                                 callback=checked_number("--drop-top", low=0, integer=True)),
     bootstrap: int = bootstrap_option(200),
     ci_level: float = ci_level_option(),
     seed: int = seed_option(),
@@ -109,6 +113,12 @@ def isoflop(
     """Compute-optimal N*(C) = k_N·C^a and D*(C) = k_D·C^b by three approaches, with intervals."""
     from scalekit.isoflop import NAMES, run_isoflop
 
+    repeated = [m for i, m in enumerate(metrics) if m in metrics[:i]]
+    if repeated:
+        from scalekit.checks import fail
+
+        raise fail("--metric", repeated[0], "a different metric each time it is given (two or "
+                   "more different metrics are compared)")
     if (higher_is_better or group) and len(set(metrics)) < 2:
         from scalekit.checks import fail
 
@@ -126,7 +136,8 @@ def isoflop(
                  budgets=_floats("budgets", budgets), budget_tolerance=tolerance,
                  window=int(window) if window.isdigit() else window,
                  target_compute=target_compute, bootstrap=bootstrap, ci_level=ci_level,
-                 convention=convention, flops_per_param_token=flops_per_param_token)
+                 convention=convention, flops_per_param_token=flops_per_param_token,
+                 drop_top=drop_top)
         return
     curves, input_sha = open_curves(file, store, parse_mapping(mapping),
                                     **({"metric": metrics[0]} if metrics else {}))
@@ -136,7 +147,8 @@ def isoflop(
                 "budgets": _floats("budgets", budgets), "budget_tolerance": tolerance,
                 "window": int(window) if window.isdigit() else window,
                 "target_compute": target_compute, "bootstrap": bootstrap, "ci_level": ci_level,
-                "convention": convention, "flops_per_param_token": flops_per_param_token}
+                "convention": convention, "flops_per_param_token": flops_per_param_token,
+                "drop_top": drop_top}
     wanted = tuple(NAMES) if approach == "all" else (approach,)
     report = run_isoflop(curves, wanted, settings, seed=seed, source=str(file or store))
     if hparams is not None:
@@ -244,18 +256,21 @@ def _lines(body: dict) -> list[str]:
 def _tables(report, target, level) -> list[dict]:
     """The report's tables as data (:mod:`scalekit.report._tables`): the allocation by
     approach, approach 2's budgets, the spread explained by its warnings."""
-    from scalekit.formatting import MISSING, format_number, format_with_interval
+    from scalekit.formatting import MISSING, format_number
+    from scalekit.report import Estimate
 
-    def g(value, digits: int = 3) -> str:
-        return format_number(value, digits)
+    def g(value, digits: int = 3):
+        """A number, shown with 4 digits in a table and in full in TSV and JSON."""
+        return value
 
-    def ci(value, pair, digits: int = 3) -> str:
-        return format_with_interval(value, pair, digits)
+    def ci(value, pair, digits: int = 3):
+        return Estimate(value, *pair, digits=digits)
 
     pct = f"{100 * level:g}%"
     columns = ["approach", f"a [{pct}]", f"b [{pct}]", "k_N", "k_D"]
     if target is not None:
-        columns += [f"N*({g(target)}) [{pct}]", f"D*({g(target)}) [{pct}]"]
+        columns += [f"N*({format_number(target, 3)}) [{pct}]",
+                    f"D*({format_number(target, 3)}) [{pct}]"]
     rows = []
     for r in report.body["comparison"]:
         row = [r["approach"], ci(r["a"], (r["a_lo"], r["a_hi"])),

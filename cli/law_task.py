@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from .options import html_option
-from .common import (bootstrap_option, ci_level_option, json_option, plot_option,
+from .common import (bootstrap_option, ci_level_option, display, json_option, plot_option,
                      print_renderable, quiet_option, seed_option, store_option)
 
 X_CHOICES = ("bpb", "c4", "ce")
@@ -91,7 +91,7 @@ def task(
         ladder = _ladder_from_store(store, tasks or list(TASKS), x)
     actual_run = None if actual is None else read_ladder([actual], runs)[0]
     settings = {"x": x, "tasks": list(tasks), "bootstrap": bootstrap, "ci_level": ci_level,
-                "runs": str(runs) if store is None else f"store {store}"}
+                "runs": str(runs) if store is None else f"store {display(store)}"}
     body = {}
     result = None
     if target is not None:

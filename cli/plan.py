@@ -58,7 +58,8 @@ def plan(
                                          "rate schedule under a multi-power fit (--from the "
                                          "JSON of forecast --method multipower)."),
     total_steps: int | None = typer.Option(None, "--total-steps", help="With "
-                                              "--schedule-search: the run's length in steps."),
+                                              "--schedule-search: the run's length in steps "
+                                              "(at most 1,000,000)."),
     family: str = typer.Option("wsd", "--family", help="With --schedule-search: wsd (decay "
                                "start, final rate, shape), cosine (final rate) or free (a "
                                "non-increasing rate per step, from the best wsd)."),
@@ -133,12 +134,13 @@ def plan(
 def _schedule_search(from_fit, *, file, store, total_steps, family, plot, html, json_out,
                      quiet, fmt) -> None:
     """``--schedule-search``: the schedule of --family with the least predicted final loss."""
-    import json
+    import math
 
     from scalekit import serialise
     from scalekit.errors import InputError
-    from scalekit.formatting import format_interval, format_number
+    from scalekit.laws import MULTIPOWER_PARAMS
     from scalekit.report import table_data
+    from scalekit.serialise import read_json
 
     from .common import input_sha256
 
@@ -147,26 +149,37 @@ def _schedule_search(from_fit, *, file, store, total_steps, family, plot, html, 
                          "(the --json of forecast --method multipower) and no curves")
     if total_steps is None:
         raise InputError("--schedule-search needs --total-steps T")
-    if not from_fit.is_file():
-        raise InputError("no such file", source=str(from_fit))
+    report = read_json(from_fit, what="multipower fit (JSON)")
     try:
-        report = json.loads(from_fit.read_text(encoding="utf-8"))
         params, stats = report["params"], report["stats"]
         warmup, peak = int(stats["warmup_steps"]), float(stats["peak_rate"])
-    except (ValueError, KeyError, TypeError):
+        values = [params[name] for name in MULTIPOWER_PARAMS]
+    except (ValueError, KeyError, TypeError, OverflowError):
         raise InputError("not the JSON of forecast --method multipower (no params, "
                          "stats.warmup_steps, stats.peak_rate)", source=str(from_fit)) from None
+    bad = [n for n, v in zip(MULTIPOWER_PARAMS, values, strict=True)
+           if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)]
+    if bad:
+        raise InputError(f"the fit's parameter {bad[0]} is {params[bad[0]]!r}, but must be a "
+                         "finite number: write the fit again with forecast --method multipower",
+                         source=str(from_fit))
     from scalekit.surrogates import schedule_curves, search_schedule
 
     result = search_schedule(params, total_steps=total_steps, warmup=warmup, peak=peak,
                              family=family, covariance=stats.get("covariance"))
     if not quiet:
-        rows = [["best", result.best, format_number(result.best_loss)],
-                ["cosine", result.baseline, format_number(result.baseline_loss)],
-                ["gain", "", f"{format_number(result.gain)} (95% "
-                             f"{format_interval(result.gain_interval)})"]]
-        print_tables([table_data(f"schedule search ({family}, {total_steps} steps)",
-                                 ["", "schedule", "predicted final loss"], rows)], fmt)
+        from scalekit.report import Estimate
+
+        rows = [["best", result.best, result.best_loss],
+                ["cosine", result.baseline, result.baseline_loss],
+                ["gain", "", Estimate(result.gain, *result.gain_interval, digits=4)]]
+        columns, lines = ["", "schedule", "predicted final loss [95%]"], []
+        if fmt == "table":  # a spec whole on its own line, not folded mid-word in a cell
+            rows = [[row[0], row[2]] for row in rows]
+            columns = [columns[0], columns[2]]
+            lines = [f"best: {result.best}", f"cosine: {result.baseline}"]
+        print_tables([table_data(f"schedule search ({family}, {total_steps} steps)", columns,
+                                 rows)], fmt, lines=lines)
     settings = {"schedule_search": True, "from": str(from_fit), "total_steps": total_steps,
                 "family": family}
     if plot is not None or html is not None:
@@ -214,22 +227,17 @@ def plan_body(result, notes, *, compute, target_loss, compare, k: float) -> dict
 
 def _read_fit(path: Path):
     """The FitResult, notes and input hash of a ``scalekit fit --json`` report."""
-    import json
+    import math
 
     from scalekit.diagnostics import Diagnostic
     from scalekit.errors import InputError
     from scalekit.fit import FitResult
+    from scalekit.serialise import read_json, report_kind
 
     from .common import input_sha256
 
-    if not path.is_file():
-        raise InputError("no such file", source=str(path))
-    try:
-        report = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a JSON file: {exc}", source=str(path)) from None
-    if not isinstance(report, dict) or not str(report.get("format", "")).startswith(
-            "scalekit.fit/"):
+    report = read_json(path, what="fit report (JSON)")
+    if report_kind(report, source=path) != "fit":
         raise InputError("not a scalekit fit report (its format is not scalekit.fit/…); write "
                          "one with scalekit fit --json", source=str(path))
     if "groups" in report:
@@ -239,6 +247,12 @@ def _read_fit(path: Path):
         result = FitResult.from_dict(report)
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"the fit report is incomplete ({exc})", source=str(path)) from None
+    for param in result.law.params:
+        value = result.values[param.name]
+        if not (math.isfinite(value) and param.lower <= value <= param.upper):
+            raise InputError(f"the law's parameter {param.name} is {value:g}, but must lie in "
+                             f"[{param.lower:g}, {param.upper:g}]: fit again with scalekit fit "
+                             "--json", source=str(path))
     planned = [Diagnostic.from_dict(d) for d in (report.get("plan") or {}).get("diagnostics", [])]
     result.diagnostics = [d for d in result.diagnostics if d not in planned]
     return result, list(report.get("notes", [])), input_sha256(path)
@@ -293,16 +307,16 @@ def _print(body: dict, level: float, fmt: str, verbose: bool) -> None:
                  lines=lines)
 
 
-def _g(value, digits: int = 3) -> str:
-    from scalekit.formatting import format_number
+def _g(value, digits: int = 3):
+    """A number as a cell: formatted when shown in a table, in full in TSV and JSON."""
+    return value
 
-    return format_number(value, digits)
 
+def _ci(value, ci, digits: int = 3):
+    from scalekit.report import Estimate
 
-def _ci(value, ci, digits: int = 3) -> str:
-    from scalekit.formatting import format_with_interval
-
-    return format_with_interval(value, ci, digits)
+    low, high = ci if ci is not None else (None, None)
+    return Estimate(value, low, high, digits=digits)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,8 +16,11 @@ from .options import HTML_SUFFIXES, output_option
 
 
 def write_page(path: Path, text: str) -> None:
-    """Write the page (UTF-8)."""
-    Path(path).write_text(text, encoding="utf-8")
+    """Write the page (UTF-8), whole or not at all: a page that cannot be written leaves
+    what ``path`` held (:func:`scalekit.serialise.write_text`)."""
+    from scalekit.serialise import write_text
+
+    write_text(path, text)
 
 
 def isoflop_page(result, body: dict, settings: dict, figure=None) -> str:
@@ -162,17 +165,30 @@ def replay_page(result, body: dict, settings: dict) -> str:
     from scalekit.report import html_page
 
     averages = result.averages
-    answer = []
-    for budget, rows in averages.groupby("budget", sort=False):
-        best = rows.loc[rows["best_loss"].idxmin()]
-        answer.append(f"budget {format_number(budget)}: {best['policy']} reaches loss "
-                      f"{format_number(best['best_loss'])} with "
-                      f"{best['compute_fraction']:.1%} of the exhaustive sweep's compute")
     figure = plot_replay_summary(averages).figure
-    return html_page(f"Allocation replay (exhaustive sweep {format_number(result.exhaustive_compute)}"
-                     " FLOPs)", answer=answer,
+    winners = result.winners()
+    title = ("Allocation replay: " + winners[0].split(": ", 1)[1].split(",")[0]
+             if len(winners) == 1 else f"Allocation replay over {len(winners)} budgets")
+    return html_page(title, answer=[*winners, "reference: the exhaustive sweep, "
+                                    f"{format_number(result.exhaustive_compute)} FLOPs"],
                      figures=[("Best loss against compute used, by policy", figure)],
                      tables=[("Averages over seeds", averages)], settings=settings)
+
+
+def task_page(result, body: dict, settings: dict) -> str:
+    """The page of a ``law task`` prediction (:class:`~scalekit.planners.TaskLawResult`):
+    its answer, the figure of both steps, the predictions."""
+    from scalekit.report import plot_task_law
+
+    return result_page(result, body, settings, table=result.to_frame(), figures=[
+        ("Task loss and accuracy against the ladder, with the prediction",
+         plot_task_law(result))])
+
+
+def search_page(result, body: dict, settings: dict) -> str:
+    """The page of a schedule search (:class:`~scalekit.surrogates.ScheduleSearch`): the best
+    schedule, its gain over cosine, every candidate (the curves need the fit: ``--html``)."""
+    return result_page(result, body, settings, table=result.to_frame())
 
 
 def result_page(result, body: dict, settings: dict, figures=(), table=None) -> str:
@@ -213,17 +229,20 @@ def report(
 
     if out is None:
         raise InputError("give the page to write with -o OUT.html")
+    from scalekit.serialise import report_kind
+
     data = _read(result)
-    kind = str(data.get("format", "")).removeprefix("scalekit.").split("/")[0]
+    kind = report_kind(data, source=result)
     key = "allocate replay" if kind == "allocate" and data.get("mode") == "replay" else kind
     if key == "forecast" and "evaluation" in data:
         key = "forecast --evaluate"
+    if key == "plan" and (data.get("settings") or {}).get("schedule_search"):
+        key = "plan --schedule-search"
     builders = _builders()
     if key not in builders or "groups" in data:
         raise InputError("pages are made from fit, isoflop (several --metric too), compare, forecast "
-                         "(--evaluate too), allocate "
-                         "replay and law depth|classes|inference-k|hparams reports (one law or "
-                         "table), "
+                         "(--evaluate too), allocate replay, law task, plan --schedule-search "
+                         "and law depth|classes|inference-k|hparams reports (one law or table), "
                          f"but this is a {key or 'unknown'} report; write its page with --html "
                          "as it runs", source=str(result))
     cls, build = builders[key]
@@ -239,9 +258,10 @@ def _builders() -> dict:
     from scalekit.fit import FitResult
     from scalekit.isoflop import IsoFLOPReport
     from scalekit.isoflop import Comparison, MetricComparison
+    from scalekit.planners import HparamsFit, TaskLawResult
     from scalekit.surrogates import Forecast
     from scalekit.surrogates import ForecastScores
-    from scalekit.planners import HparamsFit
+    from scalekit.surrogates import ScheduleSearch
 
     from .fit import fit_page
     from .law_hparams import hparams_page
@@ -252,23 +272,16 @@ def _builders() -> dict:
             "isoflop_metrics": (MetricComparison, metrics_page),
             "compare": (Comparison, compare_page),
             "law.hparams": (HparamsFit, hparams_page),
+            "task_law": (TaskLawResult, task_page),
+            "plan --schedule-search": (ScheduleSearch, search_page),
             **{f"law.{name}": (FitResult, law_page) for name in ("depth", "classes", "inference_k")}}
 
 
 def _read(path: Path) -> dict:
-    import json
+    from scalekit.serialise import read_json, report_kind
 
-    from scalekit.errors import InputError
-
-    if not path.is_file():
-        raise InputError("no such file", source=str(path))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a JSON file: {exc}", source=str(path)) from None
-    if not isinstance(data, dict) or not str(data.get("format", "")).startswith("scalekit."):
-        raise InputError("not a scalekit report (no scalekit.<kind>/<version> format)",
-                         source=str(path))
+    data = read_json(path, what="JSON report")
+    report_kind(data, source=path)
     return data
 
 

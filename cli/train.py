@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from .common import (EXPORT_SUFFIXES, checked_number, choice_argument, choice_option,
+from .common import (EXPORT_SUFFIXES, check_executor, checked_number, choice_argument,
+                     choice_option, display,
                      library_choices, on_interrupt, output_option, points_kept, print_tables,
                      quiet_option, store_option)
 from .options import json_option
@@ -130,6 +131,8 @@ def train(
     """Train a sweep (every combination of the grids) and log each evaluation to the store."""
     from scalekit.train import SweepResult, SweepSpec, run_sweep
 
+    check_executor(executor, ray_address)
+
     settings = _read_config(config) if config is not None else {}
     settings["task"] = task
     grids = {"widths": _grid(widths, "widths", int), "depths": _grid(depths, "depths", int),
@@ -156,7 +159,7 @@ def train(
         if note and not quiet:
             typer.echo(f"--workers: {note}", err=True)
     checkpoint_dir = checkpoints or _checkpoints_of(store)
-    on_interrupt(lambda: f"the store {store} keeps {points_kept(store, 'scalekit train')} "
+    on_interrupt(lambda: f"the store {display(store)} keeps {points_kept(store, 'scalekit train')} "
                  "logged before it; run the same command again to resume from the checkpoints")
     made = {"store": isinstance(store, Path) and not store.exists(),
             "checkpoints": not checkpoint_dir.exists()}
@@ -172,7 +175,7 @@ def train(
 
         with CurveStore(store) as opened:
             opened.export(export)
-    result = SweepResult.from_frame(frame, task=task, store=str(store))
+    result = SweepResult.from_frame(frame, task=task, store=display(store))
     if json_out is not None:
         from scalekit import serialise
 

@@ -37,6 +37,10 @@ FAMILIES = {
     "two_stage": (("warmup", "peak", "second", "switch", "total"), {}),
 }
 _STEP_KEYS = ("warmup", "total", "decay", "switch")
+#: The most steps a schedule spec may run: the multi-power law holds ~120 floats for every
+#: step where the rate changes (about 1 GB per 10^6 steps of a cosine), so a longer spec
+#: is refused as it is parsed rather than met as a MemoryError.
+MAX_STEPS = 1_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,6 +144,9 @@ def _number(spec: str, key: str, text: str, param: str) -> float:
     if not np.isfinite(value) or value < 0 or (key in _STEP_KEYS and value != int(value)):
         raise InputError(f"The value of `{param}` is {spec!r}, but {key} must be a "
                          + ("whole number of steps" if key in _STEP_KEYS else "rate >= 0"))
+    if key in _STEP_KEYS and value > MAX_STEPS:
+        raise InputError(f"The value of `{param}` is {spec!r}, but {key} must be at most "
+                         f"{MAX_STEPS:,} steps (the law holds ~1 KB per step)")
     return value
 
 
@@ -150,6 +157,10 @@ def _build(family: str, v: dict, spec: str, param: str) -> np.ndarray:
     if not warmup <= bound <= total or total <= warmup:
         raise InputError(f"The value of `{param}` is {spec!r}, but its steps must satisfy "
                          f"warmup{' <= ' + inner if inner else ''} <= total and warmup < total")
+    lower = {"cosine": "final", "wsd": "final", "two_stage": "second"}.get(family)
+    if lower and float(v[lower]) > peak:
+        raise InputError(f"The value of `{param}` is {spec!r}, but {lower} must be at most "
+                         "peak: the schedules here decay after the warm-up")
     rates = np.full(total, peak)
     rates[:warmup] = np.linspace(0.0, peak, warmup)
     step = np.arange(total, dtype=float)
@@ -189,6 +200,9 @@ def schedule_from_series(steps, rates, *, total_steps: int | None = None,
     if steps.size == 0:
         raise InputError(f"run {name!r} has no learning rate logged; give its schedule as a "
                          "spec")
+    if not (rates > 0).any():
+        raise InputError(f"run {name!r} logs a learning rate of 0 (or less) at every step, so "
+                         "it never trained; check its lr column or give its schedule as a spec")
     order = np.argsort(steps, kind="stable")
     steps, rates = steps[order], rates[order]
     total = int(steps[-1]) + 1 if total_steps is None else int(total_steps)

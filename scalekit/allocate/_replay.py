@@ -185,6 +185,20 @@ class ReplayResult(ResultProtocol):
         return (f"Replay over {seeds} seeds; exhaustive sweep "
                 f"{format_number(self.exhaustive_compute)} FLOPs")
 
+    def winners(self) -> list[str]:
+        """One line per budget: the policy (the exhaustive reference aside, which spends the
+        whole sweep) that reached the lowest best loss on average, with its compute used."""
+        lines = []
+        for budget, rows in self.averages.groupby("budget", sort=False):
+            rows = rows[rows["policy"] != "exhaustive"]
+            if rows.empty or rows["best_loss"].isna().all():
+                continue
+            best = rows.loc[rows["best_loss"].idxmin()]
+            lines.append(f"budget {format_number(budget)}: policy {best['policy']!r} reaches "
+                         f"the lowest loss, {format_number(best['best_loss'])}, with "
+                         f"{best['compute_fraction']:.1%} of the exhaustive sweep's compute")
+        return lines
+
     def _summary_sections(self):
         sections = []
         for budget, rows in self.averages.groupby("budget", sort=False):
@@ -310,7 +324,8 @@ def _replay_seed(sub: Sweep, pool: list[str], policies, budgets, setting: _Setti
             rows.append(dict(
                 policy=name, budget=budget, budget_flops=flops, seed=setting.seed,
                 best_loss=best, exhaustive_best_loss=exhaustive_best, hindsight_loss=hindsight,
-                regret=(best - hindsight) / hindsight,
+                # the exhaustive reference spends the whole sweep, not the budget: no regret
+                regret=(best - hindsight) / hindsight if name != "exhaustive" else np.nan,
                 spent=allocation.spent, compute_fraction=allocation.spent / total,
                 frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
                 reference_miss_at_max=reference_miss,

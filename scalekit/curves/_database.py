@@ -15,13 +15,13 @@ with ``?`` placeholders and the upsert syntax both back ends share
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from scalekit.errors import InputError
 
@@ -37,15 +37,21 @@ def is_server_url(location: object) -> bool:
         and "://" in location
 
 
+#: A password in a URL: ``user:SECRET@`` before the host, ``password=SECRET`` (and libpq's
+#: ``sslpassword=``) in the query string.
+_SECRETS = (re.compile(r"(?<=://)([^/?#@]*?):([^/?#@]*)@"),
+            re.compile(r"((?:^|[?&;])[^=&;#]*password=)([^&;#]*)", re.IGNORECASE))
+
+
 def display(location: str | Path) -> str:
-    """``location`` as messages show it: a URL's password replaced by ``***``."""
+    """``location`` as messages show it: every password in a URL (``user:SECRET@host``,
+    ``?password=SECRET``) replaced by ``***``. Text only: a URL too malformed to parse is
+    masked all the same."""
     if not is_server_url(location):
         return str(location)
-    parts = urlsplit(str(location))
-    if parts.password is None:
-        return str(location)
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    text = _SECRETS[0].sub(lambda m: f"{m[1]}:***@", str(location), count=1)
+    head, mark, query = text.partition("?")
+    return head + mark + _SECRETS[1].sub(lambda m: f"{m[1]}***", query)
 
 
 class StoreDatabase:

@@ -97,19 +97,30 @@ class PostgresDatabase(StoreDatabase):
         self.path, self.timeout = display(url), float(timeout)
         self.integrity_error = psycopg.IntegrityError
         self._depth, self._writing = 0, False
-        if not urlsplit(url).path.strip("/"):
+        try:
+            database = urlsplit(url).path.strip("/")
+        except ValueError as exc:               # a host such as [::1 without its bracket
+            raise InputError(f"the URL is malformed ({exc}); write it as "
+                             "postgresql://user@host:port/database (an IPv6 host in [ ])",
+                             source=self.path) from None
+        if not database:
             raise InputError("the URL names no database (postgresql://user@host/DATABASE)",
                              source=self.path)
         try:
             raw = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
         except psycopg.Error as exc:
-            raise InputError(f"cannot connect to the PostgreSQL server ({_first_line(exc)})",
-                             source=self.path) from None
+            raise InputError(f"cannot connect to the PostgreSQL server "
+                             f"({display(_first_line(exc))})", source=self.path) from None
         _adapt_numpy(raw)
         self.con = _Connection(raw, self.path)
         try:
             self.con.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
             self._set_up(create)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raw.close()
+            raise InputError(f"the PostgreSQL role may not create the store's tables "
+                             f"({_first_line(exc)}); grant it CREATE on the schema, or give a "
+                             "database where it may", source=self.path) from None
         except BaseException:
             raw.close()
             raise

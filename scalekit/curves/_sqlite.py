@@ -108,6 +108,7 @@ class Database(StoreDatabase):
             self.read_only = True
             target = (self.path.resolve().as_uri() + "?mode=ro"
                       + ("&immutable=1" if folder_read_only else ""))
+        new = not self.path.exists()
         try:
             self.con = sqlite3.connect(target, timeout=self.timeout, isolation_level=None,
                                        uri=self.read_only)
@@ -116,18 +117,22 @@ class Database(StoreDatabase):
         try:
             self.con.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             self.retry(lambda: self._set_up(create))
-        except sqlite3.OperationalError as exc:
+        except BaseException as exc:
             self.con.close()
-            if "readonly" in str(exc).lower() or "unable to open" in str(exc).lower():
+            if new:  # a store this call began: no empty file is left behind
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            if not isinstance(exc, sqlite3.DatabaseError):
+                raise
+            text = str(exc).lower()
+            if isinstance(exc, sqlite3.OperationalError) and (
+                    "readonly" in text or "unable to open" in text):
                 raise InputError(f"cannot write the store file: it or its folder is read-only "
                                  f"({exc})", source=str(self.path)) from None
+            if "full" in text or (new and "disk i/o error" in text):
+                raise InputError(write_failed(self.path, exc) + "; nothing was written",
+                                 source=str(self.path)) from None
             raise InputError(f"not a scalekit curve store ({exc})", source=str(self.path)) from None
-        except sqlite3.DatabaseError as exc:
-            self.con.close()
-            raise InputError(f"not a scalekit curve store ({exc})", source=str(self.path)) from None
-        except BaseException:
-            self.con.close()
-            raise
 
     def _set_up(self, create: bool) -> None:
         """Check the file is a store (or empty) before changing anything, set it up, migrate.
@@ -236,6 +241,17 @@ class Database(StoreDatabase):
     def close(self) -> None:
         """Close the connection (the write-ahead log is folded into the file)."""
         self.con.close()
+
+
+def write_failed(path: str | Path, exc: BaseException) -> str:
+    """What a write into the store file at ``path`` that SQLite refused with ``exc`` ("database
+    or disk is full", "disk I/O error") means: the device holding it took no more bytes."""
+    from scalekit.serialise import device_of
+
+    if "full" in str(exc).lower():
+        return f"no space left on the device holding the store ({device_of(path)})"
+    return (f"the store file could not be written ({exc}): the device holding it "
+            f"({device_of(path)}) is most likely full, or the file over the size limit")
 
 
 def _execute_script(con: sqlite3.Connection, script: str) -> None:

@@ -29,6 +29,7 @@ from scalekit.checks import check_choice
 from scalekit.compute import tokens_for_compute
 from scalekit.curves._curve_set import Curves
 from scalekit.curves._database import display, open_database
+from scalekit.curves._sqlite import write_failed
 from scalekit.curves._schema import (CONFIG_PREFIX, INTEGER_RUN_COLUMNS, LOG_COLUMNS, POINT_COLUMNS,
                                      RUN_COLUMNS, RUN_ONLY_COLUMNS, is_metric_name)
 from scalekit.curves._validate import MAX_WHOLE, TOO_LARGE, Locator, check_frame, to_float, to_step
@@ -65,9 +66,9 @@ def _file_named(method):
             if not any(word in text for word in _DAMAGE):
                 raise
             exc = str(exc).rsplit("': ", 1)[-1]      # pandas puts the query first
-            if "full" in text:
-                raise InputError(f"no space left on the device holding {self.path}; free some "
-                                 "space (the store is as it was)", source=str(self.path)) from None
+            if "full" in text or (writes and "disk i/o error" in text):
+                raise InputError(write_failed(self.path, exc) + "; free some space (the store "
+                                 "is as it was)", source=str(self.path)) from None
             raise InputError(f"the store file is damaged ({exc}); restore it from a copy, or "
                              "import the curves into a new store", source=str(self.path)) from None
     return wrapper
@@ -101,8 +102,15 @@ class CurveStore:
         Writes outside this block are each their own transaction. Nested blocks
         are savepoints: an error caught inside one undoes only that block.
         """
-        with self._db.transaction():
-            yield self
+        try:
+            with self._db.transaction():
+                yield self
+        except sqlite3.OperationalError as exc:  # the commit met a full disk
+            text = str(exc).lower()
+            if "full" not in text and "disk i/o error" not in text:
+                raise
+            raise InputError(write_failed(self.path, exc) + "; free some space (the store "
+                             "is as it was)", source=str(self.path)) from None
 
     def _snapshot(self):
         """A read transaction, so that several queries see one state of the file."""

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from scalekit.curves._schema import INTEGER_RUN_COLUMNS, LOG_COLUMNS, RUN_ONLY_COLUMNS, is_log_metric
+from scalekit.curves._schema import (FILE_ONLY_COLUMNS, INTEGER_RUN_COLUMNS, LOG_COLUMNS, RUN_ONLY_COLUMNS,
+                                     is_log_metric)
 from scalekit.errors import InputError
 
 #: Cell texts read as "no value" in text formats.
@@ -198,7 +199,7 @@ def check_frame(frame: pd.DataFrame, where: Locator, *, metrics: Sequence[str],
     attributes (and ``config`` columns) constant within a run, and whole
     numbers where they count things. Returns ``run_order(frame.run, frame.step)``.
     """
-    for column in (*LOG_COLUMNS, *(m for m in metrics if is_log_metric(m))):
+    for column in (*LOG_COLUMNS, *FILE_ONLY_COLUMNS, *(m for m in metrics if is_log_metric(m))):
         if column in frame:
             check_positive(frame[column].to_numpy(dtype=np.float64), column, where)
     if {"params", "tokens"} <= set(frame.columns):   # 6·N·D must be a number

@@ -11,7 +11,7 @@ from scalekit.checks import check_choice, check_number, fail
 from scalekit.design._belief import belief, final_fit
 from scalekit.design._methods import (METHODS, SCORING, baseline_pick, greedy_batch,
                                       spread_pick, start_pick, with_discrepancy)
-from scalekit.design._pool import Pool
+from scalekit.design._pool import Pool, numbers
 from scalekit.design._result import DesignResult
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
@@ -81,12 +81,20 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
         if missing:
             raise fail(name, f"a table without {', '.join(missing)}",
                        f"a table with the law's inputs ({', '.join(law.inputs)})")
+    for c in law.inputs:
+        numbers(pool.frame, c, "pool")
     rng = np.random.default_rng(seed)
     P = len(law.params)
-    Xt = {c: target[c].to_numpy(dtype=float) for c in law.inputs}
+    Xt = {c: numbers(target, c, "target") for c in law.inputs}
     if observed is not None:
-        X0 = {c: observed[0][c].to_numpy(dtype=float) for c in law.inputs}
-        y0 = np.asarray(observed[1], dtype=float)
+        runs, y0 = observed
+        missing = [c for c in law.inputs if c not in runs]
+        if missing:
+            raise fail("observed", f"a table without {', '.join(missing)}",
+                       f"a table with the law's inputs ({', '.join(law.inputs)})")
+        X0 = {c: numbers(runs, c, "observed") for c in law.inputs}
+        y0 = numbers(pd.DataFrame({"loss": np.asarray(y0, dtype=object)}), "loss", "observed",
+                     positive=True)
     else:
         X0, y0 = {c: np.zeros(0) for c in law.inputs}, np.zeros(0)
     features, toward = _features(pool.frame, target, law.inputs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -45,7 +46,7 @@ class Pool:
         if y is not None:
             if y not in frame:
                 raise fail("y", y, f"a column of the pool ({', '.join(map(str, frame.columns))})")
-            loss = frame[y].to_numpy(dtype=float)
+            loss = numbers(frame, y, "pool", positive=True)
         return cls(frame=frame, cost=values, loss=loss)
 
     def __len__(self) -> int:
@@ -57,6 +58,26 @@ class Pool:
         return {name: part[name].to_numpy(dtype=float) for name in names}
 
 
+def numbers(frame: pd.DataFrame, column: str, what: str, *, positive: bool = False
+            ) -> np.ndarray:
+    """The ``column`` of ``frame`` (the table named by the parameter ``what``) as finite
+    floats (positive ones with ``positive``, as losses are): a cell holding text, NaN, an
+    infinity (or a number <= 0) is refused, naming its row; so is a table with no rows."""
+    if len(frame) == 0:
+        raise InputError(f"The value of `{what}` is a table with a header but no rows, but must "
+                         "hold at least one run")
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values) | ((values <= 0) if positive else False)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        cell = frame[column].iloc[row]
+        cell = repr(cell) if isinstance(cell, str) else str(cell)
+        raise InputError(f"The value of `{what}` column {column!r} at row {row + 1} is "
+                         f"{cell}, but must be a finite"
+                         + (" positive" if positive else "") + " number")
+    return values
+
+
 def cost_values(frame: pd.DataFrame, cost: str | None) -> np.ndarray:
     """Each row's cost: a column, an expression of columns, or 6·N·D."""
     if cost is None:
@@ -64,9 +85,10 @@ def cost_values(frame: pd.DataFrame, cost: str | None) -> np.ndarray:
         if missing:
             raise fail("cost", None, "a column or expression when the pool has no "
                        f"{' and no '.join(missing)} column (6·N·D is the default)")
-        values = FLOPS_PER_PARAM_TOKEN * frame["params"].to_numpy(float) * frame["tokens"].to_numpy(float)
+        values = (FLOPS_PER_PARAM_TOKEN * numbers(frame, "params", "pool")
+                  * numbers(frame, "tokens", "pool"))
     elif cost in frame:
-        values = frame[cost].to_numpy(dtype=float)
+        values = numbers(frame, cost, "cost")
     else:
         values = _evaluate(cost, frame)
     if not (np.isfinite(values).all() and (values > 0).all()):
@@ -94,11 +116,20 @@ def _evaluate(expression: str, frame: pd.DataFrame) -> np.ndarray:
         raise fail("cost", expression, f"a valid expression ({error})") from None
 
 
+#: The most candidate runs a grid may hold (the design scores every one at each pick).
+MAX_GRID = 1_000_000
+
+
 def grid_pool(spec: str) -> pd.DataFrame:
     """A log-spaced grid from ``"N=1e7:1e9:8,D=1e9:1e11:8"`` (symbol or column =
-    low:high:count), every combination, columns named as law inputs."""
+    low:high:count), every combination, columns named as law inputs; at most
+    :data:`MAX_GRID` runs, each axis named once."""
     axes = {}
-    for part in filter(None, (p.strip() for p in spec.split(","))):
+    parts = [p.strip() for p in str(spec).split(",")]
+    if not any(parts) or not all(parts):
+        raise fail("grid", spec, "NAME=LOW:HIGH:COUNT items separated by single commas, "
+                   "e.g. N=1e7:1e9:8,D=1e9:1e11:8")
+    for part in parts:
         match = re.fullmatch(r"([A-Za-z_][A-Za-z_0-9]*)=([^:]+):([^:]+):(\d+)", part)
         if match is None:
             raise fail("grid", spec, "NAME=LOW:HIGH:COUNT items separated by commas, "
@@ -108,10 +139,19 @@ def grid_pool(spec: str) -> pd.DataFrame:
             low, high = float(low), float(high)
         except ValueError:
             raise fail("grid", spec, "numbers for LOW and HIGH") from None
-        if not (0 < low <= high and int(count) >= 1):
-            raise fail("grid", part, "0 < LOW <= HIGH and COUNT >= 1")
-        axes[SYMBOLS.get(name, name)] = np.geomspace(low, high, int(count))
-    mesh = np.meshgrid(*axes.values(), indexing="ij")
+        if not (0 < low <= high < np.inf and int(count) >= 1):
+            raise fail("grid", part, "0 < LOW <= HIGH (finite) and COUNT >= 1")
+        if low == high and int(count) > 1:
+            raise fail("grid", part, "LOW < HIGH, or COUNT 1 where LOW = HIGH (the same run "
+                       f"{count} times is one candidate)")
+        column = SYMBOLS.get(name, name)
+        if column in axes:
+            raise fail("grid", spec, f"each input once ({name} names {column!r} twice)")
+        axes[column] = (low, high, int(count))
+    size = math.prod(count for *_, count in axes.values())
+    if size > MAX_GRID:
+        raise fail("grid", spec, f"at most {MAX_GRID:,} runs in all (it holds {size:.3g})")
+    mesh = np.meshgrid(*(np.geomspace(*axis) for axis in axes.values()), indexing="ij")
     return pd.DataFrame({name: m.ravel() for name, m in zip(axes, mesh, strict=True)})
 
 

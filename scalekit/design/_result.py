@@ -79,7 +79,8 @@ class DesignResult(ResultProtocol):
 
     def _summary_title(self) -> str:
         kind = "Replay" if self.replay else "Plan"
-        return f"{kind} of a {self.method} design of {self.law['name']}"
+        article = "an" if self.method[:1].lower() in "aeiou" else "a"
+        return f"{kind} of {article} {self.method} design of {self.law['name']}"
 
     def _summary_sections(self):
         answer = [("runs", len(self.chosen)), ("cost", self.plan_cost),

@@ -54,7 +54,8 @@ class PlanReport(ResultProtocol):
         serious = [d for d in self.diagnostics if d.severity != "info"]
         codes = sorted({d.code for d in serious})
         return ("verdict: no warnings" if not serious else
-                f"verdict: {len(serious)} warnings ({', '.join(codes)}): do not use the plan "
+                f"verdict: {len(serious)} warning{'s' if len(serious) > 1 else ''} "
+                f"({', '.join(codes)}): do not use the plan "
                 "as it stands")
 
     def to_dict(self) -> dict[str, Any]:

@@ -117,6 +117,11 @@ class ComputePlan(ResultProtocol, Mapping):
 EXTRAPOLATION_WARN = 10.0
 
 
+def _named(law, theta) -> str:
+    """``name=value`` of each of the law's parameters, for a message."""
+    return ", ".join(f"{p.name}={float(v):.4g}" for p, v in zip(law.params, theta, strict=True))
+
+
 def optimal_params(law, theta: np.ndarray, compute: float, *,
                    flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN) -> float:
     """The N that minimises ``law(N, C/(k·N))`` for natural parameters ``theta``.
@@ -128,6 +133,9 @@ def optimal_params(law, theta: np.ndarray, compute: float, *,
     log_n = np.linspace(0.0, np.log(budget), 2001)
     with np.errstate(all="ignore"):
         losses = law.predict({"params": np.exp(log_n), "tokens": budget / np.exp(log_n)}, theta)
+    if not np.isfinite(losses).any():
+        raise InputError(f"the law predicts no finite loss at any model size for compute "
+                         f"{compute:.3g}: check its parameters ({_named(law, theta)})")
     best = int(np.nanargmin(losses))
     lo, hi = log_n[max(best - 1, 0)], log_n[min(best + 1, len(log_n) - 1)]
 
@@ -353,6 +361,9 @@ def compare_allocation(result, params: float, tokens: float, *,
     law, theta = _law_and_theta(result)
     k = flops_per_param_token
     chosen = training_flops(params, tokens, flops_per_param_token=k)
+    if not np.isfinite(chosen):
+        raise InputError(f"The value of `params` times `tokens` is {params:g} x {tokens:g}, but "
+                         "must give a finite compute (6·N·D overflows)")
     loss = float(law.predict({"params": np.array([params]), "tokens": np.array([tokens])},
                              theta)[0])
     optimal = least_compute(law, theta, loss, flops_per_param_token=k)

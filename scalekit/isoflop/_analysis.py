@@ -79,9 +79,10 @@ class IsoFLOPReport(ResultProtocol):
                 "approaches": len(self.fitted) or len(self.body.get("approaches", {}))}
 
 
-def verdict(diagnostics: dict[str, list[Diagnostic]]) -> str:
+def verdict(diagnostics: dict[str, list[Diagnostic]], *, others: int = 0) -> str:
     """One line: per approach (``diagnostics`` by approach name), how many warnings or errors
-    say not to believe it as it stands."""
+    say not to believe it as it stands; then the ``others`` that no approach carries (an
+    approach skipped, the data's), so that "no warnings" never sits above a warning."""
     parts = []
     for name, found in diagnostics.items():
         serious = Counter(d.code for d in found if d.severity != "info")
@@ -90,6 +91,9 @@ def verdict(diagnostics: dict[str, list[Diagnostic]]) -> str:
         parts.append(f"{name}: no warnings" if not total else
                      f"{name}: {total} warning{'s' if total > 1 else ''} ({codes}); read "
                      f"{'them' if total > 1 else 'it'} before trusting its numbers")
+    if others:
+        parts.append(f"{others} further warning{'s' if others > 1 else ''} below (an approach "
+                     "skipped, the data)")
     return "verdict: " + "; ".join(parts)
 
 
@@ -102,7 +106,8 @@ def _estimators(settings: dict, seed: int) -> dict:
                                          tolerance=settings["budget_tolerance"],
                                          window=settings.get("window"),
                                          n_boot=settings["bootstrap"], **common),
-            "3": lambda: ParametricOptimum(n_boot=settings["bootstrap"], **common)}
+            "3": lambda: ParametricOptimum(n_boot=settings["bootstrap"],
+                                           drop_top=settings.get("drop_top", 0), **common)}
 
 
 def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None) -> IsoFLOPReport:
@@ -147,7 +152,10 @@ def run_isoflop(frame, wanted, settings: dict, *, seed: int, source: str | None)
     diagnostics = list(curves.diagnostics)  # the reader's (the metric choice), then each fit's
     diagnostics += [replace(d, message=f"approach {name}: {d.message}")
                     for name, ds in found.items() for d in ds]
-    verdict_line = verdict(found)
+    said = {d.message for ds in found.values() for d in ds}
+    others = (len(skipped) + sum(d.severity != "info" for d in curves.diagnostics)
+              + sum(w not in said for m in fitted.values() for w in m.warnings_))
+    verdict_line = verdict(found, others=others)
     convention = convention_text(settings["convention"], settings["flops_per_param_token"])
     notes = curves.unsaid_notes()
     for model in fitted.values():

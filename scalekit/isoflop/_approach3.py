@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scalekit.checks import check_number
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN
 from scalekit.errors import InputError
 from scalekit.fit import FitResult
@@ -53,6 +54,9 @@ class ParametricOptimum(AllocationEstimator):
     convention : {"6ND", "counted"}
     flops_per_param_token : float
     seed : int
+    drop_top : int
+        Drop the ``drop_top`` points of highest loss first (as ``fit_frame`` does; Besiroglu
+        et al. 2024 drop Chinchilla's five).
 
     Attributes
     ----------
@@ -69,8 +73,10 @@ class ParametricOptimum(AllocationEstimator):
 
     def __init__(self, *, loss: str = "huber", delta: float = 1e-3, n_boot: int = 200,
                  starts=None, ci_level: float = 0.95, convention: str = "6ND",
-                 flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN, seed: int = 0) -> None:
+                 flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN, seed: int = 0,
+                 drop_top: int = 0) -> None:
         self.loss = loss
+        self.drop_top = drop_top
         self.delta = delta
         self.n_boot = n_boot
         self.starts = starts
@@ -83,7 +89,8 @@ class ParametricOptimum(AllocationEstimator):
         return {"loss": self.loss, "delta": self.delta, "n_boot": self.n_boot,
                 "starts": None if self.starts is None else np.asarray(self.starts).tolist(),
                 "ci_level": self.ci_level, "convention": self.convention,
-                "flops_per_param_token": self.flops_per_param_token, "seed": self.seed}
+                "flops_per_param_token": self.flops_per_param_token, "seed": self.seed,
+                "drop_top": self.drop_top}
 
     def fit(self, data, *, source: str | None = None) -> ParametricOptimum:
         """Fit the Chinchilla law to ``data`` (points with params, tokens and loss)."""
@@ -92,6 +99,12 @@ class ParametricOptimum(AllocationEstimator):
 
         self.check_settings()
         points = self._points(data, source)
+        drop = int(check_number("drop_top", self.drop_top, low=0, integer=True))
+        if drop:
+            if drop >= len(points):
+                raise InputError(f"The value of `drop_top` is {drop}, but must be below the "
+                                 f"{len(points)} points", source=source)
+            points = points.drop(points["loss"].nlargest(drop).index)
         law = get_law("chinchilla")
         _check_design(points, len(law.params), source)
         X = {"params": points["params"].to_numpy(), "tokens": points["tokens"].to_numpy()}

@@ -204,7 +204,8 @@ def compare_metrics(frame: pd.DataFrame, metrics: Sequence[str], *, settings: di
                     "difference of b, "
                     f"{format_with_interval(pair['diff_b'], (pair['diff_b_lo'], pair['diff_b_hi']))}, "
                     "covers 0, so the data cannot tell whether the two metrics call for "
-                    "different allocations; more runs per budget or more budgets would",
+                    "different allocations; more runs per budget or more budgets would narrow "
+                    "that interval",
                     value=float(pair["diff_b"])))
     if higher_is_better:
         notes.append("higher-is-better metrics analysed as their error 1 - value: "

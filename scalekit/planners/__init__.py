@@ -42,6 +42,7 @@ _LAZY = {
     "score_on_grid": "scalekit.planners._hparams",
     "PUBLISHED_HPARAMS": "scalekit.planners._hparams_published",
     "TASKS": "scalekit.planners._task_law",
+    "TaskLawResult": "scalekit.planners._task_law",
     "evaluate_holdout": "scalekit.planners._task_law",
     "predict_tasks": "scalekit.planners._task_law",
 }

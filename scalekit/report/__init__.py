@@ -35,6 +35,7 @@ _LAZY = {
     "plot_inference_k": "scalekit.report.law_plots",
     "plot_schedule_search": "scalekit.report.schedule_plots",
     "FORMATS": "scalekit.report._tables",
+    "Estimate": "scalekit.report._tables",
     "render_tables": "scalekit.report._tables",
     "table_data": "scalekit.report._tables",
     "plot_task_law": "scalekit.report.task_plots",

@@ -12,13 +12,29 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from scalekit.formatting import collapse_notes, format_number
+from scalekit.formatting import collapse_notes, format_number, format_with_interval
 
 FORMATS = ("table", "tsv", "json")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A table cell holding a value and its interval: ``value [low, high]`` in ``table``
+    format; in TSV and JSON its column becomes three (``name``, ``name low``, ``name high``)
+    of full numbers, so that another program reads numbers, not text."""
+
+    value: Any
+    low: Any = None
+    high: Any = None
+    digits: int = 3
+
+    def text(self) -> str:
+        return format_with_interval(self.value, (self.low, self.high), self.digits)
 
 
 def table_data(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
@@ -80,9 +96,26 @@ def tsv(table: Mapping[str, Any]) -> str:
     Numbers are written in full (``repr``), missing ones as empty cells, so
     that another program reads back what the table holds.
     """
-    lines = ["\t".join(table["columns"])]
-    lines += ["\t".join(_raw(cell).replace("\t", " ") for cell in row) for row in table["rows"]]
+    lines = ["\t".join(_cell(str(c)) for c in table["columns"])]
+    lines += ["\t".join(_cell(_raw(cell)) for cell in row) for row in table["rows"]]
     return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """A TSV cell: a tab or line break in text becomes a space, and text a spreadsheet would
+    run as a formula (``=``, ``+``, ``-``, ``@`` first) gets a ``'`` in front
+    (:func:`scalekit.curves.escape_cell`, as the store's CSV export does); numbers are
+    written as they are (``-0.5`` stays a number)."""
+    from scalekit.curves import escape_cell
+
+    flat = " ".join(text.replace("\t", " ").splitlines()) if text else text
+    if flat in ("-", "–"):                 # a placeholder, not a formula
+        return flat
+    try:
+        float(flat)
+        return flat
+    except ValueError:
+        return escape_cell(flat)
 
 
 def render_tables(tables: Sequence[Mapping[str, Any]], fmt: str, *, title: str | None = None,
@@ -94,6 +127,8 @@ def render_tables(tables: Sequence[Mapping[str, Any]], fmt: str, *, title: str |
     a count; TSV and JSON carry the tables alone (TSV tables separated by a blank
     line, each preceded by ``# title``, when there are several).
     """
+    if fmt != "table":
+        tables = [_split_estimates(t) for t in tables]
     if fmt == "json":
         return json.dumps([{"title": t.get("title", ""), "columns": list(t["columns"]),
                             "rows": [[_plain(c) for c in row] for row in t["rows"]]}
@@ -113,11 +148,41 @@ def render_tables(tables: Sequence[Mapping[str, Any]], fmt: str, *, title: str |
     return Group(*parts)
 
 
+def _split_estimates(table: Mapping[str, Any]) -> dict:
+    """``table`` with each column holding an :class:`Estimate` split into the value, its low
+    and its high end (named ``name``, ``name low``, ``name high``; a ``[95%]`` in the name
+    moves to the ends)."""
+    rows = table["rows"]
+    split = [any(isinstance(row[i], Estimate) for row in rows)
+             for i in range(len(table["columns"]))]
+    if not any(split):
+        return dict(table)
+    columns = []
+    for name, wide in zip(table["columns"], split, strict=True):
+        base, _, level = str(name).partition(" [")
+        level = f" [{level}" if level else ""
+        columns += [base, f"{base} low{level}", f"{base} high{level}"] if wide else [name]
+    out = []
+    for row in rows:
+        cells = []
+        for cell, wide in zip(row, split, strict=True):
+            if not wide:
+                cells.append(cell)
+            elif isinstance(cell, Estimate):
+                cells += [cell.value, cell.low, cell.high]
+            else:
+                cells += [cell, None, None]
+        out.append(cells)
+    return {**table, "columns": columns, "rows": out}
+
+
 def _is_number(cell: Any) -> bool:
     return isinstance(cell, (int, float, np.number)) and not isinstance(cell, bool)
 
 
 def _text(cell: Any, digits: int = 4) -> str:
+    if isinstance(cell, Estimate):
+        return cell.text()
     return cell if isinstance(cell, str) else format_number(cell, digits)
 
 

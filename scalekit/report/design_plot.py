@@ -13,14 +13,23 @@ import numpy as np
 
 from scalekit.report._figures import axes, finish
 
+#: The most candidates drawn; a larger pool is shown by a random sample of this many.
+MAX_DRAWN = 2_000
+
 
 def plot_design(result: dict, pool, target, *, ax=None, path: str | Path | None = None):
-    """Candidates (grey), chosen runs (numbered), targets (stars). Returns the Axes."""
+    """Candidates (grey; a random :data:`MAX_DRAWN` of a larger pool), chosen runs (numbered),
+    targets (stars). Returns the Axes."""
     ax, made = axes(ax, figsize=(6, 4.5))
     inputs = list(result["law"]["inputs"])
     xname, yname = inputs[0], inputs[min(1, len(inputs) - 1)]
     x, y = pool[xname].to_numpy(float), pool[yname].to_numpy(float)
-    ax.scatter(x, y, s=10, color="0.75", label="candidates")
+    drawn = np.arange(x.size)
+    if x.size > MAX_DRAWN:  # a summary of a large pool: a page of 10^6 dots weighs 100 MB
+        drawn = np.sort(np.random.default_rng(0).choice(x.size, MAX_DRAWN, replace=False))
+    ax.scatter(x[drawn], y[drawn], s=10, color="0.75",
+               label="candidates" if drawn.size == x.size else
+               f"candidates ({drawn.size:,} of {x.size:,} drawn at random)")
     rows = np.array([c["row"] for c in result["chosen"]], dtype=int)
     if len(rows):
         ax.scatter(x[rows], y[rows], s=28, color="C0", label="chosen")

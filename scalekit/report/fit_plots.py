@@ -157,6 +157,25 @@ def plot_surface(result, X: Mapping[str, np.ndarray], y: np.ndarray,
     return ax
 
 
+def _law_by_input(ax, result, ranges) -> None:
+    """A law of several inputs (not N and D alone): the law along each input's fitted range,
+    the other inputs at the middle (geometric) of theirs, against the input over its middle."""
+    middle = {name: float(np.sqrt(np.prod(ranges[name]))) for name in result.law.inputs}
+    for i, name in enumerate(result.law.inputs):
+        x = np.geomspace(*ranges[name], 120)
+        X = {other: np.full(x.size, middle[other]) for other in result.law.inputs}
+        X[name] = x
+        lo, hi = result.interval(X)
+        ax.fill_between(x / middle[name], lo, hi, color=f"C{i}", alpha=0.2, lw=0)
+        ax.plot(x / middle[name], result.predict(X), color=f"C{i}", lw=2,
+                label=f"{name} (middle {middle[name]:.3g})")
+    ax.set(xscale="log", xlabel="each input over the middle of its fitted range "
+           "(the others at their middle)", ylabel="loss",
+           title=_title(result, None, f"the fitted law, one input at a time "
+                        f"({result.ci_level:.0%} bands)"))
+    ax.legend(fontsize="small", loc="best")
+
+
 def plot_law(result, path: str | Path | None = None, *, ax=None,
              flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN):
     """The fitted law alone (no data needed, so a saved fit can be drawn): a law of one input
@@ -173,6 +192,10 @@ def plot_law(result, path: str | Path | None = None, *, ax=None,
                                             flops_per_param_token=flops_per_param_token)
         x = training_flops(best_n, best_d, flops_per_param_token=flops_per_param_token)
         X, label = {"params": best_n, "tokens": best_d}, f"compute C = {flops_per_param_token:g}·N·D (FLOPs)"
+    elif len(result.law.inputs) > 1:
+        _law_by_input(ax, result, ranges)
+        finish(ax.figure, path, made)
+        return ax
     else:
         (name,) = result.law.inputs
         x = np.geomspace(*ranges[name], 120)

@@ -48,7 +48,7 @@ def _step1(ax, prediction, body):
                 color=f"C{index}", lw=0.8)
     ax.plot(grid, law.predict({"params": np.full_like(grid, target_n), "tokens": grid}, values),
             color="k", lw=0.8, ls="--")
-    low, high = prediction["intermediate_interval"]
+    low, high = _pair(prediction["intermediate_interval"])
     middle = prediction["intermediate"]
     ax.errorbar([target_d], [middle], yerr=[[middle - low], [high - middle]], fmt="*",
                 color="k", ms=9, label="target (predicted)")
@@ -60,16 +60,21 @@ def _step1(ax, prediction, body):
     ax.legend(fontsize=6)
 
 
+def _pair(values) -> tuple[float, float]:
+    """An interval as floats: a missing end (``null`` in a saved report) is NaN."""
+    return tuple(np.nan if v is None else float(v) for v in values)
+
+
 def _step2(ax, prediction, x_name):
     data, values = prediction["data"], prediction["step2"]["values"]
     law = get_law(prediction["step2"]["law"])
     xs = np.concatenate([np.asarray(v) for v in data["x"]])
     ys = np.concatenate([np.asarray(v) for v in data["accuracy"]])
     ax.scatter(xs, ys, s=4, color="0.55", alpha=0.5, label="checkpoints (fitted)")
-    low_x = min(xs.min(), prediction["intermediate_interval"][0]) * 0.9
+    low_x = np.nanmin([xs.min(), _pair(prediction["intermediate_interval"])[0]]) * 0.9
     grid = np.linspace(low_x, xs.max() * 1.05, 200)
     ax.plot(grid, law.predict({"x": grid}, values), color="C0", label=law.name.replace("_", "-"))
-    low, high = prediction["accuracy_interval"]
+    low, high = _pair(prediction["accuracy_interval"])
     middle = prediction["accuracy"]
     ax.errorbar([prediction["intermediate"]], [middle], yerr=[[middle - low], [high - middle]],
                 fmt="*", color="k", ms=9, label="target (predicted)")

@@ -24,11 +24,11 @@ from scalekit.surrogates._joint import JointSurrogate
 from scalekit.surrogates._paper_m4 import PaperM4
 from scalekit.surrogates._schedule_axis import area_task
 from scalekit.surrogates._schedule_forecast import multipower_forecast
-from scalekit.surrogates._schedule_search import schedule_curves, search_schedule
+from scalekit.surrogates._schedule_search import ScheduleSearch, schedule_curves, search_schedule
 from scalekit.surrogates._scores import ForecastScores
 
 __all__ = ["ParametricEnsemble", "GPSurrogate", "JointSurrogate", "ExponentialDecay",
            "PaperM4", "ForecastScores", "forecast_batch", "forecast_frame", "evaluate_frame", "holdout_frame",
            "StackedMethod", "cut_curves", "ensemble_method", "evaluate", "joint_method",
            "remembered", "Forecast", "METHODS", "multipower_forecast", "schedule_curves",
-           "search_schedule", "area_task"]
+           "search_schedule", "area_task", "ScheduleSearch"]

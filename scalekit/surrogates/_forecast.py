@@ -235,7 +235,26 @@ def forecast_frame(frame: pd.DataFrame, *, to: float, x: str = "step", y: str = 
         rows.append(part)
     diagnostics = [Diagnostic("run_skipped", "warning", message, run=str(run))
                    for run, message in skipped]
-    return Forecast(method, x, y, float(to), pd.concat(rows, ignore_index=True), diagnostics)
+    table = pd.concat(rows, ignore_index=True)
+    diagnostics += _bands_without_spread(table)
+    return Forecast(method, x, y, float(to), table, diagnostics)
+
+
+def _bands_without_spread(table: pd.DataFrame) -> list[Diagnostic]:
+    """A warning for each run whose 95% band at the target is no wider than its 80% band:
+    the errors the bands were calibrated on were too few (or all alike) to tell the levels
+    apart, and such bands are not intervals to read."""
+    out = []
+    for run, part in table.groupby("run", sort=False):
+        last = part.iloc[-1]
+        wide, narrow = last["q0.975"] - last["q0.025"], last["q0.9"] - last["q0.1"]
+        if not wide > narrow:
+            out.append(Diagnostic("few_points", "warning",
+                                  f"run {run!r}: the 80% and 95% bands at the target coincide "
+                                  f"(width {narrow:.3g}): too few distinct backtest errors to "
+                                  "calibrate them, so they are no intervals; forecast more runs "
+                                  "together or with more points", run=str(run)))
+    return out
 
 
 def _schedule_rates(frame: pd.DataFrame, schedules: Mapping, *, x: str, method: str) -> dict:

@@ -280,9 +280,12 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
     shape_prior : float or None
         Width of the prior on the loss drop's shape (:func:`fit_multipower`).
     """
-    fit_on = [str(run) for run in fit_on]
+    fit_on = [str(run).strip() for run in fit_on]
     if not fit_on:
         raise InputError("The value of `fit_on` is empty, but must name the runs to fit")
+    if "" in fit_on or len(set(fit_on)) < len(fit_on):
+        raise InputError(f"The value of `fit_on` is {','.join(fit_on)!r}, but must name each "
+                         "run once, with no empty name")
     runs = set(frame["run"].astype(str))
     unknown = [run for run in fit_on if run not in runs]
     if unknown:
@@ -292,6 +295,10 @@ def multipower_forecast(frame: pd.DataFrame, *, fit_on: Sequence[str],
     predict = [target if isinstance(target, Schedule) or target in known
                else parse_schedule(target, param="predict_schedule")
                for target in predict_schedule]
+    if len(fit_on) < 2:
+        raise InputError(f"The value of `fit_on` is {fit_on[0]!r}, but must name at least two "
+                         "runs (of different schedules): one schedule leaves the law's schedule "
+                         "terms unidentified (Luo et al. 2025 fit two or three)")
     started = time.perf_counter()
     fit = fit_multipower(frame, fit_on=fit_on, schedules=known, y=y, seed=seed,
                          shape_prior=shape_prior)

@@ -21,7 +21,7 @@ from scalekit.errors import InputError
 from scalekit.formatting import format_interval, format_number
 from scalekit.laws import MULTIPOWER_PARAMS as PARAMS, ScheduleTerms, multipower_value_and_jacobian
 from scalekit.results import ResultProtocol, frame_from_records
-from scalekit.schedules import Schedule, parse_schedule
+from scalekit.schedules import MAX_STEPS, Schedule, parse_schedule
 from scalekit.surrogates._free_schedule import optimise_free_schedule
 
 FAMILIES = ("wsd", "cosine", "free")
@@ -131,7 +131,7 @@ def search_schedule(params, *, total_steps: int, warmup: int, peak: float,
     ``covariance`` (7 x 7, the fit's, in its fitting space) gives the gain's interval.
     """
     check_choice("family", family, FAMILIES)
-    total = int(check_number("total_steps", total_steps, low=1, integer=True))
+    total = int(check_number("total_steps", total_steps, low=1, high=MAX_STEPS, integer=True))
     warmup = int(check_number("warmup", warmup, low=0, integer=True))
     check_number("peak", peak, low=0.0, low_open=True)
     if warmup >= total:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 
 import numpy as np
 import pandas as pd
@@ -47,12 +48,28 @@ def test_the_cli_takes_a_url_and_the_environment_variable(postgres_server, tmp_p
         assert store.runs()["points"].tolist() == [37, 37]  # 30 losses, 7 val_losses
 
 
-def test_an_unreachable_server_is_one_line_naming_it_without_its_password(capsys):
-    url = "postgresql://nobody:hunter2@127.0.0.1:1/none"
+@pytest.mark.parametrize("url, shown", [
+    ("postgresql://nobody:hunter2@127.0.0.1:1/none", "postgresql://nobody:***@127.0.0.1:1/none"),
+    ("postgresql://nobody@127.0.0.1:1/none?sslmode=disable&password=hunter2",
+     "postgresql://nobody@127.0.0.1:1/none?sslmode=disable&password=***"),
+])
+def test_an_unreachable_server_is_one_line_naming_it_without_its_password(capsys, url, shown):
     assert main(["store", "ls", "--store", url]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "cannot connect to the PostgreSQL server" in err
-    assert "postgresql://nobody:***@127.0.0.1:1/none" in err and "hunter2" not in err
+    try:                                  # without psycopg the line says what to install
+        import psycopg  # noqa: F401
+        reason = "cannot connect to the PostgreSQL server"
+    except ImportError:
+        reason = "needs the psycopg package"
+    assert err.count("\n") == 0 and reason in err
+    assert shown in err and "hunter2" not in err
+
+
+def test_a_malformed_ipv6_host_is_one_line(capsys):
+    pytest.importorskip("psycopg")
+    assert main(["store", "ls", "--store", "postgresql://nobody:hunter2@[::1/none"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "malformed" in err and "hunter2" not in err
 
 
 def test_another_database_is_refused_untouched(postgres_server):
@@ -208,3 +225,17 @@ def test_train_logs_into_a_postgresql_store_with_checkpoints_named_after_the_dat
         runs = store.runs()
     assert len(runs) == 2 and runs["points"].gt(0).all()
     assert len(list((tmp_path / "scalekit.checkpoints").glob("*.pt"))) == 2
+
+
+def test_a_role_that_may_not_create_tables_is_one_line(postgres_server, capsys, tmp_path):
+    name = "t" + uuid.uuid4().hex[:12]
+    postgres_server.admin(f"CREATE SCHEMA {name}", database="scalekit")
+    postgres_server.admin(f"CREATE ROLE r{name} LOGIN")
+    postgres_server.admin(f"GRANT USAGE ON SCHEMA {name} TO r{name}", database="scalekit")
+    url = (postgres_server.url.replace("postgres@", f"r{name}@")
+           + f"/scalekit?options=-csearch_path%3D{name}")
+    source = tmp_path / "curves.csv"
+    source.write_text("run,step,compute,loss\nr0,1,1e15,3.0\nr0,2,2e15,2.9\n")
+    assert main(["store", "import", str(source), "--store", url]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "may not create" in err and "CREATE" in err

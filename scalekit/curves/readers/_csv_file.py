@@ -47,6 +47,8 @@ def read_csv_table(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
                     break
                 if not row or all(not cell.strip() for cell in row):
                     continue
+                if header is None and row[0].lstrip().startswith("#"):
+                    continue                    # a comment line above the header
                 row = [unescape_cell(cell) for cell in row]
                 if header is None:
                     header = [cell.strip() for cell in row]

@@ -11,7 +11,7 @@ given files by file name.
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,37 +58,78 @@ class LadderRun:
 
 def read_run_attributes(path: str | Path) -> dict[str, dict]:
     """Run attributes by file name (``190M-1xC.csv``) from a CSV or JSON run table."""
+    from scalekit.serialise import read_json
+
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"the run table {str(path)!r} does not exist", source=str(path))
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as error:
-            raise InputError(f"the run table is not valid JSON ({error.msg})", source=str(path),
-                             line=error.lineno) from None
-        records = _json_records(data, path)
+        records = _json_records(read_json(path, what="run table (JSON)"), path)
     else:
-        records = pd.read_csv(path).to_dict("records")
+        records = _read_table(path, "run table").to_dict("records")
     table = {}
     for line, record in enumerate(records, start=2):
         key = record.get("file", record.get("run"))
         if key is None or "params" not in record:
             raise InputError("each run needs a `file` (or `run`) and `params`",
                              source=str(path), line=line)
+        params = _number(record["params"])
+        if not (math.isfinite(params) and params > 0):
+            raise InputError(f"the run's `params` is {record['params']!r}, but must be a "
+                             "positive number", source=str(path), line=line, column="params")
         table[Path(str(key)).name] = {k: v for k, v in record.items() if k not in ("file", "run")}
+        table[Path(str(key)).name]["params"] = params
+    return table
+
+
+def _number(value) -> float:
+    """``value`` as a float; NaN where it is no number (text, a list, a boolean)."""
+    if isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _read_table(path: Path, what: str) -> pd.DataFrame:
+    """The CSV at ``path`` (the run table or a run's evaluation file, ``what``), refused in
+    one line where it is not a regular file, not UTF-8 CSV text, or empty."""
+    from scalekit.curves.readers import check_local_input
+
+    path = check_local_input(path)
+    if path.is_dir():
+        raise InputError(f"is a folder, but the {what} must be a CSV file", source=str(path))
+    try:
+        table = pd.read_csv(path, encoding="utf-8")
+    except pd.errors.EmptyDataError:
+        raise InputError(f"the {what} is empty", source=str(path)) from None
+    except UnicodeDecodeError:
+        raise InputError(f"the {what} is not UTF-8 text (save it as UTF-8)",
+                         source=str(path)) from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        reason = " ".join(str(exc).split())
+        raise InputError(f"the {what} is not a CSV table ({reason})", source=str(path)) from None
+    if table.empty:
+        raise InputError(f"the {what} has a header but no rows", source=str(path))
     return table
 
 
 def _json_records(data, path: Path) -> list[dict]:
-    if isinstance(data, list):
+    if isinstance(data, list) and all(isinstance(record, dict) for record in data):
         return data
-    if isinstance(data, dict) and all(isinstance(v, dict) and "paths" in v for v in data.values()):
+    if isinstance(data, dict) and data and all(isinstance(v, dict) and "paths" in v
+                                               for v in data.values()):
+        missing = [size for size, entry in data.items() if "n" not in entry]
+        if missing or not all(isinstance(v["paths"], list) for v in data.values()):
+            raise InputError(f"the OLMo ladder config's entry {(missing or list(data))[0]!r} "
+                             "needs `paths` (a list of files) and `n` (its parameter count)",
+                             source=str(path))
         return [{"file": file, "params": entry["n"], "flops_per_token": entry.get("flops"),
                  "mode": entry.get("mode"), "size": size}
                 for size, entry in data.items() for file in entry["paths"]]
-    raise InputError("the run table must be a list of runs or an OLMo ladder config "
-                     "({size: {paths, n, flops}})", source=str(path))
+    raise InputError("the run table must be a list of runs (objects with `file` and `params`) "
+                     "or an OLMo ladder config ({size: {paths, n, flops}})", source=str(path))
 
 
 def read_ladder(files, runs: str | Path) -> list[LadderRun]:
@@ -106,7 +147,7 @@ def read_ladder(files, runs: str | Path) -> list[LadderRun]:
         if file.name not in attributes:
             raise InputError(f"the run table {str(runs)!r} names no run for file {file.name!r}; "
                              "add it (matched by file name)", source=str(file))
-        table = pd.read_csv(file)
+        table = _read_table(file, "evaluation file")
         attrs = dict(attributes[file.name])
         ladder.append(LadderRun(name=file.stem, params=float(attrs.pop("params")),
                                 tokens=_tokens(table, file), table=table, source=str(file),
@@ -117,12 +158,27 @@ def read_ladder(files, runs: str | Path) -> list[LadderRun]:
 def _tokens(table: pd.DataFrame, file: Path) -> np.ndarray:
     for column in TOKEN_COLUMNS:
         if column in table:
-            return table[column].to_numpy(dtype=float)
+            return _numbers(table, [column], file)[0]
     for column in STEP_COLUMNS:
         if column in table and BATCH_TOKEN_COLUMN in table:
-            return (table[column] * table[BATCH_TOKEN_COLUMN]).to_numpy(dtype=float)
+            step, batch = _numbers(table, [column, BATCH_TOKEN_COLUMN], file)
+            return step * batch
     raise InputError("the file has no token column (" + ", ".join(TOKEN_COLUMNS) + ") and no "
                      f"step with {BATCH_TOKEN_COLUMN!r}", source=str(file), line=1)
+
+
+def _numbers(table: pd.DataFrame, columns: list[str], file: Path) -> list[np.ndarray]:
+    """The ``columns`` of ``table`` as floats; a cell that is no number is refused, naming
+    its line (the header is line 1)."""
+    out = []
+    for column in columns:
+        values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero(np.isnan(values) & table[column].notna().to_numpy())
+        if bad.size:
+            raise InputError(f"the value {table[column].iloc[bad[0]]!r} is not a number",
+                             source=str(file), line=int(bad[0]) + 2, column=column)
+        out.append(values)
+    return out
 
 
 def ladder_frame(runs: list[LadderRun]) -> Curves:
