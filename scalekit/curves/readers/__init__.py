@@ -31,7 +31,7 @@ from scalekit.curves.readers._jsonl_file import read_jsonl_table
 from scalekit.curves.readers._metric_choice import MetricChoice
 from scalekit.curves.readers._parquet_file import read_parquet_table
 from scalekit.curves.readers._run_records import frame_from_records
-from scalekit.curves.readers._table import tidy_from_table
+from scalekit.curves.readers._table import run_columns, tidy_from_table
 from scalekit.curves.readers._wandb_export import looks_wide, wide_to_long
 from scalekit.curves._validate import Locator
 from scalekit.errors import InputError
@@ -130,7 +130,8 @@ def _read_table(path: Path, fmt: str, format: str | None, source: str, *, mappin
     elif fmt == "jsonl":
         table, lines = read_jsonl_table(path)
     else:
-        table, lines = read_csv_table(path)
+        table, lines = read_csv_table(path, text=lambda header: run_columns(header, mapping,
+                                                                             metric))
         if fmt == "wandb" or (format is None and looks_wide(table.columns, mapping, metric)):
             table, lines, choice, notes = wide_to_long(table, lines, mapping, metric, source)
             mapping = None
