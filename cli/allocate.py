@@ -16,7 +16,8 @@ from pathlib import Path
 import typer
 
 from .options import html_option, map_option, seed_option
-from .common import (check_executor, choice_argument, choice_option, display, format_option, json_option,
+from .common import (check_executor, checked_inputs, choice_argument, choice_option, display,
+                     format_option, json_option,
                      library_choices, on_interrupt, open_curves, parse_mapping, plot_option,
                      print_renderable, print_tables, quiet_option, store_option)
 
@@ -67,8 +68,9 @@ _BUDGET_HELP = ("Compute budget: FLOPs (1e18, 3.2e17) or PF-days (1.5PF-days)")
 _BUDGETS = typer.Option(..., "--budget", help=_BUDGET_HELP + "; also a share of the exhaustive "
                         "sweep (5%). Repeat to replay several budgets.")
 _BUDGET = typer.Option(..., "--budget", help=_BUDGET_HELP + ".")
-_CURVES = typer.Option(None, "--curves", help="Curves file (CSV, JSONL, Parquet, W&B CSV, "
-                       "TensorBoard dir).")
+_CURVES = typer.Option(None, "--curves", callback=checked_inputs, is_eager=True,
+                       help="Curves file (CSV, JSONL, Parquet, W&B CSV, "
+                            "TensorBoard dir).")
 _STORE = store_option(default=None)
 _POLICY_HELP = ("commit (default: probe cheap runs, fit L(N, D), finish what the budget "
                 "affords), loss (plain SH), forecast or frontier")

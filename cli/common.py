@@ -165,11 +165,34 @@ def choice_argument(name: str, choices: Collection[str] | Callable[[], Collectio
     return typer.Argument(..., callback=_choice_check(name, choices, False), help=help)
 
 
+def checked_inputs(value: Any) -> Any:
+    """A callback refusing, as the command line is parsed, an input path (or a list of them)
+    that names no local file or folder (:func:`scalekit.checks.check_local_input`), so a
+    command says so before it imports the analysis packages; ``None`` passes."""
+    return _check_inputs(value, uris=False)
+
+
+def checked_sources(value: Any) -> Any:
+    """:func:`checked_inputs` for readers that also take tracking URIs: a value with a scheme
+    (``sqlite:///optuna.db``) is left to the reader."""
+    return _check_inputs(value, uris=True)
+
+
+def _check_inputs(value: Any, *, uris: bool) -> Any:
+    from scalekit.checks import check_local_input
+
+    for item in [] if value is None else value if isinstance(value, (list, tuple)) else [value]:
+        if not (uris and re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", str(item))):
+            check_local_input(item)
+    return value
+
+
 def file_argument(what: str = "Curves file") -> Any:
     """The optional FILE argument (``what`` names the file); omitted, --store is read."""
-    return typer.Argument(None, help=f"{what} (CSV, JSONL, Parquet, W&B CSV; a folder of "
-                          "TensorBoard logs, W&B offline runs or mlruns; an Optuna or MLflow "
-                          "SQLite file). Omit to read --store.")
+    return typer.Argument(None, callback=checked_inputs, is_eager=True,
+                          help=f"{what} (CSV, JSONL, Parquet, W&B CSV; a folder of "
+                               "TensorBoard logs, W&B offline runs or mlruns; an Optuna or MLflow "
+                               "SQLite file). Omit to read --store.")
 
 
 def checked_number(flag: str, **rule: Any) -> Callable:

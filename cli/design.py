@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from .common import (
+    checked_inputs,
     checked_number,
     choice_option,
     library_choices,
@@ -24,12 +25,14 @@ FORMAT = "design"
 def design(
     law: str = typer.Option(..., "--law", help="Law name (chinchilla, kaplan, …) or an "
                             "expression such as 'E + A*N**-a + B*D**-b'."),
-    pool: Path | None = typer.Option(None, "--pool", help="CSV/Parquet of candidate runs "
-                                        "(the law's inputs; a cost column; for --replay, losses)."),
+    pool: Path | None = typer.Option(None, "--pool", callback=checked_inputs, is_eager=True,
+                                     help="CSV/Parquet of candidate runs "
+                                          "(the law's inputs; a cost column; for --replay, losses)."),
     grid: str | None = typer.Option(None, "--grid", help="Candidate runs on a log grid "
                                        "instead of --pool, e.g. N=1e7:1e9:8,D=1e9:1e11:8."),
-    target: Path | None = typer.Option(None, "--target", help="CSV/Parquet of the runs "
-                                          "whose predictions matter (the law's inputs)."),
+    target: Path | None = typer.Option(None, "--target", callback=checked_inputs, is_eager=True,
+                                       help="CSV/Parquet of the runs "
+                                            "whose predictions matter (the law's inputs)."),
     target_compute: float | None = typer.Option(
         None, "--target-compute", help="Target the IsoFLOP curve 6·N·D = C (FLOPs) instead.",
         callback=checked_number("--target-compute", low=0, low_open=True)),
@@ -38,8 +41,9 @@ def design(
     cost: str | None = typer.Option(None, "--cost", help="Cost column or expression of "
                                        "columns (default 6*params*tokens)."),
     y: str = typer.Option("loss", "--y", help="Loss column of --observed / --pool (replay)."),
-    observed: Path | None = typer.Option(None, "--observed", help="CSV/Parquet of runs "
-                                            "already trained (the law's inputs and --y)."),
+    observed: Path | None = typer.Option(None, "--observed", callback=checked_inputs, is_eager=True,
+                                         help="CSV/Parquet of runs "
+                                              "already trained (the law's inputs and --y)."),
     store: Path | None = store_option(default=None),
     batch: int = typer.Option(1, "--batch", help="Runs to propose.",
                               callback=checked_number("--batch", low=1, integer=True)),

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from .options import html_option
-from .common import (choice_option, format_option, json_option,
+from .common import (checked_inputs, choice_option, format_option, json_option,
                      library_choices, map_option, open_curves, parse_mapping, parse_pairs,
                      plot_option, notes_in_flags, print_tables, quiet_option, store_option)
 
@@ -18,12 +18,13 @@ _METHODS = ("scalekit.surrogates", "METHODS")
 
 
 def forecast(
-    file: list[Path] | None = typer.Argument(None, help="Curves file(s) (CSV, JSONL, "
-                                                "Parquet, W&B CSV; a folder of TensorBoard "
-                                                "logs, W&B offline runs or mlruns; an Optuna "
-                                                "or MLflow SQLite file); a file without a run "
-                                                "column is one run named by the file. Omit to "
-                                                "read --store."),
+    file: list[Path] | None = typer.Argument(None, callback=checked_inputs, is_eager=True,
+                                             help="Curves file(s) (CSV, JSONL, "
+                                                  "Parquet, W&B CSV; a folder of TensorBoard "
+                                                  "logs, W&B offline runs or mlruns; an Optuna "
+                                                  "or MLflow SQLite file); a file without a run "
+                                                  "column is one run named by the file. Omit to "
+                                                  "read --store."),
     store: Path | None = store_option(default=None),
     to: float | None = typer.Option(None, "--to", help="Forecast each run to this step "
                                        "(or this value of --x)."),

@@ -15,15 +15,16 @@ from pathlib import Path
 
 import typer
 
-from .common import (bootstrap_option, json_option, open_curves, parse_mapping, plot_option,
-                     print_renderable, quiet_option, seed_option, store_option)
+from .common import (bootstrap_option, checked_inputs, json_option, open_curves, parse_mapping,
+                     plot_option, print_renderable, quiet_option, seed_option, store_option)
 from .fit import objective_option
 from .options import html_option, map_option
 
 law_app = typer.Typer(help="Fit the depth, class-count or inference-k law and plan with it.",
                       no_args_is_help=True)
 
-_FILE = typer.Argument(None, help="Measurements file (CSV, JSONL, Parquet, …). Omit to read --store.")
+_FILE = typer.Argument(None, callback=checked_inputs, is_eager=True,
+                       help="Measurements file (CSV, JSONL, Parquet, …). Omit to read --store.")
 _MAP = map_option()
 _BOOTSTRAP = bootstrap_option(0)
 _LOSS = objective_option()

@@ -11,7 +11,8 @@ from pathlib import Path
 import typer
 
 from .options import html_option
-from .common import (bootstrap_option, ci_level_option, display, json_option, plot_option,
+from .common import (bootstrap_option, checked_inputs, ci_level_option, display, json_option,
+                     plot_option,
                      print_renderable, quiet_option, seed_option, store_option)
 
 X_CHOICES = ("bpb", "c4", "ce")
@@ -34,11 +35,13 @@ def _parse_target(text: str) -> tuple[float, float]:
 
 
 def task(
-    files: list[Path] = typer.Argument(None, help="One evaluation CSV per ladder run (or "
-                                       "--store)."),
-    runs: Path | None = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
-                                        "final.json as it stands), matched to the files by "
-                                        "file name."),
+    files: list[Path] = typer.Argument(None, callback=checked_inputs, is_eager=True,
+                                       help="One evaluation CSV per ladder run (or "
+                                            "--store)."),
+    runs: Path | None = typer.Option(None, "--runs", callback=checked_inputs, is_eager=True,
+                                     help="Run table (CSV or JSON; OLMo's "
+                                          "final.json as it stands), matched to the files by "
+                                          "file name."),
     store: str | None = store_option(None),
     predict: str | None = typer.Option(None, "--predict",
                                           help="Target as N=<params>,D=<tokens>."),
@@ -49,9 +52,10 @@ def task(
                                     "openbookqa_test_5shot."),
     x: str = typer.Option("bpb", "--x", help="Intermediate metric: bpb (task bits-per-byte), "
                           "c4 (C4 loss) or ce (task cross-entropy)."),
-    actual: Path | None = typer.Option(None, "--actual", help="The target run's evaluation "
-                                          "file (named in --runs): its last checkpoint is "
-                                          "compared with the predictions."),
+    actual: Path | None = typer.Option(None, "--actual", callback=checked_inputs, is_eager=True,
+                                       help="The target run's evaluation "
+                                            "file (named in --runs): its last checkpoint is "
+                                            "compared with the predictions."),
     evaluate: bool = typer.Option(False, "--evaluate", metavar="", help="Hold out the largest size, fit "
                                   "the rest and predict each held-out run; print the errors."),
     bootstrap: int = bootstrap_option(200),

@@ -15,7 +15,8 @@ import typer
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
 from .options import MORE, html_option, plot_option, verbose_option
-from .common import (bootstrap_option, checked_number, ci_level_option, file_argument, format_option,
+from .common import (bootstrap_option, checked_inputs, checked_number, ci_level_option,
+                     file_argument, format_option,
                      json_option, map_option, open_curves, parse_mapping, print_tables,
                      notes_in_flags, quiet_option, seed_option,
                      store_option)
@@ -29,8 +30,9 @@ FORMAT = "plan"
 def plan(
     file: Path | None = file_argument("Points or curves file"),
     store: Path | None = store_option(default=None),
-    from_fit: Path | None = typer.Option(None, "--from", help="A fit's JSON report "
-                                            "(scalekit fit --json): plan from its law, no refit."),
+    from_fit: Path | None = typer.Option(None, "--from", callback=checked_inputs, is_eager=True,
+                                         help="A fit's JSON report (scalekit fit --json): plan "
+                                         "from its law, no refit."),
     compute: float | None = target_compute_option("--compute"),
     target_loss: float | None = typer.Option(None, "--target-loss", help="Target loss: the "
                                                 "least compute reaching it."),

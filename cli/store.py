@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from .common import (check_writable, choice_option, format_option, is_server_url,
+from .common import (check_writable, checked_inputs, checked_sources, choice_option,
+                     format_option, is_server_url,
                      library_choices, notes_in_flags, parse_mapping, print_tables,
                      store_location, store_option)
 from .options import map_option, quiet_option
@@ -19,7 +20,9 @@ store_app = typer.Typer(name="store", help="Keep learning curves in a store: a S
 
 @store_app.command("import")
 def import_(
-    sources: list[str] = typer.Argument(..., metavar="SOURCE", help="Curve files (CSV, "
+    sources: list[str] = typer.Argument(..., metavar="SOURCE",
+                                        callback=checked_sources,
+                                        help="Curve files (CSV, "
                                         "W&B CSV, JSONL, Parquet), folders (TensorBoard logs, "
                                         "W&B offline runs, an mlruns folder) or tracking URIs "
                                         "(sqlite:///mlflow.db, sqlite:///optuna.db)."),
@@ -39,9 +42,10 @@ def import_(
     duplicates: str = choice_option("error", "--duplicates",
                                     library_choices("scalekit.curves", "DUPLICATES"),
                                     "A repeated (run, step): error, or keep the first or last."),
-    runs: Path | None = typer.Option(None, "--runs", help="Run table (CSV or JSON; OLMo's "
-                                        "final.json as it stands): each SOURCE is one run's "
-                                        "file, its attributes matched by file name."),
+    runs: Path | None = typer.Option(None, "--runs", callback=checked_inputs, is_eager=True,
+                                     help="Run table (CSV or JSON; OLMo's "
+                                          "final.json as it stands): each SOURCE is one run's "
+                                          "file, its attributes matched by file name."),
     quiet: bool = quiet_option(),
 ) -> None:
     """Import curves in one transaction: every row of every source, or nothing."""

@@ -7,7 +7,9 @@ user can fix the setting without reading code.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 from scalekit.errors import InputError
@@ -37,3 +39,20 @@ def check_choice(name: str, value: Any, choices: Collection[Any]) -> Any:
     if value not in choices:
         raise fail(name, value, "one of " + ", ".join(repr(c) for c in choices))
     return value
+
+
+def check_local_input(path: str | Path) -> Path:
+    """``path`` as a Path, refused (:class:`InputError`) unless it is an existing regular
+    file or folder: a pipe, a device or a socket would block or never end, and a URL
+    (``https:/…`` once made a path) names no local file. Only ``stat`` is called."""
+    source = str(path)
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:/", source):
+        raise InputError("is a URL; scalekit reads local files and folders: download it first",
+                         source=source)
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file or folder", source=source)
+    if not (path.is_file() or path.is_dir()):
+        raise InputError("is not a regular file or folder (a pipe, a device or a socket); "
+                         "save its contents to a file first", source=source)
+    return path

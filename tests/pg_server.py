@@ -63,11 +63,18 @@ class Server:
             self._as = ["runuser", "-u", "postgres", "--"]
         self._run(str(bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres",
                   "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
-        options = (f"-h 127.0.0.1 -p {self.port} -k '' -F -c max_connections=60 "
-                   "-c shared_buffers=32MB")
         self._pg_ctl = str(bin_dir / "pg_ctl")
-        self._run(self._pg_ctl, "-D", str(self.data), "-o", options, "-l",
-                  str(self.folder / "log"), "-w", "start")
+        for attempt in range(3):  # the free port may be taken meanwhile (xdist workers race)
+            options = (f"-h 127.0.0.1 -p {self.port} -k '' -F -c max_connections=60 "
+                       "-c shared_buffers=32MB")
+            try:
+                self._run(self._pg_ctl, "-D", str(self.data), "-o", options, "-l",
+                          str(self.folder / "log"), "-w", "start")
+                break
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+                self.port = _free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}"
         self.admin("CREATE DATABASE scalekit")
 

@@ -7,18 +7,34 @@
 - :class:`CurveStore` keeps runs and points in a SQLite file (WAL), with
   all-or-nothing imports and safe concurrent appends.
 - :func:`write_curves` writes a tidy frame in any of those formats.
+
+The face is lazy: pandas and the readers load when a name is first used, so the CLI can
+check its files and a store's location (:func:`is_server_url`) before importing them.
 """
 
-from scalekit.curves._copy import copy_store
-from scalekit.curves._curve_set import Curves
-from scalekit.curves._database import display, is_server_url, open_database
-from scalekit.curves.readers import DUPLICATES, FORMATS, check_local_input, read_curves
-from scalekit.curves.readers._csv_file import escape_cell
-from scalekit.curves.readers._ladder import ladder_frame, ladder_from_store, read_ladder
-from scalekit.curves._store import CurveStore, ImportSummary
-from scalekit.curves._writers import TABLE_FORMATS, output_format, write_curves
+from __future__ import annotations
 
-__all__ = ["FORMATS", "CurveStore", "Curves", "ImportSummary", "read_curves", "write_curves",
-           "check_local_input", "copy_store", "display", "is_server_url", "ladder_frame",
-           "ladder_from_store", "output_format", "read_ladder", "DUPLICATES", "TABLE_FORMATS",
-           "open_database", "escape_cell"]
+from scalekit.checks import check_local_input
+from scalekit.curves._database import display, is_server_url, open_database
+from scalekit.lazy import lazy_names
+
+_LAZY = {
+    "copy_store": "scalekit.curves._copy",
+    "Curves": "scalekit.curves._curve_set",
+    "DUPLICATES": "scalekit.curves.readers",
+    "FORMATS": "scalekit.curves.readers",
+    "read_curves": "scalekit.curves.readers",
+    "ladder_frame": "scalekit.curves.readers._ladder",
+    "ladder_from_store": "scalekit.curves.readers._ladder",
+    "read_ladder": "scalekit.curves.readers._ladder",
+    "CurveStore": "scalekit.curves._store",
+    "ImportSummary": "scalekit.curves._store",
+    "TABLE_FORMATS": "scalekit.curves._writers",
+    "output_format": "scalekit.curves._writers",
+    "write_curves": "scalekit.curves._writers",
+    "escape_cell": "scalekit.curves.readers._csv_file",
+}
+
+__all__ = ["check_local_input", "display", "is_server_url", "open_database", *_LAZY]
+
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -92,6 +92,7 @@ def _coverage(groups=None, draws=500, sd=0.01, points=_FIVE, at=(3e9, 6e12), flo
     return {level: float(np.mean(hit)) for level, hit in hits.items()}, bound
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("groups", [None, np.arange(5)], ids=["residuals", "leave-one-out"])
 def test_the_law_s_intervals_hold_a_new_end_loss_as_often_as_they_say(groups):
     """Over 500 noise draws the 80% and 95% intervals cover within three binomial standard
@@ -420,6 +421,7 @@ def test_a_killed_commit_run_resumes_to_the_points_of_an_uninterrupted_one(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")
 def test_allocate_run_on_a_local_ray_cluster_writes_what_a_local_run_writes(tmp_path):
     pytest.importorskip("ray")
     from scalekit.executors import make_executor, running

@@ -187,6 +187,7 @@ def test_a_killed_process_resumes_exactly(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")
 def test_a_killed_driver_on_ray_resumes_exactly(tmp_path):
     # the trainer calls run on a local Ray cluster started by the driver; the driver and
     # its cluster are killed together (SIGKILL to the process group) part-way, and a

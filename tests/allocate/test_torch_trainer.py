@@ -37,6 +37,7 @@ def test_teacher_student_runs_are_allocated_and_match_uninterrupted_training(tmp
         assert np.allclose([p["loss"] for p in whole], mine.loss, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_candidates_carry_the_parameters_and_step_flops_training_counts(tmp_path):
     configs = [TrainConfig(task=task, width=8, depth=1, steps=2, batch_size=8, evals=1,
                            eval_size=16, device="cpu", seed=seed)

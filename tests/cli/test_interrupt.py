@@ -88,6 +88,7 @@ def test_an_interrupted_fit_exits_130_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_an_interrupted_train_exits_130_and_says_what_the_store_keeps(tmp_path):
     store = tmp_path / "t.db"
     code, err = _interrupt(["train", "teacher_student", "--widths", "4,8", "--steps", "200000",
@@ -102,6 +103,7 @@ def test_an_interrupted_train_exits_130_and_says_what_the_store_keeps(tmp_path):
                     "run the same command again to resume from the checkpoints")
 
 
+@pytest.mark.slow
 def test_an_interrupted_allocation_exits_130_and_says_what_it_kept(tmp_path):
     store = tmp_path / "a.db"
     code, err = _interrupt(["allocate", "run", "teacher_student", "--budget", "2e11",

@@ -101,6 +101,7 @@ def test_an_allocation_run_reports_each_rung(tmp_path):
     assert finals == trained and len(trained) > 1
 
 
+@pytest.mark.slow
 def test_the_default_forecast_reports_each_candidate_fit_and_forecasts_the_same():
     from scalekit.surrogates._forecast import forecast_frame
 

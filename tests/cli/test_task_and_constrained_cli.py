@@ -87,6 +87,7 @@ def test_plan_data_constrained_needs_unique_tokens(tmp_path, capsys):
     assert main(["plan", str(path), "--compute", "1e21", "--unique-tokens", "1e9"]) == 2
 
 
+@pytest.mark.slow
 def test_store_keeps_unique_tokens_and_fits_from_them(tmp_path, capsys):
     """`U` imported into the store is kept as the run's `unique_tokens` (run configuration),
     exported and read back, and `fit --store` recovers a known truth from it."""
@@ -111,6 +112,7 @@ def test_store_keeps_unique_tokens_and_fits_from_them(tmp_path, capsys):
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_law_task_reads_a_store_as_it_reads_the_files(ladder, tmp_path, capsys):
     """The ladder imported into a store (`store import FILES --runs TABLE`) gives the same
     predictions as the files themselves."""

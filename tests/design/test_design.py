@@ -37,6 +37,7 @@ def target_error(result: DesignResult) -> float:
     return float(np.abs(np.log(prediction / chinchilla(TARGET.params, TARGET.tokens))).mean())
 
 
+@pytest.mark.slow
 def test_designed_runs_predict_the_target_better_than_random_runs_of_the_same_budget():
     law, pool = get_law("chinchilla"), known_pool(size=10)
     budget = 0.05 * pool.cost.sum()
@@ -49,6 +50,7 @@ def test_designed_runs_predict_the_target_better_than_random_runs_of_the_same_bu
     assert target_error(designed) < 0.2 * min(random), random
 
 
+@pytest.mark.slow
 def test_a_replay_reveals_only_the_losses_of_the_runs_it_chose():
     law, pool = get_law("chinchilla"), known_pool(size=7)
     first = replay(law, pool, TARGET, budget=0.04 * pool.cost.sum(), method="v_optimal", seed=1)
@@ -83,6 +85,7 @@ def test_a_proposal_from_nothing_is_a_starting_design_and_then_each_run_says_why
         assert p["interval"][0] < p["prediction"] < p["interval"][1]
 
 
+@pytest.mark.slow
 def test_with_no_more_runs_than_parameters_the_answer_is_a_marked_prior_fit():
     # five runs (the corners and the centre of a 5 x 5 grid) for the five parameters of
     # Chinchilla: the engine refuses a least-squares fit; the design answers with the most

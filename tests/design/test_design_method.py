@@ -24,6 +24,7 @@ def chinchilla(n, d):
     return 1.8 + 400.0 * n ** -0.34 + 2000.0 * d ** -0.37
 
 
+@pytest.mark.slow
 def test_ensemble_starts_with_the_cheapest_two_and_a_half_runs_per_parameter():
     law = get_law("chinchilla")                    # 5 parameters: 13 starting runs
     frame = grid_pool("N=1e7:1e9:8,D=1e8:1e10:8")

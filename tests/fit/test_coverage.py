@@ -45,6 +45,7 @@ def coverage(n_sets: int, **fit_options) -> dict[str, float]:
     return {name: float(np.mean(h)) for name, h in hits.items()}
 
 
+@pytest.mark.slow
 def test_student_t_intervals_cover_the_truth_at_their_level():
     found = coverage(50)
     assert min(found.values()) >= 0.86, found

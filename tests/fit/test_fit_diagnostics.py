@@ -43,6 +43,7 @@ def test_sizes_spanning_1_2x_leave_alpha_not_identified(narrow):
     assert "alpha" in codes(narrow, "exponent_implausible")      # it lands far above 2
 
 
+@pytest.mark.slow
 def test_the_bundled_sample_fit_has_e_on_its_bound(published_data):
     """Issue 13: E's interval [6e-19, 0.089] reached its bound 0 without a word."""
     sample = published_data.parent / "sample_curves.csv"

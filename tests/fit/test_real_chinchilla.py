@@ -81,6 +81,7 @@ def test_standard_errors_agree_with_bootstrap_spread(bootstrapped):
         assert 1 / 1.5 < se / spread[k] < 1.5, (name, se, spread[k])
 
 
+@pytest.mark.slow
 def test_bootstrap_starts_find_the_full_grid_optimum(points, bootstrapped):
     """The bootstrap's few starts per resample reach what the whole 4,500 grid reaches."""
     X, y = points

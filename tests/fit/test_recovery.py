@@ -19,6 +19,7 @@ def chinchilla_points(seed, n=80, noise=0.01):
     return X, y
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", ["huber", "squared"])
 def test_chinchilla_parameters_recovered_over_20_seeds(loss):
     """Tolerances: |E/E0 - 1| <= 0.1, |alpha - alpha0| <= 0.05, |beta - beta0| <= 0.1,
@@ -71,6 +72,7 @@ def test_bootstrap_interval_coverage_near_nominal():
     assert np.all((coverage >= 0.85) & (coverage <= 1.0)), coverage
 
 
+@pytest.mark.slow
 def test_standard_error_interval_coverage_near_nominal():
     """Normal intervals from the sandwich standard errors: 85-100% over 40 replications."""
     coverage = _coverage()

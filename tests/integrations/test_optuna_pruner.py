@@ -53,12 +53,14 @@ def studies(crossing):
         ("forecast", ForecastPruner(min_resource=9, max_resource=243, reduction_factor=3)))}
 
 
+@pytest.mark.slow
 def test_optuna_successive_halving_prunes_the_eventual_best(studies, crossing):
     study, used = studies["optuna_sh"]
     assert state_of(study, *crossing.best) == TrialState.PRUNED
     assert study.best_value > crossing.curve(*crossing.best)[-1] + 0.02
 
 
+@pytest.mark.slow
 def test_forecast_pruner_keeps_the_best_and_saves_steps(studies, crossing):
     study, used = studies["forecast"]
     _, exhaustive = studies["none"]
@@ -70,6 +72,7 @@ def test_forecast_pruner_keeps_the_best_and_saves_steps(studies, crossing):
     assert len(pruned) >= len(crossing.trials) // 2
 
 
+@pytest.mark.slow
 def test_scalekit_successive_halving_on_the_same_study(studies, crossing):
     """The synchronous bracket of scalekit.allocate on the same curves, given the steps
     ForecastPruner used: ranked by the current loss it keeps an early leader to the end;
@@ -132,6 +135,7 @@ def test_bad_settings_name_the_setting(settings, message):
         ForecastPruner(**{"max_resource": 243, **settings})
 
 
+@pytest.mark.slow
 def test_scores_live_in_the_storage_shared_by_workers(crossing, tmp_path):
     """Two pruners (two workers) on one SQLite study: the second ranks against the first's
     forecasts, read back from the storage. The rung at step 9 is judged at step 16, the first
@@ -154,6 +158,7 @@ def test_scores_live_in_the_storage_shared_by_workers(crossing, tmp_path):
     assert first < second and crossing.curve(0, 0, 16)[-1] < crossing.curve(5, 0, 16)[-1]
 
 
+@pytest.mark.slow
 def test_auto_min_resource_is_optunas_estimate_after_the_first_completed_trial(crossing):
     """As Optuna's SuccessiveHalvingPruner: nothing is ranked until a trial completes, then
     the first rung is a hundredth of its steps (243 // 100 = 2), rungs 2, 6, 18, 54, 162."""

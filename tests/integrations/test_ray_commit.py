@@ -27,7 +27,8 @@ from scalekit.allocate._replay import reveal
 from scalekit.allocate._sweep import sweep_from_frame
 from scalekit.integrations.ray_commit import CommitScheduler
 
-pytestmark = pytest.mark.slow
+# one local Ray cluster at a time: these run on one xdist worker (--dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 SIZES = tuple(np.geomspace(1e7, 1e9, 4))
 LENGTHS = (30, 60, 120)

@@ -13,7 +13,8 @@ from ray.tune.schedulers import AsyncHyperBandScheduler  # noqa: E402
 
 from scalekit.integrations.ray_tune import ForecastScheduler  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# one local Ray cluster at a time: these run on one xdist worker (--dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 #: Steps reported: every step up to the first rung, then every third up to the second,
 #: then every 27th (the forecasts need no more, and each report is a round trip in Ray).

@@ -51,6 +51,7 @@ def study(pruner, order: list[int], seed: int) -> tuple[dict[int, TrialState], i
     return {t.params["size"]: t.state for t in run.trials}, used[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order_seed, noise_seed", [(1, 0), (2, 1), (3, 2)])
 def test_the_forecast_pruner_keeps_the_slowest_starter_that_ends_best(order_seed, noise_seed):
     largest = len(SIZES) - 1

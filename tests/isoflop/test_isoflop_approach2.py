@@ -229,6 +229,7 @@ def test_refit_without_a_flag_that_leaves_two_budgets_is_none():
     assert model.refit_without("downward") is not None  # no budget opens downward
 
 
+@pytest.mark.slow
 def test_the_interval_of_a_covers_the_truth_at_least_at_its_level():
     # 40 synthetic sweeps from a known surface: the 90% interval of a must cover the true
     # exponent at least 90% of the time (the two-stage bootstrap is conservative: see

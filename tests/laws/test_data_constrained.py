@@ -98,6 +98,7 @@ def test_unique_params_are_the_compute_optimal_size_for_the_unique_tokens():
     np.testing.assert_allclose(scale * best["tokens"] ** power, best["params"], rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_two_stage_recovers_a_known_truth_with_its_base_held():
     rng = np.random.default_rng(1)
     N, U = 10 ** rng.uniform(7, 9.5, 80), 10 ** rng.uniform(8, 10, 80)
@@ -128,6 +129,7 @@ def test_paper_objective_reproduced_and_its_published_optimum_is_not_the_least(p
     assert best.stats["objective"] < at_published * (1 - 1e-3)
 
 
+@pytest.mark.slow
 def test_paper_protocol_profile_holds_the_published_values_and_cannot_pin_rstar_d(
         published_data):
     """Their two stages on their runs: the profile-likelihood 95% intervals hold the

@@ -142,6 +142,7 @@ def test_a_backtest_with_a_non_finite_forecast_takes_no_part():
     assert stack.weights_["A"]["flaky"] == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_default_forecaster_from_medians_and_shared_fits_equals_the_quantile_path():
     """The default stack reads its candidates' medians alone and fits the ensemble's families
     once for ``ensemble`` and ``average``; the same stack over candidates fitted apart, read

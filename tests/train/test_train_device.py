@@ -22,6 +22,7 @@ def _losses(result) -> np.ndarray:
     return np.array([p["loss"] for p in result.points])
 
 
+@pytest.mark.slow
 def test_bf16_autocast_on_the_cpu_follows_the_fp32_curve_without_equalling_it():
     fp32 = train(TrainConfig(**CHAR, precision="fp32"))
     bf16 = train(TrainConfig(**CHAR, precision="bf16"))
@@ -43,6 +44,7 @@ def test_a_compiled_run_follows_the_eager_curve():
     assert compiled.attrs["flops_per_step"] == eager.attrs["flops_per_step"]
 
 
+@pytest.mark.slow
 def test_batched_char_gpts_follow_their_sequential_curves():
     """The batched GPT computes attention as plain products (vmap has no rule for the fused
     kernel); each run must still follow the curve it trains alone."""

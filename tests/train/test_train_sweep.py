@@ -14,6 +14,7 @@ from scalekit.train._sweep import StoreLog, SweepSpec, run_sweep
 BASE = TrainConfig(steps=60, evals=4, eval_size=256, device="cpu")
 
 
+@pytest.mark.slow
 def test_teacher_student_loss_falls_with_width():
     spec = SweepSpec(base=TrainConfig(steps=400, evals=2, lr=1e-2, lr_schedule="cosine", device="cpu"),
                      widths=[2, 8, 64])
@@ -79,7 +80,9 @@ def test_a_finished_sweep_run_again_trains_nothing_and_adds_nothing(tmp_path):
         assert len(opened.curves().frame) == 4
 
 
-@pytest.mark.parametrize("kind", ["local", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", [pytest.param("local", marks=pytest.mark.slow),
+                                  pytest.param("ray", marks=[pytest.mark.slow,
+                                                            pytest.mark.xdist_group("ray")])])
 def test_executor_gives_the_curves_of_the_calling_process(kind):
     if kind == "ray":
         pytest.importorskip("ray")
@@ -94,6 +97,7 @@ def test_executor_gives_the_curves_of_the_calling_process(kind):
     assert elsewhere[columns].equals(inline[columns])
 
 
+@pytest.mark.slow
 def test_pool_workers_share_the_cpus_between_their_torch_threads():
     executor = make_executor("local", max_workers=2)
     try:  # torch is imported in the worker by the job, after the pool set its threads
@@ -103,6 +107,7 @@ def test_pool_workers_share_the_cpus_between_their_torch_threads():
     assert threads == [max(1, usable_cpus() // 2)] * 2
 
 
+@pytest.mark.slow
 def test_batched_sweep_stores_the_curves_of_the_sequential_sweep(tmp_path):
     configs = SweepSpec(base=BASE, widths=[4, 8], seeds=[0, 1], lrs=[3e-3, 1e-2]).configs()
     sequential = run_sweep(configs, store=tmp_path / "seq.db")

@@ -18,21 +18,20 @@ The tracking tools' packages are optional extras, imported only when read.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 
-from scalekit.checks import check_choice
+from scalekit.checks import check_choice, check_local_input
 from scalekit.curves._curve_set import Curves
 from scalekit.curves.readers._csv_file import read_csv_table
 from scalekit.curves.readers._jsonl_file import read_jsonl_table
 from scalekit.curves.readers._metric_choice import MetricChoice
 from scalekit.curves.readers._parquet_file import read_parquet_table
 from scalekit.curves.readers._run_records import frame_from_records
-from scalekit.curves.readers._table import tidy_from_table
+from scalekit.curves.readers._table import run_columns, tidy_from_table
 from scalekit.curves.readers._wandb_export import looks_wide, wide_to_long
 from scalekit.curves._validate import Locator
 from scalekit.errors import InputError
@@ -131,7 +130,8 @@ def _read_table(path: Path, fmt: str, format: str | None, source: str, *, mappin
     elif fmt == "jsonl":
         table, lines = read_jsonl_table(path)
     else:
-        table, lines = read_csv_table(path)
+        table, lines = read_csv_table(path, text=lambda header: run_columns(header, mapping,
+                                                                             metric))
         if fmt == "wandb" or (format is None and looks_wide(table.columns, mapping, metric)):
             table, lines, choice, notes = wide_to_long(table, lines, mapping, metric, source)
             mapping = None
@@ -175,23 +175,6 @@ def _read_tracking(path: str | Path, fmt: str, uri: bool, source: str, *, mappin
     curves = frame_from_records(records, source=source, metric=metric, mapped=mapped,
                                 duplicates=duplicates, keep=keep, what=what, choice=choice)
     return curves.noted(notes)
-
-
-def check_local_input(path: str | Path) -> Path:
-    """``path`` as a Path, refused (:class:`InputError`) unless it is an existing regular
-    file or folder: a pipe, a device or a socket would block or never end, and a URL
-    (``https:/…`` once made a path) names no local file. Only ``stat`` is called."""
-    source = str(path)
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:/", source):
-        raise InputError("is a URL; scalekit reads local files and folders: download it first",
-                         source=source)
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file or folder", source=source)
-    if not (path.is_file() or path.is_dir()):
-        raise InputError("is not a regular file or folder (a pipe, a device or a socket); "
-                         "save its contents to a file first", source=source)
-    return path
 
 
 def _is_uri(path: str | Path) -> bool:

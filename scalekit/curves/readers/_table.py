@@ -156,6 +156,18 @@ def _lr_column(columns, used) -> str | None:
     return None if found is None else names[found]
 
 
+def run_columns(columns: Sequence[str], mapping: Mapping[str, str] | None,
+                metric: str) -> tuple[str, ...]:
+    """The columns that name runs, by the mapping's ``run`` or an alias (none where the
+    mapping is wrong: the full check says so later)."""
+    try:
+        roles = resolve_roles(columns, {k: v for k, v in (mapping or {}).items() if k == "run"},
+                              metric=metric)
+    except InputError:
+        return ()
+    return _columns_of(roles["run"]) if "run" in roles else ()
+
+
 def _columns_of(role_value: str | tuple[str, ...]) -> tuple[str, ...]:
     return role_value if isinstance(role_value, tuple) else (role_value,)
 
