@@ -37,6 +37,11 @@ from scalekit.errors import InputError
 
 #: Points a trial needs before it is judged at a rung (the per-curve surrogates' minimum).
 MIN_POINTS = 4
+#: The ``ensemble`` surrogate's families when ranking trials: the six whose fit to one
+#: curve costs 4-6 ms (mmf, exp4, janoschek and weibull cost 13-18 ms each), which
+#: keeps a ``should_prune`` call that forecasts under 100 ms (bench/bench_pruner.py);
+#: bench/late_bloomer_pruner.py scores them against all twelve on held-out shapes.
+FAMILIES = ("vap", "pow3", "loglinear", "hill3", "ilog2", "satpow")
 
 
 class ForecastRanking:
@@ -61,10 +66,14 @@ class ForecastRanking:
     maximize : bool
         The value is a score to maximise below 1 (an accuracy), forecast as the
         error ``1 - value``; otherwise a positive loss to minimise.
+    families : sequence of str, optional
+        The ``ensemble`` surrogate's curve families (:data:`FAMILIES` by default;
+        None: all of :data:`scalekit.surrogates._curve_families.DEFAULT_FAMILIES`).
     """
 
     def __init__(self, *, min_resource: float, max_resource: float, reduction_factor: int = 3,
-                 surrogate: str = "ensemble", quantile: float = 0.2, maximize: bool = False):
+                 surrogate: str = "ensemble", quantile: float = 0.2, maximize: bool = False,
+                 families: Sequence[str] | None = FAMILIES):
         self.min_resource = check_number("min_resource", min_resource, low=0, low_open=True)
         self.max_resource = check_number("max_resource", max_resource, low=0, low_open=True)
         if min_resource >= max_resource:
@@ -75,7 +84,10 @@ class ForecastRanking:
         self.quantile = check_number("quantile", quantile, low=0, high=1, low_open=True,
                                      high_open=True)
         self.maximize = bool(maximize)
-        self._forecaster = make_forecaster(surrogate)
+        self.families = None if families is None else tuple(families)
+        self._forecaster = make_forecaster(surrogate, families=self.families)
+        #: Whether a trial's forecast reads the other trials' curves (``joint``).
+        self.pooled = surrogate == "joint"
         ladder = rung_resources(min_resource, max_resource, self.reduction_factor)
         self.rungs = ladder if ladder[-1] < max_resource else ladder[:-1]
 
@@ -86,22 +98,28 @@ class ForecastRanking:
     def score(self, trial, curves: Mapping) -> float:
         """Forecast loss quantile of ``trial`` at ``max_resource`` (lower is better).
 
-        ``curves`` maps every trial (``trial`` included) to ``(resources, values)``
-        as reported so far; the others inform the ``joint`` surrogate. A trial
+        ``curves`` maps trials (``trial`` included) to ``(resources, values)``
+        as reported so far; the others inform the ``joint`` surrogate only
+        (:attr:`pooled`), and the per-trial surrogates need ``trial``'s alone. A trial
         with fewer than :data:`MIN_POINTS` points, or whose points span less (in log)
         than the forecast must reach beyond them, scores NaN (not judged yet: the
         callers keep it going and judge it at that rung once it has them); one the
         surrogate cannot forecast scores its last value, as plain Successive Halving
         would.
         """
-        observed = {key: self._curve(key, *points) for key, points in curves.items()}
-        observed = {key: c for key, c in observed.items() if len(c)}
-        own = observed.get(trial)
-        if own is None:
+        points = curves.get(trial)
+        own = self._curve(trial, *points) if points is not None else None
+        if own is None or not len(own):
             return np.inf
         first, last = own.resource[0], own.resource[-1]
         if len(own) < MIN_POINTS or last * last < first * self.max_resource:
             return float("nan")
+        observed = {trial: own}
+        if self.pooled:  # only the joint surrogate reads the other trials' curves
+            for key, other in curves.items():
+                curve = own if key == trial else self._curve(key, *other)
+                if len(curve):
+                    observed[key] = curve
         quantiles = self._forecaster.forecast(observed, {}, {trial: np.array([self.max_resource])},
                                               [self.quantile])
         value = float(quantiles[trial][0, 0])
