@@ -24,6 +24,7 @@ given order under a pruner, in real Optuna.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,21 +107,47 @@ def order_of(seed: int, *, rivals_first: int = 2) -> list[int]:
 def study(optuna, pruner, shape: Shape, order: list[int], seed: int):
     """Run the sizes in ``order`` under ``pruner``; each size's state, the steps trained
     and the size with the lowest final value among the trials completed."""
-    curves = shape.curves(seed)
     run = optuna.create_study(pruner=pruner)
     for i in order:
         run.enqueue_trial({"size": i})
-    used = [0]
+    run.optimize(objective_of(optuna, shape, seed), n_trials=len(order))
+    used = sum(t.user_attrs["steps"] for t in run.trials)
+    states = {t.params["size"]: t.state for t in run.trials}
+    return states, used, run.best_trial.params["size"]
+
+
+def objective_of(optuna, shape: Shape, seed: int):
+    """The objective of :func:`study` for ``shape``'s curves under ``seed``: trains the
+    size suggested, reporting every step, and counts each step in ``trial.user_attrs``
+    (``steps``, written when the trial ends, with the ``worker`` process's id)."""
+    curves = shape.curves(seed)
 
     def objective(trial):
         size = trial.suggest_int("size", 0, len(SIZES) - 1)
-        for step, value in enumerate(curves[size], start=1):
-            used[0] += 1
-            trial.report(float(value), step)
-            if trial.should_prune():
-                raise optuna.TrialPruned()
+        trained = 0
+        try:
+            for step, value in enumerate(curves[size], start=1):
+                trained += 1
+                trial.report(float(value), step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned()
+        finally:
+            trial.set_user_attr("steps", trained)
+            trial.set_user_attr("worker", os.getpid())
         return float(value)
 
-    run.optimize(objective, n_trials=len(order))
-    states = {t.params["size"]: t.state for t in run.trials}
-    return states, used[0], run.best_trial.params["size"]
+    return objective
+
+
+def worker(storage: str, name: str, shape_name: str, seed: int, trials: int) -> None:
+    """One worker process of a shared study: loads study ``name`` from ``storage`` with a
+    ForecastPruner and runs ``trials`` of the queued sizes of the shape ``shape_name``."""
+    import optuna
+
+    from scalekit.integrations.optuna import ForecastPruner
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    shape = next(s for s in SHAPES if s.name == shape_name)
+    pruner = ForecastPruner(min_resource=3, max_resource=shape.steps, reduction_factor=3)
+    run = optuna.load_study(study_name=name, storage=storage, pruner=pruner)
+    run.optimize(objective_of(optuna, shape, seed), n_trials=trials)
