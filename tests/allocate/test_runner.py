@@ -148,7 +148,8 @@ class Slow(SyntheticTrainer):
         time.sleep(0.15)
         return super().advance(run, start, stop)
 
-pool = make_executor("ray", max_workers=1) if sys.argv[2] == "ray" else None
+pool = (make_executor(sys.argv[2], max_workers=1, folder=sys.argv[1] + ".jobs")
+        if sys.argv[2] != "local" else None)
 with running(pool) if pool else nullcontext():
     run_allocation(sys.argv[1], "toy", Slow(**{settings}), LossPolicy(), budget={budget}, seed=0,
                    executor=pool)
@@ -211,4 +212,32 @@ def test_a_killed_driver_on_ray_resumes_exactly(tmp_path):
         again = run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(),
                                budget=BUDGET, seed=0, executor=pool)
     assert again.reused >= 3
+    pd.testing.assert_frame_equal(_points(path), _points(whole))
+
+
+@pytest.mark.slow  # a fresh interpreter per advance
+def test_a_killed_driver_on_submitit_resumes_exactly(tmp_path):
+    # each advance a job of submitit's local executor (the pickling, submission and result
+    # path of its Slurm executor); the driver is killed (SIGKILL to its process group) part-way,
+    # and a resumed run through submitit writes the points an uninterrupted local run writes
+    pytest.importorskip("submitit")
+    import os
+    import signal
+
+    from scalekit.executors import make_executor, running
+
+    whole = tmp_path / "whole.db"
+    run_allocation(whole, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
+    path = tmp_path / "killed.db"
+    script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
+    process = subprocess.Popen([sys.executable, "-c", script, str(path), "submitit-local"],
+                               start_new_session=True)
+    done = _advances_done(process, path, 2, seconds=240)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert 2 <= done < 13  # it died in the middle
+    with running(make_executor("submitit-local", folder=tmp_path / "jobs")) as pool:
+        again = run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(),
+                               budget=BUDGET, seed=0, executor=pool)
+    assert again.reused >= 2 and again.trained >= 1
     pd.testing.assert_frame_equal(_points(path), _points(whole))
