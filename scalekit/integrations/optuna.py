@@ -20,7 +20,7 @@ from optuna.trial import FrozenTrial
 
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
-from scalekit.integrations._rungs import FAMILIES, ForecastRanking
+from scalekit.integrations._rungs import FAMILIES, REACH, ForecastRanking
 
 _KEY = "scalekit_forecast_rung_{}"
 
@@ -54,6 +54,9 @@ class ForecastPruner(optuna.pruners.BasePruner):
     families : sequence of str, optional
         The ``ensemble`` surrogate's curve families (see
         :data:`scalekit.integrations._rungs.FAMILIES`; None: all twelve).
+    reach : float
+        A trial is judged once the forecast reaches no further beyond its points than
+        ``reach`` times their span, on a log scale (:data:`scalekit.integrations._rungs.REACH`).
 
     Notes
     -----
@@ -64,14 +67,15 @@ class ForecastPruner(optuna.pruners.BasePruner):
 
     def __init__(self, min_resource: int | str = 1, max_resource: int = 100,
                  reduction_factor: int = 3, *, surrogate: str = "ensemble", quantile: float = 0.2,
-                 families: Sequence[str] | None = FAMILIES):
+                 families: Sequence[str] | None = FAMILIES, reach: float = REACH):
         auto = isinstance(min_resource, str)
         if auto:
             check_choice("min_resource", min_resource, ("auto",))
             check_number("max_resource", max_resource, low=1, low_open=True)  # above any estimate
         self._settings = dict(min_resource=1 if auto else min_resource,
                               max_resource=max_resource, reduction_factor=reduction_factor,
-                              surrogate=surrogate, quantile=quantile, families=families)
+                              surrogate=surrogate, quantile=quantile, families=families,
+                              reach=reach)
         self._rankings = {False: ForecastRanking(**self._settings)}   # checks every setting
         if auto:  # rungs once a trial completes
             self._settings["min_resource"], self._rankings = None, {}
