@@ -48,6 +48,15 @@ def _points(path) -> pd.DataFrame:
     return frame[columns].sort_values(["run", "step"]).reset_index(drop=True)
 
 
+def _decisions(path) -> dict:
+    """The allocator's ledger (every advance) and promotions, in a stable order."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return {table: sorted(db.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+                for table in ("allocate_ledger", "allocate_promotions")}
+
+
 def _run(path, trainer, executor=None, policy=None):
     return run_allocation(path, "toy", trainer, policy or get_policy("forecast"),
                           budget=BUDGET, seed=0, executor=executor)
@@ -219,7 +228,8 @@ def test_a_killed_driver_on_ray_resumes_exactly(tmp_path):
 def test_a_killed_driver_on_submitit_resumes_exactly(tmp_path):
     # each advance a job of submitit's local executor (the pickling, submission and result
     # path of its Slurm executor); the driver is killed (SIGKILL to its process group) part-way,
-    # and a resumed run through submitit writes the points an uninterrupted local run writes
+    # and a resumed run through submitit writes the points and the decisions (ledger and
+    # promotions) an uninterrupted local run writes
     pytest.importorskip("submitit")
     import os
     import signal
@@ -241,3 +251,4 @@ def test_a_killed_driver_on_submitit_resumes_exactly(tmp_path):
                                budget=BUDGET, seed=0, executor=pool)
     assert again.reused >= 2 and again.trained >= 1
     pd.testing.assert_frame_equal(_points(path), _points(whole))
+    assert _decisions(path) == _decisions(whole)
