@@ -194,6 +194,7 @@ def test_a_killed_process_resumes_exactly(tmp_path):
     assert target <= done < 13  # it died in the middle
     run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
     pd.testing.assert_frame_equal(_points(path), _points(whole))
+    assert _decisions(path) == _decisions(whole)
 
 
 @pytest.mark.slow
@@ -222,6 +223,7 @@ def test_a_killed_driver_on_ray_resumes_exactly(tmp_path):
                                budget=BUDGET, seed=0, executor=pool)
     assert again.reused >= 3
     pd.testing.assert_frame_equal(_points(path), _points(whole))
+    assert _decisions(path) == _decisions(whole)
 
 
 @pytest.mark.slow  # a fresh interpreter per advance
