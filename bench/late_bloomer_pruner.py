@@ -19,7 +19,7 @@ and the steps trained are <= 70% of the steps of no pruning (the target).
 Optuna's SuccessiveHalvingPruner (same settings) is run on every study for reference.
 
 Run: ``python bench/late_bloomer_pruner.py [--seeds 3] [--quantiles 0.1 0.2]
-[--reaches 1 0.7 0.5] [--families fast]``. The studies can run in several processes:
+[--reaches 1 0.7 0.5 0.3] [--families fast]``. The studies can run in several processes:
 ``--shapes NAME ... --save FILE`` runs those shapes only and writes their results
 (JSON lines); ``--load FILE ...`` then reads them back and scores (no study is run).
 Exits 1 unless every scored study passes.
@@ -54,7 +54,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--quantiles", type=float, nargs="+", default=[0.1, 0.2])
-    parser.add_argument("--reaches", type=float, nargs="+", default=[1.0, 0.7, 0.5])
+    parser.add_argument("--reaches", type=float, nargs="+", default=[1.0, 0.7, 0.5, 0.3])
     parser.add_argument("--families", choices=("fast", "all"), default="fast")
     parser.add_argument("--shapes", nargs="+", default=None)
     parser.add_argument("--save", default=None)
