@@ -17,9 +17,9 @@ import typer
 
 from .options import html_option, map_option, seed_option
 from .common import (check_executor, checked_inputs, choice_argument, choice_option, display,
-                     format_option, json_option,
+                     format_option, job_executor, json_option,
                      library_choices, on_interrupt, open_curves, parse_mapping, plot_option,
-                     print_renderable, print_tables, quiet_option, store_option)
+                     print_renderable, print_tables, quiet_option, slurm_options, store_option)
 
 MODES = ("replay", "plan", "run")
 allocate_app = typer.Typer(name="allocate", no_args_is_help=True,
@@ -86,6 +86,7 @@ _SURROGATE = choice_option("joint", "--surrogate",
                            "Surrogate of the forecast and frontier policies: joint, ensemble "
                            "or gp.")
 _SEED = seed_option()
+_SLURM = slurm_options()
 _GROUP = typer.Option(None, "--group", help="Columns whose values name a run, comma-separated "
                       "(e.g. model,peak_lr,sweep).")
 _MAP = map_option()
@@ -191,10 +192,14 @@ def run_command(
                                 "runs and the CPUs)."),
     executor: str = choice_option("local", "--executor",
                                   library_choices("scalekit.executors", "EXECUTORS"),
-                                  "local (processes) or ray (the trainer calls on a Ray "
-                                  "cluster; this process alone writes the store)."),
+                                  "local (processes), ray (the trainer calls on a Ray "
+                                  "cluster), slurm (each advance a Slurm job through "
+                                  "submitit) or submitit-local (the same jobs as processes "
+                                  "here); this process alone writes the store."),
     ray_address: str | None = typer.Option(None, "--ray-address",
                                               help="Ray cluster to join (default: a local one)."),
+    slurm_partition: str | None = _SLURM["partition"], slurm_time: str = _SLURM["time"],
+    slurm_gpus: int | None = _SLURM["gpus"], jobs_folder: Path | None = _SLURM["folder"],
     json_out: Path | None = _JSON, quiet: bool = _QUIET,
     html: Path | None = html_option(),
 ) -> None:
@@ -206,8 +211,10 @@ def run_command(
     if store is None:
         raise InputError("allocate run writes into a store: give --store DB")
     flops = _budget(budget, "run", parse_budget)
+    jobs = dict(partition=slurm_partition, time=slurm_time, gpus=slurm_gpus, folder=jobs_folder,
+                ray_address=ray_address)
     report, shown, result = _run(task, store, flops, policy, eta, min_resource, surrogate,
-                                 seed, workers, quiet, executor, ray_address)
+                                 seed, workers, quiet, executor, jobs)
     settings = dict(budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
                     surrogate=surrogate, task=task, workers=workers, executor=executor)
     _render("run", report, shown, "table", json_out, quiet, None, seed, settings)
@@ -382,7 +389,7 @@ def _trainer(task: str, *, seed: int, store: Path):
 
 
 def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, workers, quiet,
-         executor="local", ray_address=None):
+         executor="local", jobs=None):
     from rich.text import Text
 
     from scalekit.allocate import get_policy
@@ -398,10 +405,12 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
     on_interrupt(lambda: f"the store {display(store)} keeps {_finished(store, task)} of task {task!r}; "
                  "run the same command again to resume")
     pool = None
-    if executor == "ray":  # the trainer calls go to Ray; results come back to this process
-        from scalekit.executors import make_executor
-
-        pool = make_executor("ray", max_workers=workers, address=ray_address)
+    if executor != "local":  # the trainer calls go elsewhere; results come back to this process
+        jobs = {"partition": None, "time": 60, "gpus": None, "folder": None, "ray_address": None,
+                **(jobs or {})}
+        pool = job_executor(executor, workers=workers,
+                            default_folder=Path(f"{store}.jobs" if isinstance(store, Path)
+                                                else f"{task}.jobs"), **jobs)
     try:
         result = run_allocation(store, task, trainer,
                                 get_policy(policy, surrogate=surrogate, seed=seed),

@@ -403,3 +403,58 @@ class ProgressBar:
             self._scope.__exit__(*exc)
         if self._bar is not None:
             self._bar.stop()
+
+
+def slurm_time(value: str | None) -> int | None:
+    """``--slurm-time`` in whole minutes (seconds rounded up), read as Slurm reads a time
+    limit: ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M`` or ``D-H:M:S`` (exit 2 otherwise)."""
+    if value is None:
+        return None
+    days, dash, rest = value.strip().partition("-")
+    if not dash:
+        days, rest = "", days
+    parts = rest.split(":")
+    seconds = 0
+    if ((not dash or days.isdigit()) and 1 <= len(parts) <= 3
+            and all(part.isdigit() for part in parts)):
+        units = (3600, 60, 1)[:len(parts)] if dash else (60, 1) if len(parts) == 2 else (
+            (60,) if len(parts) == 1 else (3600, 60, 1))
+        seconds = int(days or 0) * 86400 + sum(int(p) * u for p, u in zip(parts, units, strict=True))
+    if seconds < 1:
+        from scalekit.checks import fail
+
+        raise fail("--slurm-time", value, "a Slurm time limit (M, M:S, H:M:S, D-H, D-H:M or "
+                   "D-H:M:S) of at least one second")
+    return -(-seconds // 60)
+
+
+def slurm_options() -> dict[str, Any]:
+    """The ``--slurm-*`` options of the commands that take ``--executor slurm``."""
+    return dict(
+        partition=typer.Option(None, "--slurm-partition", help="Slurm partition of each job."),
+        time=typer.Option("60", "--slurm-time", callback=slurm_time,
+                          help="Time limit of each Slurm job: minutes, HH:MM:SS or D-HH:MM:SS."),
+        gpus=typer.Option(None, "--slurm-gpus", callback=checked_number(
+            "--slurm-gpus", low=0, integer=True), help="GPUs per Slurm job."),
+        folder=typer.Option(None, "--jobs-folder", help="Folder of the submitit jobs' pickles, "
+                            "scripts and logs, seen by every node (default: beside the store)."))
+
+
+def job_executor(kind: str, *, workers: int, ray_address: str | None, default_folder: Path,
+                 partition: str | None, time: int, gpus: int | None, folder: Path | None):
+    """The executor of ``--executor`` with its options; ``--slurm-partition``,
+    ``--slurm-gpus`` and ``--jobs-folder`` apply to ``slurm`` and ``submitit-local`` only."""
+    from scalekit.errors import InputError
+    from scalekit.executors import make_executor
+
+    submitit = kind in ("slurm", "submitit-local")
+    for flag, value in (("--slurm-partition", partition), ("--slurm-gpus", gpus),
+                        ("--jobs-folder", folder)):
+        if value is not None and not submitit:
+            raise InputError(f"{flag} applies to --executor slurm or submitit-local, "
+                             f"not {kind}")
+    slurm = {"time_min": time, "gpus": gpus, "partition": partition} if submitit else None
+    if kind == "submitit-local":
+        slurm.pop("partition")
+    return make_executor(kind, max_workers=workers, address=ray_address,
+                         folder=folder or default_folder if submitit else None, slurm=slurm)

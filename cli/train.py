@@ -7,10 +7,12 @@ from pathlib import Path
 import typer
 
 from .common import (EXPORT_SUFFIXES, check_executor, checked_number, choice_argument,
-                     choice_option, display,
-                     library_choices, on_interrupt, output_option, points_kept, print_tables,
-                     quiet_option, store_option)
+                     choice_option, display, job_executor, library_choices, on_interrupt,
+                     output_option, points_kept, print_tables, quiet_option, slurm_options,
+                     store_option)
 from .options import json_option
+
+_SLURM = slurm_options()
 
 
 def _grid(text: str | None, name: str, kind: type) -> list | None:
@@ -110,7 +112,9 @@ def train(
                                    "fp32), bf16 or fp32 (no autocast)."),
     executor: str = choice_option("local", "--executor",
                                   library_choices("scalekit.executors", "EXECUTORS"),
-                                  "local (process pool) or ray."),
+                                  "local (process pool), ray, slurm (each run a Slurm job "
+                                  "through submitit) or submitit-local (the same jobs as "
+                                  "processes on this machine)."),
     workers: int = typer.Option(1, "--workers", callback=checked_number("--workers", low=1,
                                                                         integer=True),
                                 help="Parallel runs (1: in this process; at most the runs and "
@@ -120,6 +124,8 @@ def train(
                                  "together with vmap (one model per shape on the device; no "
                                  "checkpoints)."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster to join."),
+    slurm_partition: str | None = _SLURM["partition"], slurm_time: str = _SLURM["time"],
+    slurm_gpus: int | None = _SLURM["gpus"], jobs_folder: Path | None = _SLURM["folder"],
     store: Path = store_option(writes=True),
     checkpoints: Path | None = typer.Option(None, "--checkpoints", help="Checkpoint folder "
                                                "(default: STORE.checkpoints); rerun to resume."),
@@ -152,7 +158,7 @@ def train(
         settings["options"] = {**settings.get("options", {}), **_options(option)}
     spec = SweepSpec.from_mapping(settings, source=str(config) if config else None)
     configs = spec.configs()
-    from scalekit.executors import make_executor, running, worker_count
+    from scalekit.executors import running, worker_count
 
     if executor == "local":  # a local pool: no more processes than runs or CPUs, and say so
         workers, note = worker_count(workers, len(configs))
@@ -164,7 +170,12 @@ def train(
     made = {"store": isinstance(store, Path) and not store.exists(),
             "checkpoints": not checkpoint_dir.exists()}
     try:
-        with running(make_executor(executor, max_workers=workers, address=ray_address)) as pool:
+        pool = job_executor(executor, workers=workers, ray_address=ray_address,
+                            default_folder=checkpoint_dir.with_name(
+                                checkpoint_dir.name.removesuffix(".checkpoints") + ".jobs"),
+                            partition=slurm_partition, time=slurm_time, gpus=slurm_gpus,
+                            folder=jobs_folder)
+        with running(pool) as pool:
             frame = run_sweep(configs, store=store, checkpoint_dir=checkpoint_dir, executor=pool,
                               batched=batched)
     except Exception:

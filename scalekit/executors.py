@@ -12,7 +12,10 @@ the bootstrap.
   expression) instead of receiving it pickled; same Ctrl-C and parent-death rules;
 - :class:`RayExecutor` hands jobs to a Ray cluster (the optional extra
   ``scalekit-laws[ray]``), started locally unless an address is given;
-- :func:`make_executor` picks one of these by name (``local`` or ``ray``), and
+- :class:`SubmititExecutor` submits each job to Slurm through submitit (the optional
+  extra ``scalekit-laws[slurm]``), or to submitit's local executor, which runs the same
+  pickling, submission and result path on this machine;
+- :func:`make_executor` picks one of these by name (:data:`EXECUTORS`), and
   :func:`worker_count` caps a requested number of workers at the work items and
   the CPUs this process may use.
 
@@ -35,7 +38,7 @@ from typing import Any
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
 
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "slurm", "submitit-local")
 #: Seconds between two checks of a worker that its parent is alive.
 PARENT_CHECK_S = 0.2
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -161,18 +164,107 @@ class RayExecutor(Executor):
             self._ray.shutdown()
 
 
+class SubmititExecutor(Executor):
+    """Submits each job as a submitit job: to Slurm (``sbatch``) or, with
+    ``cluster="local"``, to submitit's local executor (a process of its own per job).
+
+    The job's function and arguments are pickled into ``folder`` (which the cluster's
+    nodes must see), and its result or error comes back through a
+    ``concurrent.futures`` future once the job ends. A job that fails, is cancelled or
+    is killed raises on its future; jobs that checkpoint (training) resume when the
+    same work is submitted again.
+
+    Parameters
+    ----------
+    folder : path
+        Where submitit writes each job's pickles, script and logs.
+    cluster : {"slurm", "local"}
+        Slurm, or submitit's local executor (for a test of the same path on one machine).
+    partition : str, optional
+        Slurm partition.
+    time_min : int
+        Time limit of each job, in minutes.
+    gpus : int, optional
+        GPUs per job (Slurm's ``--gpus-per-node``).
+    cpus_per_job : int
+        CPUs per job (Slurm's ``--cpus-per-task``).
+    """
+
+    def __init__(self, *, folder: str | os.PathLike, cluster: str = "slurm",
+                 partition: str | None = None, time_min: int = 60, gpus: int | None = None,
+                 cpus_per_job: int = 1) -> None:
+        try:
+            import submitit
+        except ImportError:
+            raise InputError(f"the {'slurm' if cluster == 'slurm' else 'submitit-local'} "
+                             "executor needs the optional package 'submitit' "
+                             "(pip install 'scalekit-laws[slurm]')") from None
+        check_choice("cluster", cluster, ("slurm", "local"))
+        check_number("time_min", time_min, low=1, integer=True)
+        check_number("cpus_per_job", cpus_per_job, low=1, integer=True)
+        if gpus is not None:
+            check_number("gpus", gpus, low=0, integer=True)
+        if cluster == "slurm":
+            try:
+                self._executor = submitit.SlurmExecutor(folder=folder)
+            except RuntimeError as exc:  # no srun on PATH
+                raise InputError(f"the slurm executor runs where Slurm does: {exc}") from None
+            settings = dict(time=time_min, cpus_per_task=cpus_per_job, partition=partition,
+                            gpus_per_node=gpus)
+        else:
+            self._executor = submitit.LocalExecutor(folder=folder)
+            settings = dict(timeout_min=time_min, gpus_per_node=gpus)
+        self._executor.update_parameters(**{k: v for k, v in settings.items() if v is not None})
+        self._jobs: list = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        job = self._executor.submit(fn, *args, **kwargs)
+        self._jobs.append(job)
+        future: Future = Future()
+        future.job = job  # the submitit job (its id, logs, state)
+
+        def wait() -> None:
+            try:
+                future.set_result(job.result())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                future.set_exception(exc)
+
+        threading.Thread(target=wait, daemon=True, name=f"scalekit-job-{job.job_id}").start()
+        return future
+
+    def terminate(self) -> None:
+        """Cancel every job not done yet (on an interrupt or an error)."""
+        for job in self._jobs:
+            if not job.done():
+                job.cancel(check=False)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if cancel_futures:
+            self.terminate()
+
+
 def make_executor(kind: str = "local", *, max_workers: int | None = None,
-                  address: str | None = None) -> Executor:
-    """An executor of ``kind`` ("local" or "ray") with up to ``max_workers`` parallel jobs.
+                  address: str | None = None, folder: str | os.PathLike | None = None,
+                  slurm: dict | None = None) -> Executor:
+    """An executor of ``kind`` (one of :data:`EXECUTORS`) with up to ``max_workers``
+    parallel jobs.
 
     ``local`` with one worker runs jobs in the calling process; with more, in a
-    :func:`process_pool` (whose workers share the CPU threads).
+    :func:`process_pool` (whose workers share the CPU threads). ``slurm`` and
+    ``submitit-local`` are :class:`SubmititExecutor` s writing into ``folder``, with
+    the Slurm settings ``slurm`` (its keyword arguments ``partition``, ``time_min``,
+    ``gpus``, ``cpus_per_job``).
     """
     check_choice("executor", kind, EXECUTORS)
     if max_workers is not None:
         check_number("max_workers", max_workers, low=1, integer=True)
     if kind == "ray":
         return RayExecutor(address=address, max_workers=max_workers)
+    if kind in ("slurm", "submitit-local"):
+        if folder is None:
+            raise InputError(f"the {kind} executor needs a folder for its jobs")
+        return SubmititExecutor(folder=folder, cluster="slurm" if kind == "slurm" else "local",
+                                **(slurm or {}))
     workers = max_workers or 1
     if workers == 1:
         return InlineExecutor()

@@ -171,7 +171,8 @@ def unseen_quantiles(model, size: float, x: np.ndarray, qs: Sequence[float]) -> 
 SURROGATES = ("joint", "ensemble", "gp")
 
 
-def make_forecaster(name: str = "joint", *, seed: int = 0, unseen: bool = False) -> SweepForecaster:
+def make_forecaster(name: str = "joint", *, seed: int = 0, unseen: bool = False,
+                    families: Sequence[str] | None = None) -> SweepForecaster:
     """The forecaster built on the surrogate called ``name`` from :mod:`scalekit.surrogates`.
 
     - ``joint``: :class:`~scalekit.surrogates._joint.JointSurrogate`, one law for
@@ -183,7 +184,8 @@ def make_forecaster(name: str = "joint", *, seed: int = 0, unseen: bool = False)
 
     With ``unseen``, runs without a point are forecast from the joint law's
     size term (:class:`JointForecaster`). The surrogates are deterministic;
-    ``seed`` is kept for those that are not.
+    ``seed`` is kept for those that are not. ``families`` are the ensemble's
+    (:data:`scalekit.surrogates._curve_families.DEFAULT_FAMILIES` when None).
     """
     check_choice("surrogate", name, SURROGATES)
     from scalekit.surrogates import JointSurrogate
@@ -192,9 +194,13 @@ def make_forecaster(name: str = "joint", *, seed: int = 0, unseen: bool = False)
     if name == "joint":
         return joint
     if name == "ensemble":
+        from functools import partial
+
         from scalekit.surrogates import forecast_batch
 
-        return PerCurveForecaster(batch=forecast_batch, fallback=joint)
+        batch = forecast_batch if families is None else partial(forecast_batch,
+                                                                 families=tuple(families))
+        return PerCurveForecaster(batch=batch, fallback=joint)
     from scalekit.surrogates import GPSurrogate
 
     return PerCurveForecaster(factory=GPSurrogate, fallback=joint,

@@ -12,6 +12,7 @@ Inside the objective, report as usual (``trial.report(loss, step)``, then
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import optuna
 from optuna.study import StudyDirection
@@ -19,7 +20,7 @@ from optuna.trial import FrozenTrial
 
 from scalekit.checks import check_choice, check_number
 from scalekit.errors import InputError
-from scalekit.integrations._rungs import ForecastRanking
+from scalekit.integrations._rungs import FAMILIES, REACH, ForecastRanking
 
 _KEY = "scalekit_forecast_rung_{}"
 
@@ -50,6 +51,12 @@ class ForecastPruner(optuna.pruners.BasePruner):
         The learning-curve surrogate (:func:`scalekit.allocate._forecasters.make_forecaster`).
     quantile : float
         Forecast quantile ranked on; 0.2 is optimistic (keep what may end well).
+    families : sequence of str, optional
+        The ``ensemble`` surrogate's curve families (see
+        :data:`scalekit.integrations._rungs.FAMILIES`; None: all twelve).
+    reach : float
+        A trial is judged once the forecast reaches no further beyond its points than
+        ``reach`` times their span, on a log scale (:data:`scalekit.integrations._rungs.REACH`).
 
     Notes
     -----
@@ -59,14 +66,16 @@ class ForecastPruner(optuna.pruners.BasePruner):
     """
 
     def __init__(self, min_resource: int | str = 1, max_resource: int = 100,
-                 reduction_factor: int = 3, *, surrogate: str = "ensemble", quantile: float = 0.2):
+                 reduction_factor: int = 3, *, surrogate: str = "ensemble", quantile: float = 0.2,
+                 families: Sequence[str] | None = FAMILIES, reach: float = REACH):
         auto = isinstance(min_resource, str)
         if auto:
             check_choice("min_resource", min_resource, ("auto",))
             check_number("max_resource", max_resource, low=1, low_open=True)  # above any estimate
         self._settings = dict(min_resource=1 if auto else min_resource,
                               max_resource=max_resource, reduction_factor=reduction_factor,
-                              surrogate=surrogate, quantile=quantile)
+                              surrogate=surrogate, quantile=quantile, families=families,
+                              reach=reach)
         self._rankings = {False: ForecastRanking(**self._settings)}   # checks every setting
         if auto:  # rungs once a trial completes
             self._settings["min_resource"], self._rankings = None, {}
@@ -86,16 +95,18 @@ class ForecastPruner(optuna.pruners.BasePruner):
         due = ranking.due(step, done)
         if not due:
             return False
-        trials = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,
-                                                          optuna.trial.TrialState.COMPLETE,
-                                                          optuna.trial.TrialState.PRUNED))
-        curves = {t.number: _points(t) for t in trials if t.intermediate_values}
-        curves[trial.number] = _points(trial)
+        curves = {trial.number: _points(trial)}
+        trials = None
+        if ranking.pooled:  # the joint surrogate reads every trial's curve
+            trials = _trials(study)
+            curves.update((t.number, _points(t)) for t in trials
+                          if t.intermediate_values and t.number != trial.number)
         score = ranking.score(trial.number, curves)
         if math.isnan(score):  # too few points to judge: judged at this rung once it has them
             return False
         for rung in due:  # scored at every rung it has passed, then judged at each
             study._storage.set_trial_system_attr(trial._trial_id, _KEY.format(rung), score)
+        trials = _trials(study) if trials is None else trials
         for rung in due:
             key = _KEY.format(rung)
             competing = [t.system_attrs[key] for t in trials
@@ -124,6 +135,12 @@ class ForecastPruner(optuna.pruners.BasePruner):
         if maximize not in self._rankings:
             self._rankings[maximize] = ForecastRanking(**self._settings, maximize=maximize)
         return self._rankings[maximize]
+
+
+def _trials(study: optuna.Study) -> list[FrozenTrial]:
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,
+                                                    optuna.trial.TrialState.COMPLETE,
+                                                    optuna.trial.TrialState.PRUNED))
 
 
 def _points(trial: FrozenTrial) -> tuple[list[float], list[float]]:

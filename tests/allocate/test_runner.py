@@ -48,6 +48,15 @@ def _points(path) -> pd.DataFrame:
     return frame[columns].sort_values(["run", "step"]).reset_index(drop=True)
 
 
+def _decisions(path) -> dict:
+    """The allocator's ledger (every advance) and promotions, in a stable order."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return {table: sorted(db.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+                for table in ("allocate_ledger", "allocate_promotions")}
+
+
 def _run(path, trainer, executor=None, policy=None):
     return run_allocation(path, "toy", trainer, policy or get_policy("forecast"),
                           budget=BUDGET, seed=0, executor=executor)
@@ -148,7 +157,8 @@ class Slow(SyntheticTrainer):
         time.sleep(0.15)
         return super().advance(run, start, stop)
 
-pool = make_executor("ray", max_workers=1) if sys.argv[2] == "ray" else None
+pool = (make_executor(sys.argv[2], max_workers=1, folder=sys.argv[1] + ".jobs")
+        if sys.argv[2] != "local" else None)
 with running(pool) if pool else nullcontext():
     run_allocation(sys.argv[1], "toy", Slow(**{settings}), LossPolicy(), budget={budget}, seed=0,
                    executor=pool)
@@ -184,6 +194,7 @@ def test_a_killed_process_resumes_exactly(tmp_path):
     assert target <= done < 13  # it died in the middle
     run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
     pd.testing.assert_frame_equal(_points(path), _points(whole))
+    assert _decisions(path) == _decisions(whole)
 
 
 @pytest.mark.slow
@@ -213,3 +224,34 @@ def test_a_killed_driver_on_ray_resumes_exactly(tmp_path):
                                budget=BUDGET, seed=0, executor=pool)
     assert again.reused >= 3
     pd.testing.assert_frame_equal(_points(path), _points(whole))
+    assert _decisions(path) == _decisions(whole)
+
+
+@pytest.mark.slow  # a fresh interpreter per advance
+def test_a_killed_driver_on_submitit_resumes_exactly(tmp_path):
+    # each advance a job of submitit's local executor (the pickling, submission and result
+    # path of its Slurm executor); the driver is killed (SIGKILL to its process group) part-way,
+    # and a resumed run through submitit writes the points and the decisions (ledger and
+    # promotions) an uninterrupted local run writes
+    pytest.importorskip("submitit")
+    import os
+    import signal
+
+    from scalekit.executors import make_executor, running
+
+    whole = tmp_path / "whole.db"
+    run_allocation(whole, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
+    path = tmp_path / "killed.db"
+    script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
+    process = subprocess.Popen([sys.executable, "-c", script, str(path), "submitit-local"],
+                               start_new_session=True)
+    done = _advances_done(process, path, 2, seconds=240)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert 2 <= done < 13  # it died in the middle
+    with running(make_executor("submitit-local", folder=tmp_path / "jobs")) as pool:
+        again = run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(),
+                               budget=BUDGET, seed=0, executor=pool)
+    assert again.reused >= 2 and again.trained >= 1
+    pd.testing.assert_frame_equal(_points(path), _points(whole))
+    assert _decisions(path) == _decisions(whole)

@@ -113,7 +113,8 @@ def test_rungs_lie_below_max_resource_at_the_decimals_written():
 def test_maximised_accuracy_is_forecast_as_its_error():
     t = np.arange(1, 28, dtype=float)
     accuracy = 0.9 - 0.5 * t ** -0.5
-    ranking = ForecastRanking(min_resource=9, max_resource=243, quantile=0.5, maximize=True)
+    ranking = ForecastRanking(min_resource=9, max_resource=243, quantile=0.5, maximize=True,
+                              reach=1.0)  # judged on 27 points
     assert ranking.score("a", {"a": (t, accuracy)}) == pytest.approx(0.1 + 0.5 / 243 ** 0.5,
                                                                     abs=0.01)
     with pytest.raises(InputError, match="score below 1"):
@@ -138,10 +139,10 @@ def test_bad_settings_name_the_setting(settings, message):
 @pytest.mark.slow
 def test_scores_live_in_the_storage_shared_by_workers(crossing, tmp_path):
     """Two pruners (two workers) on one SQLite study: the second ranks against the first's
-    forecasts, read back from the storage. The rung at step 9 is judged at step 16, the first
-    whose points span as far as the forecast reaches (16 * 16 >= 243)."""
+    forecasts, read back from the storage. With ``reach=1`` the rung at step 9 is judged at
+    step 16, the first whose points span as far as the forecast reaches (16 * 16 >= 243)."""
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    settings = dict(min_resource=9, max_resource=243, reduction_factor=2)
+    settings = dict(min_resource=9, max_resource=243, reduction_factor=2, reach=1.0)
     optuna.create_study(study_name="s", storage=storage)
     for number, size in enumerate([5, 0]):
         study = optuna.load_study(study_name="s", storage=storage,
@@ -162,14 +163,16 @@ def test_scores_live_in_the_storage_shared_by_workers(crossing, tmp_path):
 def test_auto_min_resource_is_optunas_estimate_after_the_first_completed_trial(crossing):
     """As Optuna's SuccessiveHalvingPruner: nothing is ranked until a trial completes, then
     the first rung is a hundredth of its steps (243 // 100 = 2), rungs 2, 6, 18, 54, 162."""
-    study, used = run_study(crossing, ForecastPruner(min_resource="auto", max_resource=243))
+    study, used = run_study(crossing, ForecastPruner(min_resource="auto", max_resource=243,
+                                                     reach=1.0))
     first, *rest = study.trials
     assert first.state == TrialState.COMPLETE and first.last_step == crossing.steps
     assert not any(key.startswith("scalekit_forecast") for key in first.system_attrs)
     rungs = [_estimate_min_resource([first]) * 3 ** k for k in range(5)]
     assert rungs == [2, 6, 18, 54, 162]
     pruned = [t for t in rest if t.state == TrialState.PRUNED]
-    # a rung is judged once the points span as far as the forecast reaches (16 * 16 >= 243)
+    # with reach=1 a rung is judged once the points span as far as the forecast reaches
+    # (16 * 16 >= 243)
     assert len(pruned) >= len(rest) // 2 and all(t.last_step in {max(r, 16) for r in rungs}
                                                   for t in pruned)
     for trial in rest:  # every rung a trial reached is scored, and none other
