@@ -17,9 +17,11 @@ from .common import (
     seed_option,
     store_option,
 )
+from .design_submit import options as loop_options
 from .options import html_option, json_option
 
 FORMAT = "design"
+_LOOP = loop_options()
 
 
 def design(
@@ -58,6 +60,11 @@ def design(
     html: Path | None = html_option(),
     plot: Path | None = plot_option(),
     quiet: bool = quiet_option(),
+    submit: str | None = _LOOP["submit"], task: str | None = _LOOP["task"],
+    train_config: Path | None = _LOOP["train_config"], rounds: int | None = _LOOP["rounds"],
+    workers: int = _LOOP["workers"], ray_address: str | None = _LOOP["ray_address"],
+    slurm_partition: str | None = _LOOP["slurm_partition"], slurm_time: str = _LOOP["slurm_time"],
+    slurm_gpus: int | None = _LOOP["slurm_gpus"], jobs_folder: Path | None = _LOOP["slurm_folder"],
 ) -> None:
     """Propose the runs that most reduce the uncertainty of the target predictions per unit
     of cost (or replay the design on a pool with known losses)."""
@@ -73,10 +80,14 @@ def design(
     if replay and (pool is None or observed is not None or store is not None):
         raise InputError("--replay needs --pool FILE with known losses and no --observed / "
                          "--store")
+    from . import design_submit as loop
     from .common import is_server_url
 
+    loop.check(submit=submit, store=store, replay=replay,
+               **{"--task": task, "--train-config": train_config, "--rounds": rounds,
+                  "--ray-address": ray_address})
     for path, flag in ((pool, "--pool"), (target, "--target"), (observed, "--observed"),
-                       (store, "--store")):
+                       (None if submit else store, "--store"), (train_config, "--train-config")):
         if path is not None and not is_server_url(path) and not Path(path).is_file():
             raise InputError(f"The value of `{flag}` is {str(path)!r}, but must be an "
                              "existing file.")
@@ -98,6 +109,17 @@ def design(
                 "target": str(target) if target else None, "target_compute": target_compute}
     if replay:
         result = run_replay(the_law, candidates, goal, budget=amount, method=method, seed=seed)
+    elif submit is not None:
+        result = loop.run_loop(
+            lambda money: propose(the_law, candidates, goal, budget=money, method=method,
+                                  observed=_observed(None, store, y), batch=batch, seed=seed),
+            pool=candidates, inputs=the_law.inputs, y=y, budget=amount, store=store,
+            task=task, train_config=train_config, rounds=rounds, quiet=quiet,
+            executor={"kind": submit, "workers": workers, "ray_address": ray_address,
+                      "partition": slurm_partition, "time": slurm_time, "gpus": slurm_gpus,
+                      "folder": jobs_folder})
+        if result is None:
+            return
     else:
         seen = _observed(observed, store, y)
         result = propose(the_law, candidates, goal, budget=amount, method=method,
