@@ -105,9 +105,10 @@ def run_loop(design_round: Callable[[float], Any], *, pool, inputs: tuple[str, .
             result = design_round(budget - spent) if budget > spent else None
             chosen = result.chosen if result is not None else []
             if not chosen or (rounds is not None and done >= rounds):
-                _say(quiet, f"round {number}: none trained; spent {spent:.4g} of the budget "
-                     f"{budget:.4g}" + ("" if chosen else ", no affordable run is left")
-                     + f"; log {log}")
+                why = (f"stopped after --rounds {rounds} (run again to go on)" if chosen
+                       else "no affordable run is left: the loop is done")
+                _say(quiet, f"round {number}: {why}; spent {spent:.4g} of {budget:.4g}; "
+                     f"rounds logged in {log}")
                 return result
             pending = [c["settings"] for c in chosen]
             _append(log, {"round": number, "proposed": pending, "spent": spent,

@@ -119,3 +119,26 @@ def test_bad_loop_options_exit_2_with_one_line(files, capsys, extra, message):
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "new.db").exists()
+
+
+@pytest.mark.parametrize("kind", [
+    pytest.param("submitit-local", marks=pytest.mark.slow),
+    pytest.param("ray", marks=[pytest.mark.slow, pytest.mark.xdist_group("ray")])])
+def test_other_executors_train_the_round_the_design_proposes(files, kind, capsys):
+    pytest.importorskip({"submitit-local": "submitit", "ray": "ray"}[kind])
+    tmp_path, budget = files
+    plan, store = tmp_path / "plan.json", tmp_path / "loop.db"
+    CurveStore(tmp_path / "empty.db").close()
+    assert main([*_design(tmp_path, budget, tmp_path / "empty.db"), "--quiet", "--json",
+                 str(plan)]) == 0
+    proposed = [c["settings"] for c in json.loads(plan.read_text())["chosen"]]
+    loop = _loop(tmp_path, budget, store, "--rounds", "1", "--quiet")
+    loop[loop.index("local")] = kind
+    assert main(loop) == 0, capsys.readouterr().err
+    assert _rounds(store) == [proposed]
+    with CurveStore(store) as opened:
+        frame = opened.curves(metric="loss").frame
+    trained = sorted(zip(frame.groupby("run").params.first(), frame.groupby("run").size(),
+                         strict=True))
+    expected = sorted((_params(s["width"]), TRAIN["evals"]) for s in proposed)
+    assert trained == expected
