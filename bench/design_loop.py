@@ -8,6 +8,10 @@ twice the widest, trained four times longer than the longest. Every command is t
 real program (subprocess), as a user would type it; the store is empty at the start.
 
     python bench/design_loop.py [--dir DIR] [--rounds 3] [--batch 4] [--budget 20%]
+
+With ``--submit EXECUTOR`` the budget is for all rounds (each hand-run round designs with
+what is left of it) and the same loop runs unattended, ``scalekit design --submit``, in a
+second store: the bench prints both loops' proposals and exits 1 where they differ.
 """
 
 from __future__ import annotations
@@ -81,12 +85,36 @@ def uniform_grid(pool: pd.DataFrame, cost: float) -> list[dict]:
     return best
 
 
+def _budget(text: str, pool: pd.DataFrame) -> float:
+    cost = float((6 * pool.params * pool.tokens).sum())
+    return float(text[:-1]) / 100 * cost if text.endswith("%") else float(text)
+
+
+def unattended(args, design: list[str], total: float, by_hand: list[list[dict]]) -> int:
+    """The same loop through ``scalekit design --submit``; 0 when its rounds proposed what
+    the hand-run rounds did, 1 otherwise."""
+    store = args.dir / "submit.db"
+    scalekit(*design, "--budget", repr(total), "--store", str(store), "--submit", args.submit,
+             "--task", "teacher_student", "--rounds", str(args.rounds), "--quiet")
+    log = store.with_name(store.name + ".design.jsonl")
+    rounds = [r["proposed"] for r in map(json.loads, log.read_text().splitlines())
+              if "proposed" in r]
+    same = rounds == by_hand and (final_points(store).sort_values("run").loss.tolist()
+                                  == final_points(args.dir / "loop.db").sort_values("run")
+                                  .loss.tolist())
+    print(f"unattended ({args.submit}): {len(rounds)} rounds, "
+          f"{sum(map(len, rounds))} runs; the hand-run loop: {len(by_hand)} rounds, "
+          f"{sum(map(len, by_hand))} runs; same proposals and final losses: {same}")
+    return 0 if same else 1
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path("design_loop"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--budget", default="20%")
+    parser.add_argument("--submit", default=None, help="local, ray, slurm or submitit-local")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     pool = pd.DataFrame([row(w, s) for w in WIDTHS for s in STEPS])
@@ -95,14 +123,17 @@ def main() -> None:
     target.to_csv(args.dir / "target.csv", index=False)
     store = args.dir / "loop.db"
     CurveStore(store).close()                     # an empty store: nothing observed yet
-    spent = 0.0
+    spent, total = 0.0, _budget(args.budget, pool)
+    design = ["design", "--law", "chinchilla", "--pool", str(args.dir / "pool.csv"),
+              "--target", str(args.dir / "target.csv"), "--batch", str(args.batch)]
+    by_hand = []
     for round_ in range(args.rounds + 1):
         plan = args.dir / f"plan{round_}.json"
-        scalekit("design", "--law", "chinchilla", "--pool", str(args.dir / "pool.csv"),
-                 "--target", str(args.dir / "target.csv"), "--budget", args.budget,
-                 "--store", str(store), "--batch", str(args.batch), "--json", str(plan),
-                 "--quiet")
+        scalekit(*design, "--budget", repr(total - spent) if args.submit else args.budget,
+                 "--store", str(store), "--json", str(plan), "--quiet")
         report = json.loads(plan.read_text())
+        if args.submit and not report["chosen"]:
+            break
         print(f"round {round_}: proposed "
               + "; ".join(f"width {c['settings']['width']} steps {c['settings']['steps']}"
                           f" ({c['reason'][:60]})" for c in report["chosen"]))
@@ -112,8 +143,11 @@ def main() -> None:
         if round_ == args.rounds:
             break
         runs = [c["settings"] for c in report["chosen"]]
+        by_hand.append(runs)
         spent += sum(c["cost"] for c in report["chosen"])
         train(store, runs)
+    if args.submit:
+        sys.exit(unattended(args, design, total, by_hand))
     designed, fit = final_fit(store)
     grid = uniform_grid(pool, spent)
     other = args.dir / "grid.db"

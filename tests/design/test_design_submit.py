@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pandas as pd
 import pytest
@@ -101,6 +106,25 @@ def test_unattended_loop_matches_the_hand_run_loop_and_resumes(files, capsys):
     assert _rounds(resumed) == by_hand
     assert _finals(resumed) == _finals(unattended)
     assert len(_finals(resumed)) == sum(map(len, by_hand))
+
+    # A real kill (SIGKILL of the whole process group) once round 1 is proposed.
+    killed = tmp_path / "killed.db"
+    log = killed.with_name(killed.name + ".design.jsonl")
+    command = [sys.executable, "-m", "scalekit_cli.app", *_loop(tmp_path, "60%", killed),
+               "--quiet"]
+    process = subprocess.Popen(command, start_new_session=True)
+    try:
+        while process.poll() is None and not (log.is_file() and '"round": 1, "proposed"'
+                                               in log.read_text()):
+            time.sleep(0.02)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL  # killed, not finished
+    assert main(_loop(tmp_path, "60%", killed, "--quiet")) == 0
+    assert _rounds(killed) == by_hand
+    assert _finals(killed) == _finals(unattended)
 
 
 @pytest.mark.parametrize(("extra", "message"), [
