@@ -85,7 +85,8 @@ def design(
 
     loop.check(submit=submit, store=store, replay=replay,
                **{"--task": task, "--train-config": train_config, "--rounds": rounds,
-                  "--ray-address": ray_address})
+                  "--ray-address": ray_address, "--slurm-partition": slurm_partition,
+                  "--slurm-gpus": slurm_gpus, "--jobs-folder": jobs_folder})
     for path, flag in ((pool, "--pool"), (target, "--target"), (observed, "--observed"),
                        (None if submit else store, "--store"), (train_config, "--train-config")):
         if path is not None and not is_server_url(path) and not Path(path).is_file():

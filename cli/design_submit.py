@@ -73,6 +73,11 @@ def check(*, submit: str | None, store: Path | None, replay: bool, **given: Any)
     if given.get("--task") is None:
         raise InputError("--submit needs --task NAME: the bundled task that trains the "
                          "proposals")
+    submitit = [flag for flag in ("--slurm-partition", "--slurm-gpus", "--jobs-folder")
+                if given.get(flag) is not None]
+    if submitit and submit not in ("slurm", "submitit-local"):
+        raise InputError(f"{submitit[0]} goes with --submit slurm or submitit-local (the "
+                         f"executor is {submit!r}, which would ignore it)")
     if given.get("--ray-address") is not None and submit != "ray":
         raise InputError(f"--ray-address goes with --submit ray (the executor is {submit!r}, "
                          "which would ignore it)")
@@ -91,8 +96,11 @@ def run_loop(design_round: Callable[[float], Any], *, pool, inputs: tuple[str, .
     """Design, train the proposals, and design again until the budget is spent (or
     ``rounds`` rounds ran); returns the last design (the runs it would propose next)."""
     from scalekit.curves import CurveStore
+    from scalekit.train import SweepSpec
 
     base = _base_settings(task, train_config)
+    SweepSpec.from_mapping(base, source=str(train_config))  # refused before anything is
+    _configs([pool.frame.iloc[0].to_dict()], base)         # written
     CurveStore(store).close()  # a new store starts the loop from nothing observed
     log = log_path(store)
     records = _read_log(log)
@@ -111,6 +119,7 @@ def run_loop(design_round: Callable[[float], Any], *, pool, inputs: tuple[str, .
                      f"rounds logged in {log}")
                 return result
             pending = [c["settings"] for c in chosen]
+            _configs(pending, base)  # refused before the round is logged
             _append(log, {"round": number, "proposed": pending, "spent": spent,
                           "cost": float(sum(c["cost"] for c in chosen)), "budget": budget})
             _say(quiet, f"round {number}: training " + "; ".join(

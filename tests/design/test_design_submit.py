@@ -133,6 +133,10 @@ def test_unattended_loop_matches_the_hand_run_loop_and_resumes(files, capsys):
     (["--task", "teacher_student"], "--task goes with --submit"),
     (["--submit", "local", "--task", "teacher_student", "--store", "{tmp}/new.db",
       "--ray-address", "auto"], "--ray-address goes with --submit ray"),
+    (["--submit", "local", "--task", "teacher_student", "--store", "{tmp}/new.db",
+      "--slurm-gpus", "1"], "--slurm-gpus goes with --submit slurm or submitit-local"),
+    (["--submit", "local", "--task", "teacher_student", "--store", "{tmp}/new.db",
+      "--train-config", "{tmp}/missing.json"], "`--train-config` is"),
 ])
 def test_bad_loop_options_exit_2_with_one_line(files, capsys, extra, message):
     tmp_path, _ = files
@@ -143,6 +147,22 @@ def test_bad_loop_options_exit_2_with_one_line(files, capsys, extra, message):
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "new.db").exists()
+
+
+@pytest.mark.parametrize(("pool", "config", "message"), [
+    (["params", "tokens"], {}, "the pool has no column of a run setting"),
+    (["params", "tokens", "width", "depth", "steps"], {"evalz": 3}, "unknown sweep settings"),
+])
+def test_a_loop_that_cannot_train_exits_2_before_it_logs_a_round(files, capsys, pool, config,
+                                                                  message):
+    tmp_path, budget = files
+    pd.read_csv(tmp_path / "pool.csv")[pool].to_csv(tmp_path / "pool.csv", index=False)
+    (tmp_path / "train.json").write_text(json.dumps(config))
+    store = tmp_path / "new.db"
+    assert main(_loop(tmp_path, budget, store)) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert not store.exists() and not store.with_name(store.name + ".design.jsonl").exists()
 
 
 @pytest.mark.parametrize("kind", [
