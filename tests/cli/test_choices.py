@@ -89,6 +89,7 @@ def _library_lists() -> dict:
              ("train", "--dropout-schedules"): DROPOUT_SCHEDULES,
              ("train", "--lr-schedule"): LR_SCHEDULES, ("train", "--device"): DEVICES,
              ("train", "--executor"): EXECUTORS, ("train", "--precision"): PRECISIONS,
+             ("design", "--submit"): EXECUTORS, ("design", "--task"): tuple(available_tasks()),
              ("design", "--method"): DESIGN_METHODS,
              ("law hparams", "--surface"): HPARAMS_SURFACES,
              ("law hparams", "--lr-law"): HPARAMS_LAW_FORMS,
