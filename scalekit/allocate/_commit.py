@@ -44,8 +44,11 @@ train the one large run the budget affords):
    and, when none fits, trains part-way with exactly what is left the best
    predicted run that this carries that far. A run ending below adds no point
    where a frontier law is read (the largest compute) and pulls a law fitted to
-   the explored frontier toward compute already mapped; where no run qualifies,
-   the rest of the budget is not spent. The budget is never exceeded.
+   the explored frontier toward compute already mapped; a run counts as far as its
+   own end, not as far as what is left would take it. Where no run qualifies, the
+   rest of the budget is not spent, and where that is more than a tenth of it the
+   decisions (``leave unspent``) and the allocation's ``unspent_reason`` say why.
+   The budget is never exceeded.
 
 Every decision depends only on the points seen and the cost model, so
 ``plan`` and a resumed ``run`` make the same ones; :attr:`CommitLoop.decisions`
@@ -74,6 +77,8 @@ _EXPONENTS = np.geomspace(0.05, 1.5, 24)
 PRIOR_ALPHA, PRIOR_BETA = 0.34, 0.28
 #: Levels of the prediction intervals stated with every forecast.
 LEVELS = (0.8, 0.95)
+#: Share of the budget left unspent above which the allocation says why.
+UNSPENT = 0.1
 
 
 @dataclass
@@ -388,17 +393,21 @@ class CommitLoop:
                 cell = (min(options, key=lambda r: (self._excess(r), self._predicted(r), r))
                         if options else None)   # without sizes every excess is 1: lowest forecast
         left = self.budget - self.state.spent
-        if left > 1e-9 * self.budget and not self.state.exhausted:
+        while left > 1e-9 * self.budget and not self.state.exhausted:
             run = self._best_partial(left)
-            if run is not None:
-                at = min(self._compute(run) + left, self.end[run])
-                self.decisions.append(dict(phase=phase, action="spend the rest", runs=[run],
-                                           why="no candidate can be finished with what is "
-                                               "left; lowest predicted loss part-way of the "
-                                               "runs it carries to the largest compute "
-                                               f"reached: {self._said(run, at)}",
-                                           forecast=self.forecast(run, at)))
-                yield from self._advance(phase, {run: self.sweep.max_resource[run]})
+            if run is None:
+                break
+            at = min(self._compute(run) + left, self.end[run])
+            self.decisions.append(dict(phase=phase, action="spend the rest", runs=[run],
+                                       why="no candidate that carries the frontier on can be "
+                                           "finished with what is left; lowest predicted loss "
+                                           "of the runs it carries at least to the largest "
+                                           f"compute reached: {self._said(run, at)}",
+                                       forecast=self.forecast(run, at)))
+            yield from self._advance(phase, {run: self.sweep.max_resource[run]})
+            phase += 1
+            left = self.budget - self.state.spent
+        self.state.unspent_reason = self._unspent_reason(phase)
         self.state.promotions = [list(d["runs"]) for d in self.decisions]
         self.state.forecasts = [dict(run=d["runs"][0], **d["forecast"]) for d in self.decisions
                                 if d["action"] in ("commit", "spend the rest") and d["forecast"]]
@@ -657,14 +666,37 @@ class CommitLoop:
         return max((self._compute(r) for r in self.runs), default=0.0)
 
     def _best_partial(self, left: float) -> str | None:
-        """The run with the lowest forecast after ``left`` more FLOPs, of those that carry
-        the explored frontier at least as far as it reaches (None if no run can)."""
+        """The run with the lowest forecast after ``left`` more FLOPs (or at its end, where
+        that comes first), of those that carry the explored frontier at least as far as it
+        reaches (None if no run can). A run counts as far as its own end: one that ends
+        below the frontier's reach carries nothing on, however much is left."""
         reach = self._reach()
+        stop = {r: min(self._compute(r) + left, self.end[r]) for r in self.runs}
         runs = [r for r in self.runs if r not in self._finished() and r not in self.dropped
-                and self._compute(r) + left >= reach * (1 - 1e-9)]
+                and stop[r] >= reach * (1 - 1e-9)]
         if not runs:
             return None
-        return min(runs, key=lambda r: (self._predicted(r, self._compute(r) + left), r))
+        return min(runs, key=lambda r: (self._predicted(r, stop[r]), r))
+
+    def _unspent_reason(self, phase: int) -> str | None:
+        """Why more than :data:`UNSPENT` of the budget is left at the end (None where it is
+        not), also logged as a ``leave unspent`` decision."""
+        left = self.budget - self.state.spent
+        if left <= UNSPENT * self.budget:
+            return None
+        if all(self.state.reached[r] >= self.sweep.max_resource[r] or r in self.dropped
+               for r in self.runs):
+            why = "every candidate is finished (or dropped): the sweep costs less than the budget"
+        else:
+            reach = self._reach()
+            why = (f"no unfinished candidate ends at or beyond the largest compute reached "
+                   f"({reach:.3g} FLOPs) within what is left: a run ending below it adds no "
+                   "point where the frontier law is read and cannot end below the loss "
+                   "already found there")
+        self.decisions.append(dict(phase=phase, action="leave unspent", runs=[],
+                                   why=f"{left:.3g} FLOPs ({left / self.budget:.0%} of the "
+                                       f"budget) left: {why}"))
+        return why
 
     def _said(self, run: str, compute: float | None = None) -> str:
         said = f"{run}, {self.end[run]:.3g} FLOPs to finish"

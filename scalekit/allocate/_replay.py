@@ -154,6 +154,8 @@ def allocation_loop(sweep: Sweep, policy, budget: float, *, runs: Sequence[str] 
 @dataclass(repr=False)
 class ReplayResult(ResultProtocol):
     """One row per (policy, budget, seed) in ``rows``; ``averages`` averages over seeds.
+    ``rows`` say why an allocation left more than a tenth of its budget unspent
+    (``unspent_reason``, empty where it did not), and :meth:`summary` counts them.
 
     ``examples`` maps ``(budget, policy)`` to the allocation and bracket of the
     first seed, and ``example_sweep`` is that seed's sweep (for plots); these
@@ -190,8 +192,22 @@ class ReplayResult(ResultProtocol):
         for budget, rows in self.averages.groupby("budget", sort=False):
             sections.append((f"Budget {format_number(budget)}", [
                 (row.policy, f"best loss {format_number(row.best_loss)}, compute used "
-                             f"{row.compute_fraction:.1%}") for row in rows.itertuples()]))
+                             f"{row.compute_fraction:.1%}" + self._unspent(budget, row.policy))
+                for row in rows.itertuples()]))
         return sections
+
+    def _unspent(self, budget, policy) -> str:
+        """``; budget left unspent on k of n seeds: <reasons>`` where some seed left more
+        than a tenth of the budget (with the reasons the allocations gave)."""
+        if "unspent_reason" not in self.rows:
+            return ""
+        rows = self.rows[(self.rows.budget == budget) & (self.rows.policy == policy)]
+        said = rows["unspent_reason"][rows["unspent_reason"].astype(bool)]
+        if not len(said):
+            return ""
+        reasons = "; ".join(f"{reason} ({count})" for reason, count in
+                            said.value_counts().items())
+        return f"; more than 10% of the budget left on {len(said)} of {len(rows)} seeds: {reasons}"
 
     def _repr_fields(self) -> dict:
         return {"policies": self.rows["policy"].nunique() if len(self.rows) else 0,
@@ -312,6 +328,7 @@ def _replay_seed(sub: Sweep, pool: list[str], policies, budgets, setting: _Setti
                 best_loss=best, exhaustive_best_loss=exhaustive_best, hindsight_loss=hindsight,
                 regret=(best - hindsight) / hindsight,
                 spent=allocation.spent, compute_fraction=allocation.spent / total,
+                spent_share=allocation.spent / flops, unspent_reason=allocation.unspent_reason or "",
                 frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
                 reference_miss_at_max=reference_miss,
                 completed_frontier_error_at_max=completed[0],
@@ -366,7 +383,7 @@ _MEDIANS = ("frontier_error_at_max", "frontier_error_at_10x", "reference_miss_at
 def _averages(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (budget, policy): means of the losses and compute, medians of the frontier errors."""
     means = ("budget_flops", "best_loss", "improvement_vs_uniform", "improvement_vs_sh",
-             "hindsight_loss", "regret", "compute_fraction", "forecast_covered_80",
+             "hindsight_loss", "regret", "compute_fraction", "spent_share", "forecast_covered_80",
              "forecast_covered_95")
     return (frame.groupby(["budget", "policy"], sort=False)
             .agg(**{column: (column, "mean") for column in means if column in frame},
