@@ -67,9 +67,10 @@ from scalekit.allocate._synthetic import early_leader_sweep
 from scalekit.serialise import dumps
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
-POLICIES = ["uniform", "loss", "forecast", "frontier", "commit", "clairvoyant", "exhaustive"]
-#: The policies the targets read: the default allocator and its two baselines.
-TARGET_POLICIES = ["uniform", "loss", "commit"]
+POLICIES = ["uniform", "loss", "forecast", "frontier", "commit", "largest", "sh-finish",
+            "clairvoyant", "exhaustive"]
+#: The policies the targets read: the default allocator and its baselines.
+TARGET_POLICIES = ["uniform", "loss", "largest", "sh-finish", "commit"]
 #: Schram et al.'s (2026) gain over plain SH on their synthetic sweeps.
 SCHRAM_SYNTHETIC_GAIN = 0.0547
 
@@ -124,6 +125,42 @@ def nanogpt_sweep(path: Path = DATA / "nanogpt_layer_over_embd.csv", *, resource
     return sweep_from_frame(pd.DataFrame(rows), resource=resource, source=str(path))
 
 
+def olmo_sweep(folder: Path = DATA / "olmo_ladder"):
+    """The 16 OLMo ladder runs of Bhagia et al. (2024) (190M-1B x 1, 2, 5, 10 x Chinchilla
+    tokens, cosine to 0.1 of the peak at each run's end): C4 validation loss by step,
+    compute ``6 N D`` from the logged total tokens and the run table's ``n``."""
+    table = json.loads((folder / "final.json").read_text())
+    rows = []
+    for info in table.values():
+        if info.get("mode") != "train":
+            continue
+        for path in info["paths"]:
+            stem = Path(path).stem
+            raw = pd.read_csv(folder / f"{stem}.csv")[
+                ["_step", "throughput/total_tokens", "eval/c4_en-validation/CrossEntropyLoss"]]
+            raw = raw.dropna()
+            raw = raw[raw["_step"] > 0]
+            rows.append(pd.DataFrame({"run": stem, "step": raw["_step"],
+                                      "compute": 6.0 * info["n"] * raw["throughput/total_tokens"],
+                                      "loss": raw.iloc[:, 2], "params": float(info["n"])}))
+    return sweep_from_frame(pd.concat(rows), resource="compute", source=str(folder))
+
+
+def multipower_sweep(folder: Path = DATA / "multipower"):
+    """The 18 runs of Luo et al. (2025): a 25M and a 100M model under nine schedules
+    (constant, cosine, WSD, two-stage) of 14k-72k steps; compute ``6 N`` per token at
+    the same tokens per step for every run (it cancels in shares of the sweep)."""
+    rows = []
+    for size in ("25", "100"):
+        params = float(size) * 1e6
+        for path in sorted((folder / size).glob("*.csv")):
+            raw = pd.read_csv(path)
+            rows.append(pd.DataFrame({"run": f"{size}M/{path.stem}", "step": raw["step"],
+                                      "compute": 6.0 * params * raw["step"], "loss": raw["loss"],
+                                      "params": params}))
+    return sweep_from_frame(pd.concat(rows), resource="compute", source=str(folder))
+
+
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (budget, policy): means over seeds, 95% t-intervals of the gains, shares of seeds."""
     def half_width(values):
@@ -137,6 +174,8 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
         out.append(dict(
             budget=budget, policy=policy, seeds=len(group),
             best_loss=group.best_loss.mean(), regret=group.regret.mean(),
+            worst_regret=group.regret.max(), compute_regret=group.compute_regret.mean(),
+            spent_share=group.spent_share.mean(),
             vs_sh=versus_sh.mean(), vs_sh_ci95=half_width(versus_sh),
             beats_sh=float(np.mean(versus_sh > 1e-12)),
             vs_uniform=group["improvement_vs_uniform"].mean(),

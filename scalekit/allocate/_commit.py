@@ -67,7 +67,7 @@ import numpy as np
 
 from scalekit.allocate._engine import Advance, Allocation
 from scalekit.allocate._sweep import Curve, Sweep
-from scalekit.checks import check_number
+from scalekit.checks import check_choice, check_number
 
 _EMPTY = Curve(np.empty(0), np.empty(0), np.empty(0))
 #: Exponent grid of the law fit (variable projection over alpha and beta).
@@ -79,6 +79,8 @@ PRIOR_ALPHA, PRIOR_BETA = 0.34, 0.28
 LEVELS = (0.8, 0.95)
 #: Share of the budget left unspent above which the allocation says why.
 UNSPENT = 0.1
+#: How the law's choice must separate from the robust rule's (:class:`CommitPolicy`).
+SEPARATIONS = ("none", "point", "interval")
 
 
 @dataclass
@@ -227,6 +229,21 @@ class EndLaw:
         design = self._design(params.ravel(), x.ravel(), self.alpha_, self.beta_)
         return (design @ self.coef_).reshape(params.shape)
 
+    @property
+    def on_bound(self) -> str:
+        """The fitted parameters at a bound, in words (empty where none is): ``E = 0``, a
+        size or data term dropped (its level at zero), a free exponent at or past the edge
+        of its grid."""
+        said = ["E = 0"] if self.coef_[0] <= 0 else []
+        used = [name for name, on in (("size", self.use_n_), ("data", self.use_x_)) if on]
+        said += [f"{name} term dropped" for name, level in zip(used, self.coef_[1:], strict=True)
+                 if level <= 0]
+        for name, value, free in (("alpha", self.alpha_, self.free_[0] and self.use_n_),
+                                  ("beta", self.beta_, self.free_[1] and self.use_x_)):
+            if free and not _EXPONENTS[0] * 1.001 < value < _EXPONENTS[-1] / 1.001:
+                said.append(f"{name} = {value:.3g} at the edge of its grid")
+        return ", ".join(said)
+
     def describe(self) -> str:
         terms = [f"E={self.coef_[0]:.4g}"]
         if self.use_n_:
@@ -282,6 +299,22 @@ class CommitPolicy:
     data_extrapolation : float
         Forecasts read the law's data term at most at this multiple of the largest
         compute per parameter (∝ tokens per parameter) among the probes.
+    max_probe_error, max_spread : float, optional
+        Where the law's choice differs from the robust rule's (:meth:`CommitLoop._rule_pick`),
+        the law is trusted only with a leave-one-probe-out error and a residual spread
+        (relative) up to these (None: not checked).
+    check_bounds : bool
+        Nor with a parameter on its bound (``E = 0``, a size or data term dropped, an
+        exponent at the edge of its grid) or a term the probes cannot identify (they span
+        a single size, or schedule length per parameter, where the candidates do not).
+    size_extrapolation : float, optional
+        Nor where its choice is larger than this multiple of the largest probe, or reads
+        the data term past ``data_extrapolation`` times the probes' largest (None: not
+        checked).
+    separation : str
+        Nor, with ``"point"``, where the upper end of the 80% interval of its choice's
+        forecast is not below the forecast of the rule's choice; with ``"interval"``,
+        below the lower end of that one's 80% interval; ``"none"``: not checked.
     """
 
     probe_share: float = 0.1
@@ -289,6 +322,11 @@ class CommitPolicy:
     max_probes: int = 12
     min_partial: float = 0.5
     data_extrapolation: float = 4.0
+    max_probe_error: float | None = None
+    max_spread: float | None = None
+    check_bounds: bool = False
+    size_extrapolation: float | None = None
+    separation: str = "none"
     name: str = "commit"
 
     def __post_init__(self) -> None:
@@ -298,6 +336,10 @@ class CommitPolicy:
         check_number("max_probes", self.max_probes, low=1, integer=True)
         check_number("min_partial", self.min_partial, low=0, high=1)
         check_number("data_extrapolation", self.data_extrapolation, low=1)
+        for name, low in (("max_probe_error", 0), ("max_spread", 0), ("size_extrapolation", 1)):
+            if getattr(self, name) is not None:
+                check_number(name, getattr(self, name), low=low, low_open=True)
+        check_choice("separation", self.separation, SEPARATIONS)
 
 
 class CommitLoop:
@@ -317,6 +359,7 @@ class CommitLoop:
                                 0.0, self.budget)
         self.decisions: list[dict] = []
         self.law: EndLaw | None = None
+        self.set_aside: EndLaw | None = None  # a law that failed its checks
         self.part_way = False
         self.shape: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.dropped: set[str] = set()
@@ -339,20 +382,14 @@ class CommitLoop:
         self.part_way = bool(probes) and not complete
         self.law = self._fit_law(probes, complete)
         self.shape = self._schedule_shape(probes) if complete else None
-        options = self._affordable()
         phase = 1
-        partial = self._partial_option()
-        if options or partial is not None:
-            options = options or [partial[0]]
-            # the best configuration whose every variant can be guarded, where its forecast
-            # is within the law's residual spread of the best one's; else the best
-            spread = self._predicted(options[0]) * (1 + self.law.sd_) if self.law else -np.inf
-            whole = [r for r in options if len(self._variants(r)) == len(self._variants(r, 0))
-                     and self._predicted(r) <= spread]
-            cell = whole[0] if whole else options[0]
-            variants = self._variants(cell)
-            if partial is not None and partial[1] < self._predicted(cell):
-                cell, variants = partial[0], self._variants(partial[0], 0)
+        cell, variants = self._choose()
+        if self.law is not None and cell is not None:
+            failed = self._failed_checks(cell)
+            if failed:
+                self._fall_back(failed, cell)
+                cell, variants = self._choose()
+        if cell is not None:
             if len(variants) > 1:
                 prefix = {r: self.policy.guard_fraction * self.sweep.max_resource[r]
                           for r in variants}
@@ -506,9 +543,16 @@ class CommitLoop:
         compute-optimal ratio of Hoffmann et al. (2022) (``D/N = C / (6 N^2)``)."""
         compute = self.end[run] if compute is None else compute
         if self.law is None:
-            return float(-np.log(compute) + 1e-3 * abs(np.log(compute / (120.0 * self.size[run] ** 2))))
+            return self._score(run, compute)
         x, ratio = self._read_at(run, compute)
         return float(self.law.predict(self.size[run], x) * ratio)
+
+    def _score(self, run: str, compute: float | None = None) -> float:
+        """The robust rule's score (lowest first): the most compute, and among equal
+        computes the size nearest 20 tokens per parameter, the compute-optimal ratio of
+        Hoffmann et al. (2022) (``D/N = C / (6 N^2)``)."""
+        compute = self.end[run] if compute is None else compute
+        return float(-np.log(compute) + 1e-3 * abs(np.log(compute / (120.0 * self.size[run] ** 2))))
 
     def _read_at(self, run: str, compute: float) -> tuple[float, float]:
         """Where the law is read for ``run`` at ``compute`` and the schedule shape's factor:
@@ -560,6 +604,78 @@ class CommitLoop:
         ratio = np.maximum(np.median(ratios, axis=0), 1.0)
         ratio[-1] = 1.0
         return fractions, ratio, np.maximum(np.max(ratios, axis=0), ratio)
+
+    def _choose(self) -> tuple[str | None, list[str]]:
+        """The configuration to guard and commit to, and its variants to guard: the best
+        predicted one whose every variant can be guarded, where its forecast is within the
+        law's residual spread of the best one's, else the best; a run trained part-way
+        where that is predicted lower (:meth:`_partial_option`). ``(None, [])`` where
+        nothing is affordable."""
+        options = self._affordable()
+        partial = self._partial_option()
+        if not options and partial is None:
+            return None, []
+        options = options or [partial[0]]
+        spread = self._predicted(options[0]) * (1 + self.law.sd_) if self.law else -np.inf
+        whole = [r for r in options if len(self._variants(r)) == len(self._variants(r, 0))
+                 and self._predicted(r) <= spread]
+        cell = whole[0] if whole else options[0]
+        variants = self._variants(cell)
+        if partial is not None and partial[1] < self._predicted(cell):
+            cell, variants = partial[0], self._variants(partial[0], 0)
+        return cell, variants
+
+    def _rule_pick(self) -> str | None:
+        """The robust rule's choice, which needs no law: of the runs what is left can finish,
+        the largest compute (then the size nearest 20 tokens per parameter)."""
+        options = self._affordable()
+        return min(options, key=lambda r: (self._score(r), r)) if options else None
+
+    def _failed_checks(self, cell: str) -> list[str]:
+        """The checks the law fails before ``cell``, its choice, is acted on (empty where it
+        passes all, or where the robust rule picks the same configuration)."""
+        rule, law, policy = self._rule_pick(), self.law, self.policy
+        if rule is None or (self.size[rule], self.end[rule]) == (self.size[cell], self.end[cell]):
+            return []
+        failed = [f"the probes span a single {axis}, along which the candidates differ"
+                  for axis, used, values in (("size", law.use_n_, self.size.values()),
+                                             ("schedule length per parameter", law.use_x_,
+                                              [self.end[r] / self.size[r] for r in self.runs]))
+                  if policy.check_bounds and not used and _distinct(np.array(list(values))) > 1]
+        if (policy.max_probe_error is not None and np.isfinite(law.cv_)
+                and law.cv_ > policy.max_probe_error):
+            failed.append(f"leave-one-probe-out error {law.cv_:.1%} > {policy.max_probe_error:.0%}")
+        if policy.max_spread is not None and law.sd_ > policy.max_spread:
+            failed.append(f"residual spread {law.sd_:.1%} > {policy.max_spread:.0%}")
+        if policy.check_bounds and law.on_bound:
+            failed.append(f"on a bound: {law.on_bound}")
+        probed = max(self.size[r] for r in self.decisions[0]["runs"])
+        if policy.size_extrapolation is not None and self.size[cell] > policy.size_extrapolation * probed:
+            failed.append(f"its choice is {self.size[cell] / probed:.3g}x the largest probed "
+                          f"size (> {policy.size_extrapolation:g}x)")
+        if (policy.size_extrapolation is not None
+                and self.end[cell] / self.size[cell] > policy.data_extrapolation * law.x_max_):
+            failed.append(f"its choice reads the data term at "
+                          f"{self.end[cell] / self.size[cell] / law.x_max_:.3g}x the probes' "
+                          f"longest (> {policy.data_extrapolation:g}x)")
+        if policy.separation != "none":
+            mine, theirs = self.forecast(cell), self.forecast(rule)
+            bar = theirs["loss"] if policy.separation == "point" else theirs["80%"][0]
+            if not mine["80%"][1] < bar:
+                failed.append(f"its 80% interval ({_stated(mine)}) does not separate from the "
+                              f"rule's choice {rule} ({_stated(theirs)})")
+        return failed
+
+    def _fall_back(self, failed: list[str], cell: str) -> None:
+        """Set the law aside for the robust rule, saying which checks failed."""
+        rule = self._rule_pick()
+        self.decisions.append(dict(
+            phase=0, action="fall back", runs=[rule],
+            why=f"the law ({self.law.describe()}) picked {self._said(cell)}, against "
+                f"{rule} of the robust rule, but fails {'; '.join(failed)}: instead the "
+                "robust rule, the largest compute the budget can finish"))
+        self.set_aside = self.law
+        self.law, self.shape = None, None
 
     def _partial_option(self) -> tuple[str, float] | None:
         """The best run the rest of the budget cannot finish, trained part-way with all
@@ -701,8 +817,10 @@ class CommitLoop:
     def _said(self, run: str, compute: float | None = None) -> str:
         said = f"{run}, {self.end[run]:.3g} FLOPs to finish"
         if self.law is None:
-            return said + " (no law: no probe logged a point; the most compute, then the " \
-                          "size nearest 20 tokens per parameter)"
+            why = ("the law failed its checks" if self.set_aside is not None else
+                   "no law: no probe logged a point")
+            return said + f" ({why}; the most compute, then the size nearest 20 tokens per " \
+                          "parameter)"
         at = "" if compute is None else f" at {compute / self.end[run]:.0%} of its schedule"
         return said + f", predicted loss{at} " + _stated(self.forecast(run, compute))
 

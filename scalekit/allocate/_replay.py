@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalekit.allocate import _metrics as metrics
+from scalekit.allocate._baselines import BASELINES, baseline_loop
 from scalekit.allocate._engine import Allocation, HalvingLoop, drive
 from scalekit.allocate._forecasters import make_forecaster
 from scalekit.allocate._policies import POLICIES, Policy, last_loss, rank
@@ -108,8 +109,9 @@ class ClairvoyantPolicy:
         return rank(scores, keep, context.rng, observed)
 
 
-#: Allocations only a replay can make: no promotion, or promotion that knows the future.
-REPLAY_POLICIES = POLICIES + ("clairvoyant",)
+#: Allocations only a replay can make: no promotion, promotion that knows the future, and
+#: the baselines of :mod:`scalekit.allocate._baselines`.
+REPLAY_POLICIES = POLICIES + ("clairvoyant",) + BASELINES
 
 
 def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequence[str] | None = None,
@@ -126,6 +128,9 @@ def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequenc
         return uniform_allocation(sweep, runs, budget), None
     if name == "exhaustive":
         return uniform_allocation(sweep, runs, sweep.subset(runs).total_compute()), None
+    if name in BASELINES:
+        return drive(baseline_loop(name, sweep, budget, runs, eta=eta, seed=seed),
+                     reveal(sweep)), None
     if name == "clairvoyant":
         policy = ClairvoyantPolicy(sweep)
     if isinstance(policy, str):
@@ -327,6 +332,7 @@ def _replay_seed(sub: Sweep, pool: list[str], policies, budgets, setting: _Setti
                 policy=name, budget=budget, budget_flops=flops, seed=setting.seed,
                 best_loss=best, exhaustive_best_loss=exhaustive_best, hindsight_loss=hindsight,
                 regret=(best - hindsight) / hindsight,
+                compute_regret=metrics.compute_regret(sub.curves, best, flops),
                 spent=allocation.spent, compute_fraction=allocation.spent / total,
                 spent_share=allocation.spent / flops, unspent_reason=allocation.unspent_reason or "",
                 frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
@@ -383,7 +389,8 @@ _MEDIANS = ("frontier_error_at_max", "frontier_error_at_10x", "reference_miss_at
 def _averages(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (budget, policy): means of the losses and compute, medians of the frontier errors."""
     means = ("budget_flops", "best_loss", "improvement_vs_uniform", "improvement_vs_sh",
-             "hindsight_loss", "regret", "compute_fraction", "spent_share", "forecast_covered_80",
+             "hindsight_loss", "regret", "compute_regret", "compute_fraction", "spent_share",
+             "forecast_covered_80",
              "forecast_covered_95")
     return (frame.groupby(["budget", "policy"], sort=False)
             .agg(**{column: (column, "mean") for column in means if column in frame},

@@ -63,7 +63,7 @@ def ladder_frame(*, seed: int = 0, sizes: tuple[float, ...] = (1.9e8, 3.7e8, 7.6
     """Tidy frame of a model ladder: every size trained for each multiple of 20 tokens per
     parameter (the compute-optimal ratio of Hoffmann et al. 2022) at a constant learning
     rate, so a run is the prefix of the longer runs of its size; its loss the Chinchilla
-    law plus, with ``plateau`` > 0, a hump of that relative height over its first 2 tokens
+    law plus, with ``plateau`` > 0, a hump of that relative height over its first 10 tokens
     per parameter that then drops (a plateau-then-drop curve), times log-normal noise
     (the same draws for the shared prefix)."""
     check_number("points", points, low=2, integer=True)
@@ -72,7 +72,7 @@ def ladder_frame(*, seed: int = 0, sizes: tuple[float, ...] = (1.9e8, 3.7e8, 7.6
     for n in sizes:
         longest = 20.0 * max(multiples) * n
         tokens = longest * np.arange(1, points + 1) / points
-        hump = 1 + plateau / (1 + np.exp((tokens / n - 2.0) / 0.3))
+        hump = 1 + plateau / (1 + np.exp((tokens / n - 10.0) / 2.0))
         loss = chinchilla_loss(n, tokens) * hump * np.exp(rng.normal(0, noise, points))
         for m in multiples:
             keep = tokens <= 20.0 * m * n * (1 + 1e-9)

@@ -507,3 +507,39 @@ def test_an_allocation_that_leaves_a_tenth_of_its_budget_says_why():
     assert rows.loc[0.05, "spent_share"] == pytest.approx(allocation.spent / budget)
     assert "left on 1 of 1 seeds" in result.summary()
     assert result.to_dict()["rows"][0]["unspent_reason"] == reason
+
+
+def test_a_law_fitted_without_a_floor_says_its_floor_is_on_its_bound():
+    rng = np.random.default_rng(1)
+    n, d = np.geomspace(1e7, 1e9, 12), np.geomspace(1e9, 1e11, 12)
+    rng.shuffle(d)
+    floorless = EndLaw().fit(n, d / n, 300 / n ** 0.3 + 300 / d ** 0.3)
+    assert "E = 0" in floorless.on_bound
+    chinchilla = EndLaw().fit(n, d / n, 2 + 300 / n ** 0.3 + 300 / d ** 0.3)
+    assert chinchilla.on_bound == ""
+
+
+def test_a_law_on_a_bound_is_set_aside_for_the_largest_run_the_budget_can_finish():
+    """A constant-rate ladder whose curves plateau, then drop, at 5% of its compute: the
+    two probes (the smallest two sizes at 20 tokens per parameter) fit a law with its size
+    term dropped, flat along the data axis too, which picks a 190M model at 10x its
+    tokens (3.8% regret). With the bound checked, the decision log names the check, and
+    the allocator finishes the largest compute the budget can (1% regret)."""
+    sweep = ladder_sweep(seed=0, points=40, plateau=0.3)
+    budget = 0.05 * sweep.total_compute()
+    hindsight = metrics.hindsight_loss(sweep.curves, budget)
+    end = {r: sweep.flops_per_unit[r] * sweep.max_resource[r] for r in sweep.runs}
+    regret, loops = {}, {}
+    for checked in (False, True):
+        loop = CommitLoop(sweep, CommitPolicy(check_bounds=checked), budget)
+        allocation = drive(loop.steps(), reveal(sweep))
+        regret[checked] = (metrics.best_final_loss(allocation.observed) - hindsight) / hindsight
+        loops[checked] = loop
+    assert "fall back" not in [d["action"] for d in loops[False].decisions]
+    back = next(d for d in loops[True].decisions if d["action"] == "fall back")
+    assert "size term dropped" in back["why"] and "robust rule" in back["why"]
+    commit = next(d for d in loops[True].decisions if d["action"] == "commit")
+    probes = sum(end[r] for r in loops[True].decisions[0]["runs"])
+    largest = max(c for c in end.values() if c <= budget - probes)
+    assert end[commit["runs"][0]] == largest
+    assert regret[True] < 0.015 < 0.03 < regret[False]
