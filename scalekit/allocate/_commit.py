@@ -351,10 +351,19 @@ class CommitLoop:
     ``state.forecasts`` collects for the runs trained)."""
 
     def __init__(self, sweep: Sweep, policy: CommitPolicy, budget: float, *,
-                 runs: list[str] | None = None, seed: int = 0) -> None:
+                 runs: list[str] | None = None, seed: int = 0,
+                 prefixes: Mapping[str, list[str]] | None = None) -> None:
         check_number("budget", budget, low=0, low_open=True)
         self.sweep, self.policy, self.budget = sweep, policy, float(budget)
         self.runs = list(runs if runs is not None else sweep.runs)
+        # runs that continue one another (``prefixes``: run -> the longer runs it is a
+        # prefix of, e.g. :func:`~scalekit.allocate._continuation.prefix_groups`), both ways
+        self.related: dict[str, set[str]] = {r: set() for r in self.runs}
+        for short, longer in (prefixes or {}).items():
+            for long in longer:
+                if short in self.related and long in self.related:
+                    self.related[short].add(long)
+                    self.related[long].add(short)
         self.state = Allocation({r: _EMPTY for r in self.runs}, {r: 0.0 for r in self.runs},
                                 0.0, self.budget)
         self.decisions: list[dict] = []
@@ -454,6 +463,7 @@ class CommitLoop:
         """Yield one batch training each run to its stop, cut to the budget (in order)."""
         state, batch = self.state, []
         for run, stop in stops.items():
+            self._continue(run)
             start = state.reached[run]
             stop = min(stop, self.sweep.max_resource[run])
             cost = self.sweep.cost(run, start, stop)
@@ -742,14 +752,36 @@ class CommitLoop:
 
     def _affordable(self) -> list[str]:
         """Runs that what is left can finish, best predicted first, of configurations
-        (size and schedule) none of whose variants is finished yet."""
+        (size and schedule) none of whose variants is finished yet (a run that continues
+        another counts from that one's checkpoint)."""
         left = self.budget - self.state.spent
         done = {(self.size[r], self.end[r]) for r in self._finished()}
         runs = [r for r in self.runs if (self.size[r], self.end[r]) not in done
                 and r not in self.dropped
-                and self.sweep.cost(r, self.state.reached[r], self.sweep.max_resource[r])
+                and self.sweep.cost(r, self._head_start(r), self.sweep.max_resource[r])
                 <= left * (1 + 1e-12)]
         return sorted(runs, key=lambda r: (self._predicted(r), r))
+
+    def _head_start(self, run: str) -> float:
+        """Where ``run`` can start: the furthest any run it continues (or that continues
+        it) has been trained, up to its own end, or where it is."""
+        shared = [min(self.state.reached[r], self.sweep.max_resource[run])
+                  for r in self.related.get(run, ())]
+        return max([self.state.reached[run], *shared])
+
+    def _continue(self, run: str) -> None:
+        """Start ``run`` from the checkpoint of a prefix-related run trained further: take
+        its points up to there and count the FLOPs not paid as ``continued``."""
+        start = self._head_start(run)
+        if start <= self.state.reached[run]:
+            return
+        donor = max(self.related[run], key=lambda r: (self.state.reached[r], r))
+        old = self.state.observed[run]
+        got = self.state.observed[donor].until(start, self.state.reached[run])
+        self.state.observed[run] = Curve(*(np.concatenate([getattr(old, k), getattr(got, k)])
+                                           for k in ("resource", "compute", "loss")))
+        self.state.continued += self.sweep.cost(run, self.state.reached[run], start)
+        self.state.reached[run] = start
 
     def _variants(self, run: str, left: float | None = None) -> list[str]:
         """The runs of ``run``'s configuration (same size and schedule), ``run`` first, that

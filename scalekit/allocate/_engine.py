@@ -53,7 +53,9 @@ class Allocation:
     """What an allocation did: points seen, resource reached, FLOPs spent, promotions, and
     the forecasts it stated for the runs it trained (``commit``: run, compute, loss and
     its intervals, as in :meth:`CommitLoop.forecast <scalekit.allocate.CommitLoop.forecast>`),
-    and why more than a tenth of the budget was left unspent (None where it was not)."""
+    why more than a tenth of the budget was left unspent (None where it was not), and the
+    FLOPs not paid because a run continued the checkpoint of a run it extends
+    (``continued``)."""
 
     observed: dict[str, Curve]
     reached: dict[str, float]
@@ -64,6 +66,7 @@ class Allocation:
     exhausted: bool = False
     forecasts: list[dict] = field(default_factory=list)
     unspent_reason: str | None = None
+    continued: float = 0.0
 
     def to_dict(self) -> dict:
         """Plain data (curves as lists); inverse of :meth:`from_dict`."""
@@ -73,7 +76,7 @@ class Allocation:
                 "promotions": [list(p) for p in self.promotions],
                 "advances": [asdict(a) for a in self.advances], "exhausted": self.exhausted,
                 "forecasts": [dict(f) for f in self.forecasts],
-                "unspent_reason": self.unspent_reason}
+                "unspent_reason": self.unspent_reason, "continued": self.continued}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Allocation:
@@ -85,7 +88,8 @@ class Allocation:
                    {run: float(v) for run, v in data["reached"].items()}, float(data["spent"]),
                    float(data["budget"]), [list(p) for p in data["promotions"]],
                    [Advance(**a) for a in data["advances"]], bool(data["exhausted"]),
-                   [dict(f) for f in data.get("forecasts", [])], data.get("unspent_reason"))
+                   [dict(f) for f in data.get("forecasts", [])], data.get("unspent_reason"),
+                   float(data.get("continued", 0.0)))
 
 
 def _join(a: Curve, b: Curve) -> Curve:

@@ -59,3 +59,42 @@ def test_compute_regret_is_the_share_of_the_budget_the_best_run_did_not_need():
                   completion=None).rows
     assert rows.best_loss.iloc[0] == pytest.approx(0.1)
     assert rows.compute_regret.iloc[0] == pytest.approx(1 - 10 / 12)
+
+
+def test_runs_that_differ_only_in_length_are_prefixes_under_a_constant_rate_only():
+    from scalekit.allocate._continuation import prefix_groups
+
+    ladder = ladder_sweep(seed=0, points=40, plateau=0.3)
+    groups = prefix_groups(ladder)
+    for run in ladder.runs:  # each run is the prefix of exactly the longer runs of its size
+        longer = {r for r in ladder.runs if ladder.params[r] == ladder.params[run]
+                  and ladder.max_resource[r] > ladder.max_resource[run]}
+        assert set(groups.get(run, [])) == longer
+    # cosine schedules of different lengths: the shorter decays first, its curve departs
+    rows = []
+    for steps in (100, 200, 400):
+        t = np.arange(1, steps + 1)
+        rows.append(pd.DataFrame({"run": f"s{steps}", "step": t, "compute": t, "params": 1.0,
+                                  "loss": (2 + 5 / t ** 0.3) * (1 + 0.05 * np.cos(
+                                      np.pi * t / steps))}))
+    assert prefix_groups(sweep_from_frame(pd.concat(rows), resource="compute")) == {}
+
+
+def test_commit_continues_a_run_from_the_checkpoint_of_its_prefix_and_pays_no_flop_twice():
+    sweep = ladder_sweep(seed=0, points=40, plateau=0.3)
+    budget = 0.02 * sweep.total_compute()
+    paid = {}
+    for continuation in (False, True):
+        allocation, _ = allocate(sweep, "commit", budget, prefixes=None if continuation else {})
+        per_size = {}
+        for a in allocation.advances:
+            per_size.setdefault(sweep.params[a.run], []).append(a)
+        paid[continuation] = {size: (sum(a.cost for a in advances),
+                                     max(sweep.flops_per_unit[a.run] * a.stop for a in advances))
+                              for size, advances in per_size.items()}
+        if continuation:
+            assert allocation.continued > 0
+            assert allocation.spent <= budget * (1 + 1e-12)
+    # with continuation, each size costs no more than its furthest-trained run; without, more
+    assert all(cost <= reach * (1 + 1e-9) for cost, reach in paid[True].values())
+    assert any(cost > reach * 1.01 for cost, reach in paid[False].values())

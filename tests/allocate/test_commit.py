@@ -501,7 +501,7 @@ def test_an_allocation_that_leaves_a_tenth_of_its_budget_says_why():
     assert loop.decisions[-1]["action"] == "leave unspent" and reason in loop.decisions[-1]["why"]
     assert f"{left / budget:.0%}" in loop.decisions[-1]["why"]
     result = replay(sweep, policies=["commit"], budgets=[0.05, 0.2], seeds=1, frontier=False,
-                    completion=None)
+                    completion=None, continuation=False)
     rows = result.rows.set_index("budget")
     assert rows.loc[0.05, "unspent_reason"] == reason
     assert rows.loc[0.05, "spent_share"] == pytest.approx(allocation.spent / budget)
