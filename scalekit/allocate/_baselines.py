@@ -2,7 +2,9 @@
 
 - ``largest``: no learning at all; finish the largest-compute run the budget can
   finish, then, with what is left, the largest one that can still be finished,
-  and so on (ties: the size nearest 20 tokens per parameter, Hoffmann et al. 2022).
+  and so on (ties: the size nearest 20 tokens per parameter, Hoffmann et al. 2022);
+  where none can be finished, the run whose size is nearest 20 tokens per parameter
+  at the budget is trained part-way with all of it.
 - ``sh-finish``: plain Successive Halving (lowest current loss promoted) on half the
   budget, then its survivor, the unfinished run with the lowest loss seen, trained
   towards the end of its schedule with everything left (the next one where it ends
@@ -68,6 +70,12 @@ def largest_steps(sweep: Sweep, budget: float, runs: list[str]
             break
         yield from _train(state, sweep, min(can, key=lambda r: _score(sweep, r)), rung)
         rung += 1
+    if not state.advances:  # nothing can be finished: the compute-optimal size, part-way
+        near = {r: abs(np.log(budget / (120.0 * sweep.params.get(r, np.nan) ** 2)))
+                for r in runs}
+        pick = min(runs, key=lambda r: (near[r] if np.isfinite(near[r]) else 0.0,
+                                        _score(sweep, r)))
+        yield from _train(state, sweep, pick, rung)
     if state.budget - state.spent > 0.1 * state.budget:
         state.unspent_reason = ("no unfinished candidate can be finished with what is left"
                                 if any(state.reached[r] < sweep.max_resource[r] for r in runs)

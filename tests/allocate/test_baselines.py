@@ -98,3 +98,16 @@ def test_commit_continues_a_run_from_the_checkpoint_of_its_prefix_and_pays_no_fl
     # with continuation, each size costs no more than its furthest-trained run; without, more
     assert all(cost <= reach * (1 + 1e-9) for cost, reach in paid[True].values())
     assert any(cost > reach * 1.01 for cost, reach in paid[False].values())
+
+
+def test_largest_trains_the_compute_optimal_size_part_way_where_nothing_can_be_finished():
+    from scalekit.allocate._synthetic import early_leader_sweep
+
+    sweep = early_leader_sweep(seed=0)  # every run costs 1/27 of the sweep
+    budget = 0.02 * sweep.total_compute()
+    allocation, _ = allocate(sweep, "largest", budget)
+    (advance,) = allocation.advances
+    optimal = np.sqrt(budget / 120.0)  # D = 20 N at C = 6 N D
+    sizes = sorted(set(sweep.params.values()), key=lambda n: abs(np.log(n / optimal)))
+    assert sweep.params[advance.run] == sizes[0]
+    assert allocation.spent == pytest.approx(budget)
