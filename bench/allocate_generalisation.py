@@ -1,9 +1,11 @@
 """Does ``commit`` hold on sweeps it was never tuned on? Leave-one-family-out.
 
 Families: the (Mis)Fitting runs (Li et al. 2025, every run its own candidate), the
-nanoGPT grid (Schram et al. 2026), the OLMo ladder (Bhagia et al. 2024, 4 sizes x 4
-token counts), the multi-power runs (Luo et al. 2025, 2 sizes x 9 schedules, constant
-learning rate among them), and two synthetic kinds: a constant-rate ladder whose curves
+nanoGPT grid (Schram et al. 2026), and the four of ``bench/sweep_families.py``: the OLMo
+ladder (Bhagia et al. 2024, 4 sizes x 4 token counts), the multi-power runs (Luo et al.
+2025, 2 sizes x 9 schedules, constant learning rate among them), Pythia (Biderman et al.
+2023, sizes only, plateau-then-drop LAMBADA curves) and OPT (6 sizes); and two synthetic
+kinds: a constant-rate ladder whose curves
 plateau and then drop (:func:`~scalekit.allocate._synthetic.ladder_sweep`) and the
 early-leader sweep. Each seed draws 80% of a family's candidates; budgets are shares of
 the drawn candidates' exhaustive sweep.
@@ -37,7 +39,8 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from replay_allocate import misfitting_sweep, multipower_sweep, nanogpt_sweep, olmo_sweep  # noqa: E402
+from replay_allocate import misfitting_sweep, nanogpt_sweep  # noqa: E402
+from sweep_families import family_sweep  # noqa: E402
 
 from scalekit.allocate._commit import CommitPolicy  # noqa: E402
 from scalekit.allocate._replay import replay  # noqa: E402
@@ -47,8 +50,10 @@ from scalekit.allocate._synthetic import early_leader_sweep, ladder_sweep  # noq
 FAMILIES = {
     "misfitting": (lambda seed: misfitting_sweep(every_run=True), True),
     "nanogpt": (lambda seed: nanogpt_sweep(), True),
-    "olmo": (lambda seed: olmo_sweep(), True),
-    "multipower": (lambda seed: multipower_sweep(), True),
+    "olmo": (lambda seed: family_sweep("olmo_ladder"), True),
+    "multipower": (lambda seed: family_sweep("multipower"), True),
+    "pythia": (lambda seed: family_sweep("pythia"), True),
+    "opt": (lambda seed: family_sweep("opt"), True),
     "ladder": (lambda seed: ladder_sweep(seed=seed, points=40, plateau=0.3), False),
     "early-leader": (lambda seed: early_leader_sweep(seed=seed), False),
 }

@@ -125,42 +125,6 @@ def nanogpt_sweep(path: Path = DATA / "nanogpt_layer_over_embd.csv", *, resource
     return sweep_from_frame(pd.DataFrame(rows), resource=resource, source=str(path))
 
 
-def olmo_sweep(folder: Path = DATA / "olmo_ladder"):
-    """The 16 OLMo ladder runs of Bhagia et al. (2024) (190M-1B x 1, 2, 5, 10 x Chinchilla
-    tokens, cosine to 0.1 of the peak at each run's end): C4 validation loss by step,
-    compute ``6 N D`` from the logged total tokens and the run table's ``n``."""
-    table = json.loads((folder / "final.json").read_text())
-    rows = []
-    for info in table.values():
-        if info.get("mode") != "train":
-            continue
-        for path in info["paths"]:
-            stem = Path(path).stem
-            raw = pd.read_csv(folder / f"{stem}.csv")[
-                ["_step", "throughput/total_tokens", "eval/c4_en-validation/CrossEntropyLoss"]]
-            raw = raw.dropna()
-            raw = raw[raw["_step"] > 0]
-            rows.append(pd.DataFrame({"run": stem, "step": raw["_step"],
-                                      "compute": 6.0 * info["n"] * raw["throughput/total_tokens"],
-                                      "loss": raw.iloc[:, 2], "params": float(info["n"])}))
-    return sweep_from_frame(pd.concat(rows), resource="compute", source=str(folder))
-
-
-def multipower_sweep(folder: Path = DATA / "multipower"):
-    """The 18 runs of Luo et al. (2025): a 25M and a 100M model under nine schedules
-    (constant, cosine, WSD, two-stage) of 14k-72k steps; compute ``6 N`` per token at
-    the same tokens per step for every run (it cancels in shares of the sweep)."""
-    rows = []
-    for size in ("25", "100"):
-        params = float(size) * 1e6
-        for path in sorted((folder / size).glob("*.csv")):
-            raw = pd.read_csv(path)
-            rows.append(pd.DataFrame({"run": f"{size}M/{path.stem}", "step": raw["step"],
-                                      "compute": 6.0 * params * raw["step"], "loss": raw["loss"],
-                                      "params": params}))
-    return sweep_from_frame(pd.concat(rows), resource="compute", source=str(folder))
-
-
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (budget, policy): means over seeds, 95% t-intervals of the gains, shares of seeds."""
     def half_width(values):
