@@ -253,6 +253,8 @@ class EndLaw:
         said = ", ".join(terms) + f", residual sd {self.sd_:.2%}"
         if self.cv_dof_ > 0:
             said += f", leave-one-probe-out error {self.cv_:.2%} ({self.cv_dof_ + 1} probes)"
+        if self.on_bound:
+            said += f"; on a bound: {self.on_bound}"
         return said
 
 
