@@ -331,6 +331,16 @@ class CommitPolicy:
     separation: str = "none"
     name: str = "commit"
 
+    @classmethod
+    def checked(cls, **settings) -> CommitPolicy:
+        """The settings leave-one-family-out chose on every one of eight sweep families held
+        out (``bench/allocate_generalisation.py``; docs/allocate.md): probes on 3% of the
+        budget, the law set aside for the robust rule where a parameter is on its bound or
+        its choice's 80% interval does not separate from the rule's. Not the default: it
+        raises the (Mis)Fitting every-run regret at 5% from 2.40% to 3.09%."""
+        return cls(**{"probe_share": 0.03, "check_bounds": True, "separation": "interval",
+                      **settings})
+
     def __post_init__(self) -> None:
         check_number("probe_share", self.probe_share, low=0, high=1, high_open=True)
         check_number("guard_fraction", self.guard_fraction, low=0, high=1, low_open=True,

@@ -22,6 +22,7 @@ from scalekit.allocate._sweep import sweep_from_frame
 from scalekit.allocate._synthetic import ladder_sweep
 from scalekit.allocate._toy import SyntheticTrainer
 from scalekit.curves import CurveStore
+from scalekit.errors import InputError
 from scalekit.serialise import dumps
 
 
@@ -543,3 +544,11 @@ def test_a_law_on_a_bound_is_set_aside_for_the_largest_run_the_budget_can_finish
     largest = max(c for c in end.values() if c <= budget - probes)
     assert end[commit["runs"][0]] == largest
     assert regret[True] < 0.015 < 0.03 < regret[False]
+
+
+def test_the_checked_preset_holds_what_the_held_out_choice_chose():
+    policy = CommitPolicy.checked()
+    assert (policy.probe_share, policy.check_bounds, policy.separation) == (0.03, True, "interval")
+    assert CommitPolicy.checked(probe_share=0.05).probe_share == 0.05
+    with pytest.raises(InputError, match="separation"):
+        CommitPolicy(separation="both")
