@@ -851,8 +851,7 @@ class CommitLoop:
             reach = self._reach()
             why = (f"no unfinished candidate ends at or beyond the largest compute reached "
                    f"({reach:.3g} FLOPs) within what is left: a run ending below it adds no "
-                   "point where the frontier law is read and cannot end below the loss "
-                   "already found there")
+                   "point where the frontier law is read")
         self.decisions.append(dict(phase=phase, action="leave unspent", runs=[],
                                    why=f"{left:.3g} FLOPs ({left / self.budget:.0%} of the "
                                        f"budget) left: {why}"))
