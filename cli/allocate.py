@@ -316,27 +316,30 @@ def _policy_factory(surrogate):
 
 def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, candidates, plot,
             frontier_min_compute=0.0):
-    from scalekit.allocate import ALLOCATION_POLICIES
+    from scalekit.allocate import ALLOCATION_POLICIES, BASELINES
     from scalekit.allocate import replay
     from scalekit.allocate import format_rung_table
     from scalekit.formatting import format_number
     from scalekit.report import table_data
 
-    # uniform and budget-matched plain SH (loss) are the two baselines every policy is read against
-    wanted = ["uniform", *ALLOCATION_POLICIES] if policy is None else (
-        list(dict.fromkeys(["uniform", "loss", policy])))
+    # uniform, budget-matched plain SH (loss) and the rules a reviewer would try (finish the
+    # largest run the budget can; SH, then finish its survivor) are what every policy is read against
+    wanted = ["uniform", *ALLOCATION_POLICIES, *BASELINES] if policy is None else (
+        list(dict.fromkeys(["uniform", "loss", *BASELINES, policy])))
     result = replay(sweep, policies=wanted + ["exhaustive"], budgets=budgets,
                     seeds=list(range(seed, seed + seeds)), eta=eta, min_resource=min_resource,
                     n_candidates=candidates, policy_factory=_policy_factory(surrogate),
                     completion=surrogate, frontier_min_compute=frontier_min_compute)
     table = table_data(
         f"replay over {seeds} seeds; exhaustive sweep {format_number(result.exhaustive_compute)} "
-        "FLOPs; shares as fractions", ["policy", "budget", "best loss", "regret", "vs uniform",
+        "FLOPs; shares as fractions", ["policy", "budget", "best loss", "regret",
+                                       "compute regret", "vs uniform",
                                        "vs plain SH", "compute used", "law error @max",
                                        "law error @10x", "reference miss", "completed @max",
                                        "all completed @max", "forecast in 80%",
                                        "forecast in 95%"],
-        [[row.policy, row.budget, row.best_loss, row.regret, row.improvement_vs_uniform,
+        [[row.policy, row.budget, row.best_loss, row.regret, row.compute_regret,
+          row.improvement_vs_uniform,
           row.improvement_vs_sh, row.compute_fraction, row.frontier_error_at_max,
           row.frontier_error_at_10x, row.reference_miss_at_max,
           row.completed_frontier_error_at_max, row.all_completed_frontier_error_at_max,
