@@ -35,11 +35,15 @@ class DesignResult(ResultProtocol):
     plan_cost : float
         What the chosen runs cost together.
     predictions : list of dict
-        Per target row: ``inputs``, ``prediction``, ``interval`` (95%); empty when
-        too few runs are observed to fit.
+        Per target row: ``inputs``, ``prediction``, ``interval``: a 95% prediction
+        interval for a new run there (the law's uncertainty, the runs' noise and the law's
+        discrepancy toward the target), None where the runs give none (a ``few_points``
+        diagnostic says how many more do); empty when too few runs are observed to fit.
     fit : dict or None
         The final fit's parameter values.
     diagnostics : list of Diagnostic
+    estimator : dict
+        ``loss``, ``delta``, ``scale`` of the criterion and the final fit.
     """
 
     method: str
@@ -52,12 +56,14 @@ class DesignResult(ResultProtocol):
     predictions: list
     fit: dict | None
     diagnostics: list
+    estimator: dict | None = None
 
     def to_dict(self) -> dict:
         return {"method": self.method, "law": dict(self.law), "budget": self.budget,
                 "replay": self.replay, "chosen": list(self.chosen), "spent": self.spent,
                 "plan_cost": self.plan_cost, "predictions": list(self.predictions),
-                "fit": self.fit, "diagnostics": [d.to_dict() for d in self.diagnostics]}
+                "fit": self.fit, "diagnostics": [d.to_dict() for d in self.diagnostics],
+                "estimator": self.estimator}
 
     def to_frame(self):
         """The runs in the order chosen: their inputs, cost, expected share of the target's
@@ -75,7 +81,8 @@ class DesignResult(ResultProtocol):
                    replay=data["replay"], chosen=list(data["chosen"]), spent=data["spent"],
                    plan_cost=data["plan_cost"], predictions=list(data["predictions"]),
                    fit=data["fit"],
-                   diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]])
+                   diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
+                   estimator=data.get("estimator"))
 
     def _summary_title(self) -> str:
         kind = "Replay" if self.replay else "Plan"
@@ -89,8 +96,11 @@ class DesignResult(ResultProtocol):
                  + f"; cost {format_number(c['cost'])}; {c['reason']}")
                 for k, c in enumerate(self.chosen)]
         predictions = [(", ".join(f"{n}={format_number(v)}" for n, v in p["inputs"].items()),
-                        (f"{format_number(p['prediction'])} [{format_number(p['interval'][0])}, "
-                        f"{format_number(p['interval'][1])}]")) for p in self.predictions]
+                        format_number(p["prediction"]) + (
+                            "" if p["interval"] is None else
+                            f" [{format_number(p['interval'][0])}, "
+                            f"{format_number(p['interval'][1])}]"))
+                       for p in self.predictions]
         notes = [(d.code, d.message) for d in self.diagnostics] or [("none", "")]
         return [("Answer", answer), ("Runs, in order", runs or [("none", "")]),
                 ("Target predictions (95%)", predictions or [("none", "too few runs to fit")]),

@@ -18,6 +18,7 @@ import numpy as np
 from scalekit.checks import check_number, fail
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
+from scalekit.fit._constrain import constrained_law
 from scalekit.laws import Law, get_law
 
 if TYPE_CHECKING:
@@ -60,13 +61,26 @@ class FitInput:
     runs: np.ndarray | None = None
 
 
-def resolve_law(spec: str) -> Law:
-    """A registered law by name, or a custom law from an expression string."""
-    if _LAW_NAME.match(spec):
-        return get_law(spec)
-    from scalekit.laws import law_from_expression
+def resolve_law(spec: str, *, columns=(), bounds=None) -> Law:
+    """A registered law by name, or a custom law from an expression string.
 
-    return law_from_expression(spec)
+    In an expression, a name that is one of the data's ``columns`` is an input read from
+    that column (``L + B*dense_parameter_count**-alpha``), besides ``N``, ``D``, ``C`` and
+    ``x``; every other name is a parameter. ``bounds`` (parameter name to (lower, upper),
+    natural units) replace the law's search ranges
+    (:func:`~scalekit.fit._constrain.constrained_law`).
+    """
+    if _LAW_NAME.match(spec):
+        law = get_law(spec)
+    else:
+        from scalekit.laws import law_from_expression
+
+        from scalekit.laws import EXPRESSION_SYMBOLS
+
+        names = [str(c) for c in columns
+                 if _LAW_NAME.match(str(c)) and str(c) not in EXPRESSION_SYMBOLS]
+        law = law_from_expression(spec, inputs=names)
+    return constrained_law(law, bounds=bounds) if bounds else law
 
 
 def choose_law(frame: pd.DataFrame, *, x: str | None = None) -> Law:
@@ -127,7 +141,8 @@ def prepare_fit(frame: Curves | pd.DataFrame, *, law: Law | str | None = None,
         raise fail("y", y, "a column of the data (" + ", ".join(map(str, frame.columns)) + ")")
     if x is not None and x not in frame:
         raise fail("x", x, "a column of the data (" + ", ".join(map(str, frame.columns)) + ")")
-    law = resolve_law(law) if isinstance(law, str) else law or choose_law(frame, x=x)
+    law = (resolve_law(law, columns=[c for c in frame.columns if c != y])
+           if isinstance(law, str) else law or choose_law(frame, x=x))
     notes = [f"law: {law.name}"]
     diagnostics = list(curves.diagnostics)
     rows = frame if all_points else last_points(frame)

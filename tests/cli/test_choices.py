@@ -62,6 +62,7 @@ def _library_lists() -> dict:
     from scalekit.allocate._sweep import RESOURCES
     from scalekit.curves.readers import DUPLICATES, FORMATS
     from scalekit.curves._writers import TABLE_FORMATS
+    from scalekit.design._estimator import SCALES
     from scalekit.design._methods import METHODS as DESIGN_METHODS
     from scalekit.executors import EXECUTORS
     from scalekit.fit._engine import RESAMPLE
@@ -88,7 +89,7 @@ def _library_lists() -> dict:
              ("train", "--dropout-schedules"): DROPOUT_SCHEDULES,
              ("train", "--lr-schedule"): LR_SCHEDULES, ("train", "--device"): DEVICES,
              ("train", "--executor"): EXECUTORS, ("train", "--precision"): PRECISIONS,
-             ("design", "--method"): DESIGN_METHODS}
+             ("design", "--method"): DESIGN_METHODS, ("design", "--scale"): SCALES}
     by_flag = {"--resource": RESOURCES, "--surrogate": SURROGATES, "--duplicates": DUPLICATES,
                "--format": PRINT_FORMATS, "--objective": LOSSES, "--resample": RESAMPLE}
     for words, param, _ in CHOICES:
