@@ -40,12 +40,14 @@ def measure(levels, repeats, first, methods, path=None, done=None):
     out = dict(done or {})
     for name in TASKS:
         for arm, estimator in ARMS.items():
-            if all(f"{arm}|{name}|{level}|{m}" in out for level in levels for m in methods):
+            todo = [m for m in (*methods, *(("v_optimal",) if arm == OLD else ()))
+                    if not all(f"{arm}|{name}|{level}|{m}" in out for level in levels)]
+            if not todo:
                 continue
             print(f"{arm} / {name}:", flush=True)
             coverage = {}
-            scores = run_task(TASKS[name](), levels, methods, repeats, first, estimator,
-                              coverage)
+            scores = run_task(TASKS[name](), levels, list(dict.fromkeys(todo)), repeats, first,
+                              estimator, coverage)
             for (level, method), values in scores.items():
                 out[f"{arm}|{name}|{level}|{method}"] = {"r2": values,
                                                         "coverage": coverage[(level, method)]}

@@ -106,6 +106,8 @@ def design(
     if replay:
         result = run_replay(the_law, candidates, goal, budget=amount, method=method, seed=seed,
                             **estimator)
+        if y in goal:            # the target's losses are known: score the replay on them
+            result = result.scored(goal[y].to_numpy(dtype=float))
     else:
         seen = _observed(observed, store, y)
         result = propose(the_law, candidates, goal, budget=amount, method=method,

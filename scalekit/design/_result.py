@@ -44,6 +44,10 @@ class DesignResult(ResultProtocol):
     diagnostics : list of Diagnostic
     estimator : dict
         ``loss``, ``delta``, ``scale`` of the criterion and the final fit.
+    score : dict or None
+        Where the target rows' losses are known (:meth:`scored`): ``r2`` of the
+        predictions (clipped to [-1, 1], as ScaleBench scores), ``coverage`` (the share of
+        the rows with an interval that it holds) and ``rows``.
     """
 
     method: str
@@ -57,13 +61,31 @@ class DesignResult(ResultProtocol):
     fit: dict | None
     diagnostics: list
     estimator: dict | None = None
+    score: dict | None = None
+
+    def scored(self, losses) -> DesignResult:
+        """This result with ``score`` set from the target rows' known ``losses``."""
+        import numpy as np
+
+        y = np.asarray(losses, dtype=float)
+        predicted = np.array([p["prediction"] for p in self.predictions], dtype=float)
+        if len(predicted) != len(y):
+            return self
+        total = float(((y - y.mean()) ** 2).sum())
+        r2 = 1.0 - float(((y - predicted) ** 2).sum()) / total if total > 0 else float("nan")
+        bands = [(p["interval"], v) for p, v in zip(self.predictions, y, strict=True)
+                 if p["interval"] is not None]
+        held = [lo <= v <= hi for (lo, hi), v in bands]
+        self.score = {"r2": float(np.clip(r2, -1.0, 1.0)), "rows": len(y),
+                      "coverage": float(np.mean(held)) if held else None}
+        return self
 
     def to_dict(self) -> dict:
         return {"method": self.method, "law": dict(self.law), "budget": self.budget,
                 "replay": self.replay, "chosen": list(self.chosen), "spent": self.spent,
                 "plan_cost": self.plan_cost, "predictions": list(self.predictions),
                 "fit": self.fit, "diagnostics": [d.to_dict() for d in self.diagnostics],
-                "estimator": self.estimator}
+                "estimator": self.estimator, "score": self.score}
 
     def to_frame(self):
         """The runs in the order chosen: their inputs, cost, expected share of the target's
@@ -82,7 +104,7 @@ class DesignResult(ResultProtocol):
                    plan_cost=data["plan_cost"], predictions=list(data["predictions"]),
                    fit=data["fit"],
                    diagnostics=[Diagnostic.from_dict(d) for d in data["diagnostics"]],
-                   estimator=data.get("estimator"))
+                   estimator=data.get("estimator"), score=data.get("score"))
 
     def _summary_title(self) -> str:
         kind = "Replay" if self.replay else "Plan"
@@ -101,6 +123,10 @@ class DesignResult(ResultProtocol):
                             f" [{format_number(p['interval'][0])}, "
                             f"{format_number(p['interval'][1])}]"))
                        for p in self.predictions]
+        if self.score is not None:
+            answer.append(("target R² (known losses)", self.score["r2"]))
+            if self.score["coverage"] is not None:
+                answer.append(("target rows inside their interval", self.score["coverage"]))
         notes = [(d.code, d.message) for d in self.diagnostics] or [("none", "")]
         return [("Answer", answer), ("Runs, in order", runs or [("none", "")]),
                 ("Target predictions (95%)", predictions or [("none", "too few runs to fit")]),

@@ -94,7 +94,9 @@ def test_with_no_more_runs_than_parameters_the_answer_is_a_marked_prior_fit():
                      observed=(pool.frame.iloc[rows], pool.loss[rows]))
     assert result.diagnostics[0].code == "prior_fit"
     assert target_error(result) < 0.05
-    assert np.isnan([p["interval"] for p in result.predictions]).all()
+    assert all(p["interval"] is None for p in result.predictions)
+    assert any(d.code == "few_points" and "observe 1 more distinct run " in d.message
+               for d in result.diagnostics)
 
 
 def test_the_result_survives_its_json_round_trip():

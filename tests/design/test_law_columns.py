@@ -56,17 +56,26 @@ def test_bounds_bind_the_fit_and_bad_bounds_exit_2(tmp_path, capsys):
         assert "The value of `--bounds` is" in capsys.readouterr().err
 
 
-def test_design_replays_a_law_of_the_pools_columns(tmp_path, capsys):
+def test_design_replays_a_law_of_the_pools_columns_and_scores_a_target_with_losses(
+        tmp_path, capsys):
     pool, target, out = tmp_path / "pool.csv", tmp_path / "target.csv", tmp_path / "d.json"
     moe(n=60).to_csv(pool, index=False)
-    moe(n=4, seed=9).assign(dense_parameter_count=[2e9, 4e9, 6e9, 8e9]).to_csv(target, index=False)
+    goal = pd.DataFrame({"dense_parameter_count": [2e9, 4e9, 6e9, 8e9],
+                         "num_experts": [1.0, 4.0, 16.0, 64.0]})
+    truth = (TRUTH["L"] + TRUTH["B"] * goal.dense_parameter_count ** -TRUTH["alpha"]
+             * goal.num_experts ** -TRUTH["beta"]).to_numpy()
+    goal.assign(loss=truth).to_csv(target, index=False)
     code = main(["design", "--law", LAW, "--pool", str(pool), "--target", str(target),
                  "--cost", "dense_parameter_count", "--budget", "30%", "--replay",
                  "--method", "v_optimal", "--json", str(out), "--quiet"])
     assert code == 0, capsys.readouterr().err
     report = json.loads(out.read_text())
     assert set(report["chosen"][0]["inputs"]) == {"dense_parameter_count", "num_experts"}
-    truth = moe(n=4, seed=9, noise=0).assign(dense_parameter_count=[2e9, 4e9, 6e9, 8e9])
-    truth = TRUTH["L"] + TRUTH["B"] * truth.dense_parameter_count ** -0.3 * truth.num_experts ** -0.1
     predicted = np.array([p["prediction"] for p in report["predictions"]])
-    assert np.abs(predicted / truth.to_numpy() - 1).max() < 0.02
+    assert np.abs(predicted / truth - 1).max() < 0.02
+    # the replay's score on the target's known losses, against a direct computation
+    r2 = 1 - ((truth - predicted) ** 2).sum() / ((truth - truth.mean()) ** 2).sum()
+    assert report["score"]["r2"] == pytest.approx(max(r2, -1.0))
+    bands = np.array([p["interval"] for p in report["predictions"]])
+    held = ((bands[:, 0] <= truth) & (truth <= bands[:, 1])).mean()
+    assert report["score"]["coverage"] == pytest.approx(held) and report["score"]["rows"] == 4
