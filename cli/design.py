@@ -49,14 +49,14 @@ def design(
                                 "ensemble."),
     loss: str = choice_option(None, "--objective", library_choices("scalekit.fit", "LOSSES"),
                               "Objective of the criterion and the final fit: huber, squared or "
-                              "soft_l1 (default: squared, with --scale raw)."),
+                              "soft_l1 (default: huber, its δ set from the residual noise)."),
     delta: float | None = typer.Option(
         None, "--delta", help="Threshold δ of huber and soft_l1 on log residuals (default: "
         "1.345 robust standard deviations of the residuals).",
         callback=checked_number("--delta", low=0, low_open=True)),
     scale: str = choice_option(None, "--scale", library_choices("scalekit.design", "SCALES"),
-                               "Fit the log values or the raw values (least squares; the "
-                               "default)."),
+                               "Fit the log values (the default) or the raw values (least "
+                               "squares)."),
     bounds: str | None = bounds_option(),
     replay: bool = typer.Option(False, "--replay", metavar="", help="Replay on the pool's known losses "
                                 "(revealed only when chosen) until the budget is spent."),
@@ -137,8 +137,8 @@ def _estimator(loss: str | None, delta: float | None, scale: str | None) -> dict
         if delta is not None:
             raise InputError("--delta goes with --objective huber or soft_l1")
         return {}
-    loss = loss or "squared"
-    scale = scale or ("raw" if loss == "squared" else "log")
+    loss = loss or ("squared" if scale == "raw" else "huber")
+    scale = scale or "log"
     if scale == "raw" and loss != "squared":
         raise InputError(f"The value of `--objective` is {loss!r}, but must be squared with "
                          "--scale raw (least squares on the values).")

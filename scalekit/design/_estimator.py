@@ -31,7 +31,7 @@ from scalekit.fit import (LOSSES, fit_diagnostics, fit_law, fit_with_prior, log_
 SCALES = ("log", "raw")
 #: The default estimator, chosen by leave-one-task-out over the six ScaleBench tasks
 #: (docs/design.md).
-DEFAULT_LOSS, DEFAULT_DELTA, DEFAULT_SCALE = "huber", 1e-3, "log"
+DEFAULT_LOSS, DEFAULT_DELTA, DEFAULT_SCALE = "huber", None, "log"
 #: A threshold not given is this many robust standard deviations of the log residuals ...
 HUBER_K = 1.345
 #: ... and at least this (a least-squares fit through few runs can be near exact).

@@ -45,8 +45,9 @@ def test_designed_runs_predict_the_target_better_than_random_runs_of_the_same_bu
     designed = replay(law, pool, TARGET, budget=budget, method="v_optimal", seed=0)
     assert designed.plan_cost <= budget
     # the target lies 10-100x beyond the pool's compute; random runs of the same budget
-    # err by 0.6-1.5% there, the designed ones by 0.03%
-    assert target_error(designed) < 0.2 * min(random), random
+    # err by 0.34-1.4% there, the designed ones by 0.09% (0.03% with Huber at delta 1e-3,
+    # the default before the leave-one-task-out choice of a threshold set from the noise)
+    assert target_error(designed) < 0.3 * min(random), random
 
 
 def test_a_replay_reveals_only_the_losses_of_the_runs_it_chose():
