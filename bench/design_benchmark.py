@@ -10,6 +10,10 @@ Every method, every task, one setting for all (no per-task tuning). ``cheapest``
 deterministic and runs once per budget. Budgets are given as the task's low, middle
 and high share (1/5/10%, or 20/35/50% for ``sparsity`` and ``domain_mixture``).
 
+Per task and budget it also prints the paired difference (by seed) of ``ensemble``
+against ``v_optimal`` and ``random`` with its standard error; with target losses it
+prints the 95% intervals' coverage of the target rows.
+
 Targets (PASS/FAIL): at the middle budget, the mean R² of ``ensemble`` at least the
 paper's method on farseer (0.88), data_constrained (0.85) and vocab (0.98), and above
 V-optimal's on at least four of the tasks; at the low budget, above random's on every
@@ -134,6 +138,12 @@ def verdicts(scores, tasks):
             lines.append((f"  middle: {name} against V-optimal: "
                           f"{difference(scores[name][(1, OURS)], scores[name][(1, 'v_optimal')])}",
                           None))
+    for name in tasks:
+        for level in sorted({lv for lv, _ in scores[name]}):
+            for other in ("v_optimal", "random"):
+                if {(level, OURS), (level, other)} <= set(scores[name]):
+                    lines.append((f"  paired: {name} level {level} against {other}: " + difference(
+                        scores[name][(level, OURS)], scores[name][(level, other)]), None))
     for name in tasks:
         if {(0, OURS), (0, "random")} <= set(scores[name]):
             ours, random = (scores[name][(0, m)] for m in (OURS, "random"))
