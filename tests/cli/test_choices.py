@@ -62,6 +62,7 @@ def _library_lists() -> dict:
     from scalekit.allocate._sweep import RESOURCES
     from scalekit.curves.readers import DUPLICATES, FORMATS
     from scalekit.curves._writers import TABLE_FORMATS
+    from scalekit.design._estimator import SCALES
     from scalekit.design._methods import METHODS as DESIGN_METHODS
     from scalekit.executors import EXECUTORS
     from scalekit.fit._engine import RESAMPLE
@@ -89,7 +90,7 @@ def _library_lists() -> dict:
              ("train", "--dropout-schedules"): DROPOUT_SCHEDULES,
              ("train", "--lr-schedule"): LR_SCHEDULES, ("train", "--device"): DEVICES,
              ("train", "--executor"): EXECUTORS, ("train", "--precision"): PRECISIONS,
-             ("design", "--method"): DESIGN_METHODS,
+             ("design", "--method"): DESIGN_METHODS, ("design", "--scale"): SCALES,
              ("law hparams", "--surface"): HPARAMS_SURFACES,
              ("law hparams", "--lr-law"): HPARAMS_LAW_FORMS,
              ("law hparams", "--batch-law"): HPARAMS_LAW_FORMS}

@@ -40,7 +40,8 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     notes: list[str] = [choice.note()] if choice.said else []
     out, metrics, config_columns, used = _columns(table, where, roles, metric, duplicates,
                                                   default_run, notes)
-    keep = list(dict.fromkeys(keep))
+    keep = [c.removesuffix("?") for c in dict.fromkeys(keep)
+            if not c.endswith("?") or c[:-1] in table.columns]
     for column in keep:
         if column in out:  # already a column of the frame, such as a role's
             continue
