@@ -185,7 +185,8 @@ def _run_names(table: pd.DataFrame, roles: dict, where: Locator, default_run: st
                 raise where.error("the run name is missing", int(np.flatnonzero(empty)[0]),
                                   column)
             names = text if names is None else names + "/" + text
-        return names.to_numpy(dtype=object)
+        codes, uniques = pd.factorize(names)  # one text object per run, not one per row
+        return np.asarray(uniques, dtype=object)[codes]
     if "step" in roles:
         notes.append(f"no run column: all rows are one run named {default_run!r}")
         return np.full(len(table), default_run, dtype=object)
