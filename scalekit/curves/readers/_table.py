@@ -56,7 +56,8 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     for column in INTEGER_RUN_COLUMNS:
         if column in frame and not frame[column].isna().any():
             frame[column] = frame[column].astype(np.int64)
-    frame = frame.iloc[order].reset_index(drop=True)
+    if not np.array_equal(order, np.arange(len(order))):  # rows already in order: no copy
+        frame = frame.iloc[order].reset_index(drop=True)
     lines = None if where.lines is None else SourceLines(
         frame["run"].to_numpy(), frame["step"].to_numpy(), where.lines[order])
     ordered = _ordered(frame.columns, metrics, config_columns)
