@@ -29,7 +29,8 @@ CODES = {
     "not_converged": "the optimiser, or some bootstrap resamples, found no optimum",
     "derived_undefined": "a derived quantity is not finite for some bootstrap resamples",
     "last_points_narrow": "the runs' last points span too little of an input; all checkpoints span more",
-    "no_optimum": "an optimum, shape or critical value lies outside the data, so none is stated",
+    "no_optimum": "an optimum, shape or critical value is not in the data (a test does not reject "
+                  "the monotone law, or it lies outside the data), so none is stated",
     "optimum_at_edge": "a compute-optimal size, or an end of its interval, is the edge of the "
                        "sizes searched: the law has no interior optimum there",
     "run_skipped": "a run was left out of a forecast",
