@@ -9,9 +9,10 @@ the rate is printed also for rises of 3–6 widths, the hardest. The issue's own
 (``E = 0.05``, 1% noise, ``default_rng(0)``) is printed too. The same for the depth law's
 own depth term (``--depth-draws`` grids of 40 runs, 1% noise, ``c_l = 0`` against
 ``c_l = 0.2``) and the class-count slope (``gamma = 0`` against ``0.3``, 5% log noise,
-20 runs). Exits 1 when a target fails.
+20 runs, ``--class-draws``). Exits 1 when a target fails.
 
-    python bench/bench_shape_test.py [--draws 200] [--depth-draws 40]
+    python bench/bench_shape_test.py [--draws 200] [--hard-draws 100] [--depth-draws 40]
+        [--class-draws 100]
 """
 
 from __future__ import annotations
@@ -60,26 +61,29 @@ def class_claims(gamma, rng, seed) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--hard-draws", type=int, default=100)
     parser.add_argument("--depth-draws", type=int, default=40)
+    parser.add_argument("--class-draws", type=int, default=100)
     args = parser.parse_args()
     start = time.process_time()
     rng = np.random.default_rng(38)
-    false = np.mean([claims(*monotone_draw(rng), seed) for seed in range(args.draws)])
-    found = np.mean([claims(*u_shape_draw(rng)[:2], seed) for seed in range(args.draws)])
-    hard = np.mean([claims(*u_shape_draw(rng, max_rise=6.0)[:2], seed)
-                    for seed in range(args.draws)])
     issue = np.random.default_rng(0)
     issue_error = (0.05 + 0.4 / K ** 2) * (1 + 0.01 * issue.standard_normal(K.size))
-    print(f"monotone draws claiming a shape: {false:.3f} (target <= 0.05)")
-    print(f"U-shapes found, rise >= 3 noise widths: {found:.3f} (target >= 0.80)")
-    print(f"U-shapes found, rise 3-6 noise widths: {hard:.3f}")
-    print(f"the issue's draw claims a shape: {claims(K, issue_error, 0)}")
+    print(f"the issue's draw claims a shape: {claims(K, issue_error, 0)}", flush=True)
+    false = np.mean([claims(*monotone_draw(rng), seed) for seed in range(args.draws)])
+    print(f"monotone draws claiming a shape: {false:.3f} (target <= 0.05)", flush=True)
+    found = np.mean([claims(*u_shape_draw(rng)[:2], seed) for seed in range(args.draws)])
+    print(f"U-shapes found, rise >= 3 noise widths: {found:.3f} (target >= 0.80)", flush=True)
+    hard = np.mean([claims(*u_shape_draw(rng, max_rise=6.0)[:2], seed)
+                    for seed in range(args.hard_draws)])
+    print(f"U-shapes found, rise 3-6 noise widths: {hard:.3f}", flush=True)
     depth_false = np.mean([depth_claims(0.0, rng, s) for s in range(args.depth_draws)])
     depth_found = np.mean([depth_claims(0.2, rng, s) for s in range(args.depth_draws)])
-    print(f"depth law, c_l = 0, claiming a depth term (regime): {depth_false:.3f} (target <= 0.05)")
+    print(f"depth law, c_l = 0, claiming a depth term (regime): {depth_false:.3f} (target <= 0.05)",
+          flush=True)
     print(f"depth law, c_l = 0.2, found: {depth_found:.3f}")
-    class_false = np.mean([class_claims(0.0, rng, s) for s in range(args.draws)])
-    class_found = np.mean([class_claims(0.3, rng, s) for s in range(args.draws)])
+    class_false = np.mean([class_claims(0.0, rng, s) for s in range(args.class_draws)])
+    class_found = np.mean([class_claims(0.3, rng, s) for s in range(args.class_draws)])
     print(f"class count, gamma = 0, claiming a rise (critical degree): {class_false:.3f} "
           "(target <= 0.08: an exact 5% t-test gives 0.05 +- 0.015)")
     print(f"class count, gamma = 0.3, found: {class_found:.3f}")

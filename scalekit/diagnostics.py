@@ -33,6 +33,8 @@ CODES = {
                   "the monotone law, or it lies outside the data), so none is stated",
     "optimum_at_edge": "a compute-optimal size, or an end of its interval, is the edge of the "
                        "sizes searched: the law has no interior optimum there",
+    "asymptote_above_data": "a fitted floor lies above a loss the data or the target run "
+                            "already reached",
     "run_skipped": "a run was left out of a forecast",
     "metrics_indistinguishable": "the interval of two metrics' difference covers 0: the data "
                                  "cannot tell them apart",
@@ -91,7 +93,8 @@ class Diagnostic:
 
 #: Codes from the worst to the mildest: the order a report shows its warnings in.
 WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
-               "optimum_at_edge", "derived_undefined", "on_bound", "exponent_implausible", "profile_misfit",
+               "asymptote_above_data", "optimum_at_edge", "derived_undefined", "on_bound",
+               "exponent_implausible", "profile_misfit",
                "extrapolation", "metrics_indistinguishable", "prior_fit", "few_points", "budget_skipped",
                "run_skipped", "outliers_dropped", "metric_choice")
 

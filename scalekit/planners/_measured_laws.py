@@ -34,6 +34,7 @@ from scalekit.errors import InputError
 from scalekit.fit import fit_frame, last_points
 from scalekit.laws import get_law
 from scalekit.laws import count_depth
+from scalekit.planners._asymptote import asymptote_checks
 from scalekit.planners._shape_test import depth_test, inference_k_test, slope_test
 
 
@@ -69,8 +70,10 @@ def fit_depth_law(frame: Curves | pd.DataFrame, *, y: str = "loss",
     if keep_lowest is not None:
         check_number("keep_lowest", keep_lowest, low=1, high=len(rows), integer=True)
         drop_top = len(rows) - keep_lowest
-    return _fit(curves.with_frame(rows), "depth_width_data", y, source, drop_top=drop_top,
-                **fit_options)
+    result = _fit(curves.with_frame(rows), "depth_width_data", y, source, drop_top=drop_top,
+                  **fit_options)
+    _check_floor(result, "L0")
+    return result
 
 
 def fit_class_count_law(frame: Curves | pd.DataFrame, *, y: str = "error",
@@ -201,6 +204,7 @@ def fit_inference_k_law(frame: Curves | pd.DataFrame, *, y: str = "error",
     _check_range(rows, "k", rows["k"] < 1, "at least 1", source, curves.source_lines)
     _check_range(rows, y, rows[y] <= 0, "positive", source, curves.source_lines)
     result = _fit(curves.with_frame(rows), "inference_k", y, source, **fit_options)
+    _check_floor(result, "E")
     k = result.points.X["k"]
     test = inference_k_test(k, result.points.y, seed=fit_options.get("seed", 0))
     result.derived["shape_p_value"] = test.p_value
@@ -224,6 +228,16 @@ def fit_inference_k_law(frame: Curves | pd.DataFrame, *, y: str = "error",
     result.derived_ci.pop("error_at_opt", None)
     result.diagnostics.extend([found] if found else [])
     return result
+
+
+def _check_floor(result, name: str) -> None:
+    """Add the asymptote ``name``'s diagnostics (:func:`asymptote_checks`) against the losses
+    fitted, but no second ``on_bound`` where the fit has one for it."""
+    flagged = {(d.code, d.param) for d in result.diagnostics}
+    result.diagnostics.extend(
+        d for d in asymptote_checks(result.values[name], result.points.y, name=name,
+                                    residual_scale=result.stats["residual_scale"])
+        if (d.code, d.param) not in flagged)
 
 
 def _points(result, fitter: str):
