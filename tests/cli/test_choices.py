@@ -67,6 +67,7 @@ def _library_lists() -> dict:
     from scalekit.executors import EXECUTORS
     from scalekit.fit._engine import RESAMPLE
     from scalekit.fit._robust import LOSSES
+    from scalekit.isoflop import FRONTIER_LAWS
     from scalekit.isoflop._analysis import NAMES
     from scalekit.isoflop._approach2 import PROFILES
     from scalekit.isoflop._points import CONVENTIONS
@@ -85,6 +86,8 @@ def _library_lists() -> dict:
              ("forecast", "--reference"): METHODS,
              ("isoflop", "--approach"): (*NAMES, "all"), ("isoflop", "--in"): PROFILES,
              ("isoflop", "--convention"): CONVENTIONS,
+             ("compare", "--law"): FRONTIER_LAWS, ("compare", "--convention"): CONVENTIONS,
+             ("compare", "--variant-convention"): CONVENTIONS,
              ("store import", "--format"): FORMATS, ("store export", "--format"): TABLE_FORMATS,
              ("train", "task"): tuple(available_tasks()),
              ("train", "--dropout-schedules"): DROPOUT_SCHEDULES,
