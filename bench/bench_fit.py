@@ -41,6 +41,7 @@ up to 10^6), a 10^6-point saturating power fit <= 30 s and <= 1 GB, Chinchilla
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import resource
@@ -129,8 +130,22 @@ def timed_fit(law, X, y, **settings):
     return time.perf_counter() - start, fit
 
 
+def counted(law):
+    """``law`` with its Jacobian counting the parameter vectors it is evaluated at, and the
+    count (a list of one number)."""
+    count = [0]
+
+    def log_value_and_jacobian(X, z):
+        count[0] += int(np.prod(np.shape(z)[:-1]))
+        return law.log_value_and_jacobian(X, z)
+    return dataclasses.replace(law, log_value_and_jacobian=log_value_and_jacobian), count
+
+
 def expression_laws(X, y, args):
-    """Custom expression laws against the built-in laws of the same formula."""
+    """Custom expression laws against the built-in laws of the same formula: time (target
+    <= 1.2x the built-in, issue 44) and Jacobian evaluations of the last round, whose
+    ratio says how much of a gap is more optimiser steps (another fitting space, another
+    grid) rather than slower evaluation."""
     builtin = get_law("chinchilla")
     same = {p.name: {"lower": p.lower, "grid": p.grid, "log": p.log} for p in builtin.params}
     cases = [("chinchilla", builtin, X, y),
@@ -152,18 +167,21 @@ def expression_laws(X, y, args):
           "rounds of every case in turn, medians and, for the ratios, the range over rounds):")
     seconds = np.zeros((args.repeats, len(cases)))
     for r in range(args.repeats):
-        fits = []
+        fits, counts = [], []
         for k, (_name, law, X_, y_) in enumerate(cases):
+            law, count = counted(law)
             seconds[r, k], fit = timed_fit(law, X_, y_, bootstrap=args.bootstrap, n_jobs=1,
                                                 seed=args.seed)
             fits.append(fit)
+            counts.append(count[0])
     builtins = {law.inputs: k for k, (_, law, _, _) in reversed(list(enumerate(cases)))}
     for k, ((name, law, _, _), fit) in enumerate(zip(cases, fits, strict=True)):
         base = builtins[law.inputs]
         ratios = seconds[:, k] / seconds[:, base]
         print(f"  {name:28s} {np.median(seconds[:, k]):7.2f} s ({np.median(ratios):4.2f}x the "
-              f"built-in, {ratios.min():4.2f}-{ratios.max():4.2f}, target <= 1.5x: "
-              f"{_verdict(np.median(ratios) <= 1.5)}); objective "
+              f"built-in, {ratios.min():4.2f}-{ratios.max():4.2f}, target <= 1.2x: "
+              f"{_verdict(np.median(ratios) <= 1.2)}); {counts[k]} evaluations "
+              f"({counts[k] / counts[base]:.2f}x); objective "
               f"{fit.stats['objective']:.10e} (built-in {fits[base].stats['objective']:.10e}); "
               f"{fit.stats['n_starts']}/{fit.stats['n_starts_grid']} starts")
 

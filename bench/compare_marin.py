@@ -38,10 +38,10 @@ TARGETS = (1e21, 1e22)
 HELD_OUT = 3e20
 
 
-def baseline_compute(arm: dict, law: str, loss: float) -> float:
+def baseline_compute(arm: dict, loss: float) -> float:
     """The compute at which an arm's fitted frontier reaches ``loss``."""
     p = arm["parameters"]
-    if law == "power":
+    if "b" in p:                                  # the power law's (log_a, b)
         return float(np.exp((p["log_a"] - np.log(loss)) / p["b"]))
     return float(((loss - p["E"]) / p["A"]) ** (-1 / p["alpha"])) if loss > p["E"] else np.inf
 
@@ -73,7 +73,7 @@ def porian(law: str, bootstrap: int) -> bool:
         if not minimum:
             print(f"porian {'/'.join(config)}: the largest budget's least loss is at an edge")
             continue
-        shown = baseline_compute(full.arms[0], law, minimum[0]["loss"]) / minimum[0]["compute"]
+        shown = baseline_compute(full.arms[0], minimum[0]["loss"]) / minimum[0]["compute"]
         lo, hi = (np.inf if v is None else v for v in held["multiplier_interval"])
         inside = lo <= shown <= hi
         ok &= inside
@@ -115,7 +115,7 @@ def main() -> int:
             minimum = [o for o in result.optima if o["arm"] == b and
                        abs(o["compute"] / HELD_OUT - 1) < 0.05]
             if minimum:
-                shown = baseline_compute(result.arms[0], law, minimum[0]["loss"]) / \
+                shown = baseline_compute(result.arms[0], minimum[0]["loss"]) / \
                     minimum[0]["compute"]
                 lo, hi = part["multiplier_interval"]
                 inside = lo <= shown <= hi

@@ -10,6 +10,10 @@ Every method, every task, one setting for all (no per-task tuning). ``cheapest``
 deterministic and runs once per budget. Budgets are given as the task's low, middle
 and high share (1/5/10%, or 20/35/50% for ``sparsity`` and ``domain_mixture``).
 
+Per task and budget it also prints the paired difference (by seed) of ``ensemble``
+against ``v_optimal`` and ``random`` with its standard error; with target losses it
+prints the 95% intervals' coverage of the target rows.
+
 Targets (PASS/FAIL): at the middle budget, the mean R² of ``ensemble`` at least the
 paper's method on farseer (0.88), data_constrained (0.85) and vocab (0.98), and above
 V-optimal's on at least four of the tasks; at the low budget, above random's on every
@@ -19,6 +23,7 @@ two standard errors, i.e. when these seeds do not decide it.
 
     python bench/design_benchmark.py [--tasks farseer,...] [--levels 0,1,2]
         [--repeats 10] [--methods random,...] [--first-seed 0] [--json OUT]
+        [--objective squared] [--delta D] [--scale raw]
 """
 
 from __future__ import annotations
@@ -31,55 +36,73 @@ import warnings
 import numpy as np
 from scalebench_tasks import BUDGETS, DEFAULT_BUDGETS, PAPER, TASKS, r2
 
-from scalekit.design import METHODS, final_fit, replay
-from scalekit.errors import InputError
+from scalekit.design import METHODS, final_answer, replay
 
 OURS = "ensemble"
 #: Tasks whose middle-budget R² must reach the paper's method's.
 MATCH_PAPER = ("farseer", "data_constrained", "vocab")
 
 
-def predict(task, group, result, seed) -> np.ndarray:
-    """The target predictions of every output of ``task`` from the runs ``result`` chose,
-    fitted as the design's final answer is (:func:`scalekit.design.final_fit`; NaN where
-    it cannot fit them)."""
+def predict(task, group, result, seed, estimator) -> tuple[np.ndarray, np.ndarray]:
+    """The target predictions of every output of ``task`` from the runs ``result`` chose
+    and their 95% prediction intervals (n, 2), fitted as the design's final answer is
+    (:func:`scalekit.design.final_answer`; NaN where it cannot fit them)."""
     rows = np.array([c["row"] for c in result.chosen], dtype=int)
-    out = []
+    values, bands = [], []
     for law, y in task.outputs:
         if len(task.outputs) == 1:
-            values = [p["prediction"] for p in result.predictions]
-            out.append(np.array(values) if values else np.full(len(group.target), np.nan))
+            predictions = result.predictions
+        else:
+            frame = group.pool.frame.iloc[rows]
+            predictions = final_answer(law, {c: frame[c].to_numpy(float) for c in law.inputs},
+                                       task.sign * frame[y].to_numpy(float), group.target,
+                                       pool=group.pool.frame, seed=seed, **estimator)[0]
+        if not predictions:
+            values.append(np.full(len(group.target), np.nan))
+            bands.append(np.full((len(group.target), 2), np.nan))
             continue
-        frame = group.pool.frame.iloc[rows]
-        try:
-            fit = final_fit(law, {c: frame[c].to_numpy(float) for c in law.inputs},
-                          task.sign * frame[y].to_numpy(float), seed=seed)
-            out.append(fit.predict({c: group.target[c].to_numpy(float) for c in law.inputs}))
-        except InputError:
-            out.append(np.full(len(group.target), np.nan))
-    return task.sign * np.stack(out, axis=1).ravel()
+        values.append(np.array([p["prediction"] for p in predictions]))
+        bands.append(np.array([p["interval"] or [np.nan, np.nan] for p in predictions]))
+    band = task.sign * np.stack(bands, axis=1).reshape(-1, 2)
+    return task.sign * np.stack(values, axis=1).ravel(), np.sort(band, axis=1)
 
 
-def score(task, share, method, seed) -> float:
-    """Target R² of one replay of ``method`` at ``share`` of each group's pool."""
-    predictions = []
+def score(task, share, method, seed, estimator=None) -> tuple[float, float]:
+    """Target R² of one replay of ``method`` at ``share`` of each group's pool, and the
+    share of the target rows with an interval that their 95% prediction interval holds
+    (NaN without intervals)."""
+    estimator = estimator or {}
+    predictions, bands = [], []
     for k, group in enumerate(task.groups):
         result = replay(task.law, group.pool, group.target, budget=share * group.pool.cost.sum(),
-                        method=method, seed=seed * 1000 + k)
-        predictions.append(predict(task, group, result, seed))
-    return r2(task.y_test, np.concatenate(predictions))
+                        method=method, seed=seed * 1000 + k, **estimator)
+        value, band = predict(task, group, result, seed, estimator)
+        predictions.append(value)
+        bands.append(band)
+    y, band = task.y_test, np.concatenate(bands)
+    has = np.isfinite(band).all(axis=1)
+    held = (band[has, 0] <= y[has]) & (y[has] <= band[has, 1])
+    coverage = float(held.mean()) if has.any() else float("nan")
+    return r2(y, np.concatenate(predictions)), coverage
 
 
-def run_task(task, levels, methods, repeats, first=0):
+def run_task(task, levels, methods, repeats, first=0, estimator=None, coverage=None):
+    """R² per (level, method) over the seeds; ``coverage`` (a dict) gathers the
+    intervals' coverage the same way."""
     scores = {}
     for level in levels:
         share = task.budgets[level]
         for method in methods:
             runs = 1 if method == "cheapest" else repeats
-            values = [score(task, share, method, seed) for seed in range(first, first + runs)]
+            pairs = [score(task, share, method, seed, estimator)
+                     for seed in range(first, first + runs)]
+            values = [a for a, _ in pairs]
             scores[(level, method)] = values
+            if coverage is not None:
+                coverage[(level, method)] = [b for _, b in pairs]
             print(f"  {task.name:17s} {share:5.0%} {method:12s} "
-                  f"{np.mean(values):6.3f} ± {np.std(values):.3f}  (n={len(values)})", flush=True)
+                  f"{np.mean(values):6.3f} ± {np.std(values):.3f}  (n={len(values)}; "
+                  f"coverage {np.nanmean([b for _, b in pairs]):.0%})", flush=True)
     return scores
 
 
@@ -116,6 +139,12 @@ def verdicts(scores, tasks):
                           f"{difference(scores[name][(1, OURS)], scores[name][(1, 'v_optimal')])}",
                           None))
     for name in tasks:
+        for level in sorted({lv for lv, _ in scores[name]}):
+            for other in ("v_optimal", "random"):
+                if {(level, OURS), (level, other)} <= set(scores[name]):
+                    lines.append((f"  paired: {name} level {level} against {other}: " + difference(
+                        scores[name][(level, OURS)], scores[name][(level, other)]), None))
+    for name in tasks:
         if {(0, OURS), (0, "random")} <= set(scores[name]):
             ours, random = (scores[name][(0, m)] for m in (OURS, "random"))
             lines.append((f"low: {name} {np.mean(ours):.3f} > random {np.mean(random):.3f} "
@@ -133,7 +162,12 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0,
                         help="seeds run from here (the report uses 0; develop on others)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--objective", default=None, help="loss of the criterion and final fit")
+    parser.add_argument("--delta", type=float, default=None)
+    parser.add_argument("--scale", default=None, help="log or raw")
     args = parser.parse_args()
+    estimator = {k: v for k, v in (("loss", args.objective), ("delta", args.delta),
+                                   ("scale", args.scale)) if v is not None}
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     tasks = args.tasks.split(",")
     levels = [int(v) for v in args.levels.split(",")]
@@ -143,7 +177,7 @@ def main() -> None:
     for name in tasks:
         print(f"{name}:", flush=True)
         scores[name] = run_task(TASKS[name](), levels, methods, args.repeats,
-                                args.first_seed)
+                                args.first_seed, estimator)
     print(f"\nmean R² ± sd on the target region ({time.perf_counter() - started:.0f} s); "
           "paper (Table 2): their method / V-optimal / random")
     for name in tasks:

@@ -67,9 +67,10 @@ from scalekit.allocate._synthetic import early_leader_sweep
 from scalekit.serialise import dumps
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "published"
-POLICIES = ["uniform", "loss", "forecast", "frontier", "commit", "clairvoyant", "exhaustive"]
-#: The policies the targets read: the default allocator and its two baselines.
-TARGET_POLICIES = ["uniform", "loss", "commit"]
+POLICIES = ["uniform", "loss", "forecast", "frontier", "commit", "largest", "sh-finish",
+            "clairvoyant", "exhaustive"]
+#: The policies the targets read: the default allocator and its baselines.
+TARGET_POLICIES = ["uniform", "loss", "largest", "sh-finish", "commit"]
 #: Schram et al.'s (2026) gain over plain SH on their synthetic sweeps.
 SCHRAM_SYNTHETIC_GAIN = 0.0547
 
@@ -137,6 +138,8 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
         out.append(dict(
             budget=budget, policy=policy, seeds=len(group),
             best_loss=group.best_loss.mean(), regret=group.regret.mean(),
+            worst_regret=group.regret.max(), compute_regret=group.compute_regret.mean(),
+            spent_share=group.spent_share.mean(),
             vs_sh=versus_sh.mean(), vs_sh_ci95=half_width(versus_sh),
             beats_sh=float(np.mean(versus_sh > 1e-12)),
             vs_uniform=group["improvement_vs_uniform"].mean(),

@@ -200,6 +200,10 @@ def run_command(
                                               help="Ray cluster to join (default: a local one)."),
     slurm_partition: str | None = _SLURM["partition"], slurm_time: str = _SLURM["time"],
     slurm_gpus: int | None = _SLURM["gpus"], jobs_folder: Path | None = _SLURM["folder"],
+    hparams: Path | None = typer.Option(None, "--hparams", help="A learning-rate fit (scalekit "
+                                           "law hparams --json): each width's variants are "
+                                           "its lr_variants at the width's N and D, not two "
+                                           "seeds (a torch task)."),
     json_out: Path | None = _JSON, quiet: bool = _QUIET,
     html: Path | None = html_option(),
 ) -> None:
@@ -214,9 +218,10 @@ def run_command(
     jobs = dict(partition=slurm_partition, time=slurm_time, gpus=slurm_gpus, folder=jobs_folder,
                 ray_address=ray_address)
     report, shown, result = _run(task, store, flops, policy, eta, min_resource, surrogate,
-                                 seed, workers, quiet, executor, jobs)
+                                 seed, workers, quiet, executor, jobs, hparams)
     settings = dict(budgets=[budget], policy=policy, eta=eta, min_resource=min_resource,
-                    surrogate=surrogate, task=task, workers=workers, executor=executor)
+                    surrogate=surrogate, task=task, workers=workers, executor=executor,
+                    hparams=None if hparams is None else str(hparams))
     _render("run", report, shown, "table", json_out, quiet, None, seed, settings)
     if html is not None:
         from .report import result_page, write_page
@@ -316,27 +321,30 @@ def _policy_factory(surrogate):
 
 def _replay(sweep, budgets, policy, eta, min_resource, surrogate, seeds, seed, candidates, plot,
             frontier_min_compute=0.0):
-    from scalekit.allocate import ALLOCATION_POLICIES
+    from scalekit.allocate import ALLOCATION_POLICIES, BASELINES
     from scalekit.allocate import replay
     from scalekit.allocate import format_rung_table
     from scalekit.formatting import format_number
     from scalekit.report import table_data
 
-    # uniform and budget-matched plain SH (loss) are the two baselines every policy is read against
-    wanted = ["uniform", *ALLOCATION_POLICIES] if policy is None else (
-        list(dict.fromkeys(["uniform", "loss", policy])))
+    # uniform, budget-matched plain SH (loss) and the rules a reviewer would try (finish the
+    # largest run the budget can; SH, then finish its survivor) are what every policy is read against
+    wanted = ["uniform", *ALLOCATION_POLICIES, *BASELINES] if policy is None else (
+        list(dict.fromkeys(["uniform", "loss", *BASELINES, policy])))
     result = replay(sweep, policies=wanted + ["exhaustive"], budgets=budgets,
                     seeds=list(range(seed, seed + seeds)), eta=eta, min_resource=min_resource,
                     n_candidates=candidates, policy_factory=_policy_factory(surrogate),
                     completion=surrogate, frontier_min_compute=frontier_min_compute)
     table = table_data(
         f"replay over {seeds} seeds; exhaustive sweep {format_number(result.exhaustive_compute)} "
-        "FLOPs; shares as fractions", ["policy", "budget", "best loss", "regret", "vs uniform",
+        "FLOPs; shares as fractions", ["policy", "budget", "best loss", "regret",
+                                       "compute regret", "vs uniform",
                                        "vs plain SH", "compute used", "law error @max",
                                        "law error @10x", "reference miss", "completed @max",
                                        "all completed @max", "forecast in 80%",
                                        "forecast in 95%"],
-        [[row.policy, row.budget, row.best_loss, row.regret, row.improvement_vs_uniform,
+        [[row.policy, row.budget, row.best_loss, row.regret, row.compute_regret,
+          row.improvement_vs_uniform,
           row.improvement_vs_sh, row.compute_fraction, row.frontier_error_at_max,
           row.frontier_error_at_10x, row.reference_miss_at_max,
           row.completed_frontier_error_at_max, row.all_completed_frontier_error_at_max,
@@ -377,26 +385,41 @@ def _plan(sweep, budget, policy, eta, min_resource, surrogate, seed):
     return {"mode": "plan", **plan.to_dict()}, (header, [table])
 
 
-def _trainer(task: str, *, seed: int, store: Path):
-    """The trainer behind ``--run TASK``: ``synthetic`` (pure Python) or a bundled torch task."""
+def _trainer(task: str, *, seed: int, store: Path, hparams: Path | None = None):
+    """The trainer behind ``--run TASK``: ``synthetic`` (pure Python) or a bundled torch task
+    (its learning-rate variants from ``hparams``), and where its variants' rates came from."""
+    from scalekit.errors import InputError
+
     if task == "synthetic":
         from scalekit.allocate import SyntheticTrainer
 
-        return SyntheticTrainer(seed=seed, sizes=9, variants=3, max_compute=1e18, points=40)
+        if hparams is not None:
+            raise InputError("--hparams sets the learning rates of a torch task's runs, but "
+                             "the synthetic task has no learning rate")
+        return SyntheticTrainer(seed=seed, sizes=9, variants=3, max_compute=1e18, points=40), None
     from scalekit.train import task_trainer
 
-    return task_trainer(task, seed=seed, store=store)
+    if hparams is None:
+        return task_trainer(task, seed=seed, store=store), None
+    from .law_hparams import hparams_lrs
+
+    lrs, found = hparams_lrs(hparams)
+    trainer = task_trainer(task, seed=seed, store=store, lrs=lrs)
+    return trainer, {"source": str(hparams), "by_size": found,
+                     "why": "each width's variants are the lr_variants (the interval's ends "
+                            f"around the law's optimum) of the hparams fit {hparams} at its N "
+                            "and D"}
 
 
 def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, workers, quiet,
-         executor="local", jobs=None):
+         executor="local", jobs=None, hparams=None):
     from rich.text import Text
 
     from scalekit.allocate import get_policy
     from scalekit.allocate import fit_bracket
     from scalekit.allocate import candidate_sweep, run_allocation
     from scalekit.allocate import format_rung_table
-    trainer = _trainer(task, seed=seed, store=store)
+    trainer, lrs = _trainer(task, seed=seed, store=store, hparams=hparams)
     sweep = candidate_sweep(trainer)
     bracket = (None if policy == "commit" else
                fit_bracket(sweep, sweep.runs, budget, eta=eta, min_resource=min_resource))
@@ -415,7 +438,9 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
         result = run_allocation(store, task, trainer,
                                 get_policy(policy, surrogate=surrogate, seed=seed),
                                 budget=budget, eta=eta, min_resource=min_resource, seed=seed,
-                                workers=workers, executor=pool, settings={"surrogate": surrogate})
+                                workers=workers, executor=pool,
+                                settings={"surrogate": surrogate,
+                                          **({"variants": "hparams lr_variants"} if lrs else {})})
     finally:
         if pool is not None:
             pool.shutdown()
@@ -429,11 +454,15 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
             "no run has logged a point yet (the budget ends before the first one)"))
     # the result (reads back with AllocationRunResult.from_dict) and what a reader looks for
     report = {**result.to_dict(), "mode": "run", "task": task, "spent_flops": allocation.spent,
+              **({"learning_rates": lrs} if lrs else {}),
               "budget_flops": budget, "best_run": best[1], "best_loss": best[0],
               "rungs": [{"rung": r.index, "runs": r.runs, "resource": r.resource}
                         for r in result.bracket.rungs] if result.bracket else []}
-    lines = [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} ({d['why']})"
-             for d in result.decisions]
+    lines = [f"learning rates: {lrs['why']}"] if lrs else []
+    lines += [f"learning rates at {size}: {d['message']}" for size, r in
+              (lrs["by_size"].items() if lrs else ()) for d in r["diagnostics"]]
+    lines += [f"phase {d['phase']}: {d['action']} {', '.join(d['runs'])} ({d['why']})"
+              for d in result.decisions]
     return report, (lines + text.splitlines(), []), result
 
 

@@ -458,3 +458,40 @@ def job_executor(kind: str, *, workers: int, ray_address: str | None, default_fo
         slurm.pop("partition")
     return make_executor(kind, max_workers=workers, address=ray_address,
                          folder=folder or default_folder if submitit else None, slurm=slurm)
+
+
+def bounds_option() -> Any:
+    return typer.Option(None, "--bounds", callback=_bounds_check,
+                        help="Search ranges of the law's parameters, NAME=LOW:HIGH separated by "
+                        "commas, e.g. alpha=0:2,B=1e-2:1e6 (an empty end keeps the law's). "
+                        "An expression's parameters are positive, fitted in log, on (0, inf) "
+                        "by default.")
+
+
+def _bounds_check(text: str | None) -> dict[str, tuple[float | None, float | None]] | None:
+    """``alpha=0:2,B=1e-2:`` -> ``{"alpha": (0.0, 2.0), "B": (0.01, None)}``."""
+    from scalekit.errors import InputError
+
+    if text is None:
+        return None
+    out = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        match = re.fullmatch(r"([A-Za-z_]\w*)=([^:]*):([^:]*)", item)
+        try:
+            ends = tuple(float(e) if e.strip() else None for e in match.groups()[1:])
+        except (AttributeError, ValueError):
+            ends = None
+        if ends is None or (None not in ends and not ends[0] < ends[1]):
+            raise InputError(f"The value of `--bounds` is {text!r}, but must be NAME=LOW:HIGH "
+                             f"items (LOW < HIGH) separated by commas, e.g. alpha=0:2 "
+                             f"({item!r} is not).")
+        out[match.group(1)] = ends
+    return out or None
+
+
+def law_columns(law: str | None) -> list[str]:
+    """The names of a law expression, each to be kept from the data where it is a column
+    (``name?``: the reader keeps it if the table has it)."""
+    if law is None or re.fullmatch(r"[A-Za-z_]\w*", law):
+        return []
+    return [f"{name}?" for name in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", law))]

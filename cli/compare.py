@@ -57,10 +57,10 @@ def compare(
                                                    library_choices("scalekit.isoflop",
                                                                    "CONVENTIONS"),
                                                    "The variant's FLOPs when they differ from "
-                                                   "the baseline's (refused without --convert)."),
-    convert: str | None = choice_option(None, "--convert", ("6ND",),
-                                        "Put arms counted differently on one footing: 6ND "
-                                        "recomputes both as k·N·D."),
+                                                   "the baseline's (refused without --to-6nd)."),
+    to_6nd: bool = typer.Option(False, "--to-6nd",
+                                help="Put arms counted differently on one footing: recompute "
+                                "both as k·N·D."),
     flops_per_param_token: float = typer.Option(
         FLOPS_PER_PARAM_TOKEN, "--flops-per-param-token", help="k in C = k·N·D.",
         callback=checked_number("--flops-per-param-token", low=0, low_open=True)),
@@ -105,14 +105,14 @@ def compare(
         frames[0], frames[1] if len(frames) > 1 else None, by=by,
         arms=None if arms is None else [a.strip() for a in arms.split(",")],
         target_compute=targets, law=law, convention=convention, conventions=conventions,
-        convert=convert, flops_per_param_token=flops_per_param_token, bootstrap=bootstrap,
+        convert="6ND" if to_6nd else None, flops_per_param_token=flops_per_param_token, bootstrap=bootstrap,
         ci_level=ci_level, seed=seed, figures=figures,
         source=str(baseline) if variant is None else None)
     for arm, digest in zip(result.arms, hashes * (2 if len(hashes) == 1 else 1), strict=True):
         arm["file_sha256"] = digest
     settings = {"by": by, "arms": arms, "target_compute": targets, "law": law,
                 "convention": convention, "variant_convention": variant_convention,
-                "convert": convert, "flops_per_param_token": flops_per_param_token,
+                "convert": "6ND" if to_6nd else None, "flops_per_param_token": flops_per_param_token,
                 "figures": figures, "bootstrap": bootstrap, "ci_level": ci_level}
     if not quiet:
         _show(result, fmt)

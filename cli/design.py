@@ -8,6 +8,7 @@ import typer
 
 from .common import (
     checked_inputs,
+    bounds_option,
     checked_number,
     choice_option,
     library_choices,
@@ -53,6 +54,17 @@ def design(
                                 library_choices("scalekit.design", "METHODS"),
                                 "random, cheapest, cost_random, d_optimal, v_optimal or "
                                 "ensemble."),
+    loss: str = choice_option(None, "--objective", library_choices("scalekit.fit", "LOSSES"),
+                              "Objective of the criterion and the final fit: huber, squared or "
+                              "soft_l1 (default: huber, its δ set from the residual noise)."),
+    delta: float | None = typer.Option(
+        None, "--delta", help="Threshold δ of huber and soft_l1 on log residuals (default: "
+        "1.345 robust standard deviations of the residuals).",
+        callback=checked_number("--delta", low=0, low_open=True)),
+    scale: str = choice_option(None, "--scale", library_choices("scalekit.design", "SCALES"),
+                               "Fit the log values (the default) or the raw values (least "
+                               "squares)."),
+    bounds: str | None = bounds_option(),
     replay: bool = typer.Option(False, "--replay", metavar="", help="Replay on the pool's known losses "
                                 "(revealed only when chosen) until the budget is spent."),
     seed: int = seed_option(),
@@ -96,8 +108,9 @@ def design(
     from scalekit.design import replay as run_replay
     from scalekit.fit import resolve_law
 
-    the_law = resolve_law(law)
     frame = _table(pool, "--pool") if pool is not None else grid_pool(grid)
+    the_law = resolve_law(law, columns=[c for c in frame.columns if c != y], bounds=bounds)
+    estimator = _estimator(loss, delta, scale)
     if replay and y not in frame:
         raise InputError(f"The value of `--y` is {y!r}, but must be a column of --pool "
                          "(a replay reveals its losses).")
@@ -107,13 +120,18 @@ def design(
     settings = {"law": law, "method": method, "budget": amount, "batch": batch,
                 "replay": replay, "cost": cost or "6*params*tokens",
                 "pool": str(pool) if pool else None, "grid": grid,
-                "target": str(target) if target else None, "target_compute": target_compute}
+                "target": str(target) if target else None, "target_compute": target_compute,
+                "bounds": bounds, **estimator}
     if replay:
-        result = run_replay(the_law, candidates, goal, budget=amount, method=method, seed=seed)
+        result = run_replay(the_law, candidates, goal, budget=amount, method=method, seed=seed,
+                            **estimator)
+        if y in goal:            # the target's losses are known: score the replay on them
+            result = result.scored(goal[y].to_numpy(dtype=float))
     elif submit is not None:
         result = loop.run_loop(
             lambda money: propose(the_law, candidates, goal, budget=money, method=method,
-                                  observed=_observed(None, store, y), batch=batch, seed=seed),
+                                  observed=_observed(None, store, y), batch=batch, seed=seed,
+                                  **estimator),
             pool=candidates, inputs=the_law.inputs, y=y, budget=amount, store=store,
             task=task, train_config=train_config, rounds=rounds, quiet=quiet,
             executor={"kind": submit, "workers": workers, "ray_address": ray_address,
@@ -124,7 +142,7 @@ def design(
     else:
         seen = _observed(observed, store, y)
         result = propose(the_law, candidates, goal, budget=amount, method=method,
-                         observed=seen, batch=batch, seed=seed)
+                         observed=seen, batch=batch, seed=seed, **estimator)
     if not quiet:
         typer.echo(result.summary())
     if json_out is not None:
@@ -142,6 +160,22 @@ def design(
             write_page(html, result_page(result, result.to_dict(), settings,
                                          figures=[("Candidates, chosen runs and targets",
                                                    figure)], table=result.to_frame()))
+
+
+def _estimator(loss: str | None, delta: float | None, scale: str | None) -> dict:
+    """``loss``, ``delta``, ``scale`` for the library (its defaults where none is given)."""
+    from scalekit.errors import InputError
+
+    if loss is None and scale is None:
+        if delta is not None:
+            raise InputError("--delta goes with --objective huber or soft_l1")
+        return {}
+    loss = loss or ("squared" if scale == "raw" else "huber")
+    scale = scale or "log"
+    if scale == "raw" and loss != "squared":
+        raise InputError(f"The value of `--objective` is {loss!r}, but must be squared with "
+                         "--scale raw (least squares on the values).")
+    return {"loss": loss, "delta": delta, "scale": scale}
 
 
 def _table(path: Path, flag: str):

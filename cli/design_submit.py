@@ -100,12 +100,12 @@ def run_loop(design_round: Callable[[float], Any], *, pool, inputs: tuple[str, .
 
     base = _base_settings(task, train_config)
     SweepSpec.from_mapping(base, source=str(train_config))  # refused before anything is
-    _configs([pool.frame.iloc[0].to_dict()], base)         # written
+    _configs([_row(pool, 0)], base)                         # written
     CurveStore(store).close()  # a new store starts the loop from nothing observed
     log = log_path(store)
     records = _read_log(log)
     number = sum("trained" in r for r in records)
-    pending = records[-1]["proposed"] if records and "proposed" in records[-1] else None
+    pending = records[-1]["runs"] if records and "runs" in records[-1] else None
     done = 0
     while True:
         if pending is None:
@@ -118,12 +118,13 @@ def run_loop(design_round: Callable[[float], Any], *, pool, inputs: tuple[str, .
                 _say(quiet, f"round {number}: {why}; spent {spent:.4g} of {budget:.4g}; "
                      f"rounds logged in {log}")
                 return result
-            pending = [c["settings"] for c in chosen]
+            pending = [_row(pool, c["row"]) for c in chosen]
             _configs(pending, base)  # refused before the round is logged
-            _append(log, {"round": number, "proposed": pending, "spent": spent,
+            _append(log, {"round": number, "proposed": [c["settings"] for c in chosen],
+                          "runs": pending, "spent": spent,
                           "cost": float(sum(c["cost"] for c in chosen)), "budget": budget})
             _say(quiet, f"round {number}: training " + "; ".join(
-                ", ".join(f"{k} {v}" for k, v in s.items()) for s in pending)
+                ", ".join(f"{k} {v}" for k, v in c["settings"].items()) for c in chosen)
                 + f" (cost {sum(c['cost'] for c in chosen):.4g}; spent before {spent:.4g} "
                 f"of {budget:.4g})")
         _train(pending, base, store, executor)
@@ -160,6 +161,13 @@ def _configs(proposals: list[dict], base: dict[str, Any]):
                              "data, lr, seed, …), so --submit cannot train its runs")
         configs.extend(SweepSpec.from_mapping({**base, **own}).configs())
     return configs
+
+
+def _row(pool, row: int) -> dict[str, Any]:
+    """Pool row ``row`` as plain values: the run settings among its columns train it
+    (a law may name some of them as inputs)."""
+    return {str(k): v.item() if hasattr(v, "item") else v
+            for k, v in pool.frame.iloc[row].items()}
 
 
 def _plain(key: str, value: Any) -> Any:

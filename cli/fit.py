@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from .common import (checked_number, choice_option, ci_level_option, file_argument,
+from .common import (bounds_option, checked_number, choice_option, ci_level_option, file_argument,
+                     law_columns,
                      in_flags, library_choices, open_curves, parse_mapping, print_renderable,
                      notes_in_flags, store_option)
 from .options import (MORE, bootstrap_option, html_option, json_option, map_option,
@@ -65,12 +66,13 @@ def target_compute_option(*names: str):
                         callback=checked_number("--target-compute", low=0, low_open=True))
 
 
-def fit_settings(*, law, y, all_points, drop_top, loss, delta, bootstrap, ci_level, resample
-                 ) -> dict:
+def fit_settings(*, law, y, all_points, drop_top, loss, delta, bootstrap, ci_level, resample,
+                 bounds=None) -> dict:
     """The settings of the shared options (checked as they are parsed), as the JSON report
     records them."""
     return {"law": law, "y": y, "all_points": all_points, "drop_top": drop_top, "loss": loss,
-            "delta": delta, "bootstrap": bootstrap, "ci_level": ci_level, "resample": resample}
+            "delta": delta, "bootstrap": bootstrap, "ci_level": ci_level, "resample": resample,
+            "bounds": bounds}
 
 
 def fit_rows(rows, settings: dict, *, x=None, seed: int, n_jobs):
@@ -82,7 +84,8 @@ def fit_rows(rows, settings: dict, *, x=None, seed: int, n_jobs):
                         all_points=settings["all_points"], drop_top=settings["drop_top"],
                         loss=settings["loss"], delta=settings["delta"],
                         bootstrap=settings["bootstrap"], ci_level=settings["ci_level"],
-                        seed=seed, n_jobs=n_jobs, resample=settings["resample"])
+                        seed=seed, n_jobs=n_jobs, resample=settings["resample"],
+                        bounds=settings.get("bounds"))
     if "workers_note" in result.stats:
         result.points.notes.append(f"bootstrap: {result.stats['workers_note']} (--n-jobs {n_jobs})")
     result.diagnostics[:] = [replace(d, message=in_flags(d.message)) for d in result.diagnostics]
@@ -101,6 +104,7 @@ def fit(
     drop_top: int = drop_top_option(),
     loss: str = objective_option(),
     delta: float = delta_option(),
+    bounds: str | None = bounds_option(),
     bootstrap: int = bootstrap_option(1000),
     ci_level: float = ci_level_option(),
     resample: str | None = resample_option(),
@@ -126,9 +130,10 @@ def fit(
 
         raise InputError("--hparams gives the lr and batch of a plan: give --target-compute C")
     shared = fit_settings(law=law, y=y, all_points=all_points, drop_top=drop_top, loss=loss,
-                          delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample)
+                          delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample,
+                          bounds=bounds)
     curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=y,
-                                    keep=(x, group))
+                                    keep=(x, group, *law_columns(law)))
     settings = {**shared, "x": x, "group": group, "target_compute": target_compute,
                 "flops_convention": "C = 6·N·D where compute is derived"}
     if hparams is not None:

@@ -202,6 +202,30 @@ def hparams_at(path: Path, points: dict) -> dict:
     return found
 
 
+def hparams_lrs(path: Path):
+    """``(lrs, found)``: ``lrs(params, tokens)``, the ``lr_variants`` of the hparams fit in
+    ``path`` at N and D (a trainer's learning-rate variants, ``scalekit allocate run``), and
+    ``found``, which keeps each recommendation asked for (by ``"N=…,D=…"``) for the report."""
+    from scalekit.errors import InputError
+    from scalekit.planners import HparamsFit, recommend_hparams
+
+    result, found = HparamsFit.from_dict(_read_report(path)), {}
+
+    def lrs(params: float, tokens: float) -> tuple[float, ...]:
+        recommendation, _, diagnostics = recommend_hparams(result, params, tokens)
+        if recommendation["lr_variants"] is None:
+            raise InputError("the fit has no learning-rate law or interval to take variants "
+                             "from; refit it with a bootstrap (law hparams --bootstrap 200)",
+                             source=str(path))
+        found[f"N={params:.6g},D={tokens:.6g}"] = {
+            "params": params, "tokens": tokens, "lr_variants": recommendation["lr_variants"],
+            "lr_interval": recommendation["lr_interval"], "level": recommendation["level"],
+            "diagnostics": [d.to_dict() for d in diagnostics]}
+        return recommendation["lr_variants"]
+
+    return lrs, found
+
+
 def print_hparams(found: dict) -> None:
     """One line per plan: its learning rate and batch with their intervals."""
     from scalekit.formatting import format_interval, format_number

@@ -15,8 +15,8 @@ import typer
 from scalekit.compute import FLOPS_PER_PARAM_TOKEN, flops_rule
 
 from .options import MORE, html_option, plot_option, verbose_option
-from .common import (bootstrap_option, checked_inputs, checked_number, ci_level_option,
-                     file_argument, format_option,
+from .common import (bootstrap_option, bounds_option, checked_inputs, checked_number,
+                     ci_level_option, file_argument, format_option, law_columns,
                      json_option, map_option, open_curves, parse_mapping, print_tables,
                      notes_in_flags, quiet_option, seed_option,
                      store_option)
@@ -51,6 +51,7 @@ def plan(
     drop_top: int = drop_top_option(),
     loss: str = objective_option(),
     delta: float = delta_option(),
+    bounds: str | None = bounds_option(),
     bootstrap: int = bootstrap_option(1000),
     ci_level: float = ci_level_option(),
     resample: str | None = resample_option(),
@@ -94,14 +95,16 @@ def plan(
     constrained.check_options(law, compute=compute, unique_tokens=unique_tokens,
                               target_loss=target_loss)
     shared = fit_settings(law=law, y=y, all_points=all_points, drop_top=drop_top, loss=loss,
-                          delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample)
+                          delta=delta, bootstrap=bootstrap, ci_level=ci_level, resample=resample,
+                          bounds=bounds)
     if from_fit is not None:
         if file is not None or store is not None:
             raise InputError("give either a curves FILE / --store DB or --from FIT.json, "
                              "not both")
         result, notes, input_sha = _read_fit(from_fit)
     else:
-        curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=y)
+        curves, input_sha = open_curves(file, store, parse_mapping(mapping), metric=y,
+                                        keep=law_columns(law))
         result = fit_rows(curves, shared, seed=seed, n_jobs=n_jobs)
         notes = notes_in_flags(result.points.notes)  # the reader's notes and diagnostics travel in
     settings = {**shared, "from": None if from_fit is None else str(from_fit),

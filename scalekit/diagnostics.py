@@ -29,9 +29,12 @@ CODES = {
     "not_converged": "the optimiser, or some bootstrap resamples, found no optimum",
     "derived_undefined": "a derived quantity is not finite for some bootstrap resamples",
     "last_points_narrow": "the runs' last points span too little of an input; all checkpoints span more",
-    "no_optimum": "an optimum, shape or critical value lies outside the data, so none is stated",
+    "no_optimum": "an optimum, shape or critical value is not in the data (a test does not reject "
+                  "the monotone law, or it lies outside the data), so none is stated",
     "optimum_at_edge": "a compute-optimal size, or an end of its interval, is the edge of the "
                        "sizes searched: the law has no interior optimum there",
+    "asymptote_above_data": "a fitted floor lies above a loss the data or the target run "
+                            "already reached",
     "run_skipped": "a run was left out of a forecast",
     "metrics_indistinguishable": "the interval of two metrics' difference covers 0: the data "
                                  "cannot tell them apart",
@@ -95,8 +98,8 @@ class Diagnostic:
 
 #: Codes from the worst to the mildest: the order a report shows its warnings in.
 WORST_FIRST = ("last_points_narrow", "not_converged", "not_identified", "no_optimum",
-               "optimum_at_edge", "flop_count_mismatch", "derived_undefined", "on_bound",
-               "exponent_implausible", "frontier_misfit", "profile_misfit", "extrapolation",
+               "asymptote_above_data", "optimum_at_edge", "flop_count_mismatch", "derived_undefined",
+               "on_bound", "exponent_implausible", "frontier_misfit", "profile_misfit", "extrapolation",
                "metrics_indistinguishable", "not_decided", "prior_fit", "few_points",
                "budget_skipped", "run_skipped", "outliers_dropped", "metric_choice")
 

@@ -19,13 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from scalekit._version import __version__
 
 
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays, paths and non-finite floats to plain JSON values."""
+    import numpy as np  # here, so that reading a report (`read_json`) loads no numpy
+
     if hasattr(obj, "from_dict") and callable(getattr(obj, "to_dict", None)):  # a result
         return to_jsonable(obj.to_dict())
     if isinstance(obj, Mapping):

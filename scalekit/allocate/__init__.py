@@ -2,10 +2,11 @@
 learning-curve surrogates, replayed on complete curves, planned, or run with trainers.
 """
 
+from scalekit.allocate._baselines import BASELINES
 from scalekit.allocate._budget import PF_DAY, parse_budget
 from scalekit.allocate._commit import CommitLoop, CommitPolicy
 from scalekit.allocate._metrics import best_final_loss
-from scalekit.allocate._synthetic import early_leader_frame, early_leader_sweep
+from scalekit.allocate._synthetic import early_leader_frame, early_leader_sweep, ladder_sweep
 from scalekit.allocate._toy import SyntheticTrainer
 from scalekit.allocate._engine import Advance, Allocation, HalvingLoop, successive_halving
 from scalekit.allocate._forecasters import (SURROGATES, JointForecaster, PerCurveForecaster, SweepForecaster,
@@ -27,7 +28,8 @@ __all__ = [
     "PromotionContext", "get_policy", "ReplayResult", "allocate", "fit_bracket", "replay",
     "AllocationRunResult", "run_allocation", "Hyperband", "Rung", "SuccessiveHalving",
     "format_rung_table", "rung_count", "Curve", "Sweep", "sweep_from_frame",
-    "best_final_loss", "early_leader_frame", "early_leader_sweep", "SyntheticTrainer",
+    "best_final_loss", "early_leader_frame", "early_leader_sweep", "ladder_sweep",
+    "SyntheticTrainer",
     "ALLOCATION_POLICIES", "AllocationState", "candidate_sweep", "check_eta",
-    "CommitLoop", "CommitPolicy", "RESOURCES", "SURROGATES", "rung_resources",
+    "CommitLoop", "CommitPolicy", "RESOURCES", "SURROGATES", "rung_resources", "BASELINES",
 ]

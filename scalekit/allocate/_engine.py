@@ -52,7 +52,10 @@ class Advance:
 class Allocation:
     """What an allocation did: points seen, resource reached, FLOPs spent, promotions, and
     the forecasts it stated for the runs it trained (``commit``: run, compute, loss and
-    its intervals, as in :meth:`CommitLoop.forecast <scalekit.allocate.CommitLoop.forecast>`)."""
+    its intervals, as in :meth:`CommitLoop.forecast <scalekit.allocate.CommitLoop.forecast>`),
+    why more than a tenth of the budget was left unspent (None where it was not), and the
+    FLOPs not paid because a run continued the checkpoint of a run it extends
+    (``continued``)."""
 
     observed: dict[str, Curve]
     reached: dict[str, float]
@@ -62,6 +65,8 @@ class Allocation:
     advances: list[Advance] = field(default_factory=list)
     exhausted: bool = False
     forecasts: list[dict] = field(default_factory=list)
+    unspent_reason: str | None = None
+    continued: float = 0.0
 
     def to_dict(self) -> dict:
         """Plain data (curves as lists); inverse of :meth:`from_dict`."""
@@ -70,7 +75,8 @@ class Allocation:
                 "reached": dict(self.reached), "spent": self.spent, "budget": self.budget,
                 "promotions": [list(p) for p in self.promotions],
                 "advances": [asdict(a) for a in self.advances], "exhausted": self.exhausted,
-                "forecasts": [dict(f) for f in self.forecasts]}
+                "forecasts": [dict(f) for f in self.forecasts],
+                "unspent_reason": self.unspent_reason, "continued": self.continued}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Allocation:
@@ -82,7 +88,8 @@ class Allocation:
                    {run: float(v) for run, v in data["reached"].items()}, float(data["spent"]),
                    float(data["budget"]), [list(p) for p in data["promotions"]],
                    [Advance(**a) for a in data["advances"]], bool(data["exhausted"]),
-                   [dict(f) for f in data.get("forecasts", [])])
+                   [dict(f) for f in data.get("forecasts", [])], data.get("unspent_reason"),
+                   float(data.get("continued", 0.0)))
 
 
 def _join(a: Curve, b: Curve) -> Curve:
@@ -183,6 +190,12 @@ class HalvingLoop:
                 state.advances.extend(batch)
             if state.exhausted:
                 break
+        if state.budget - state.spent > 0.1 * state.budget:
+            state.unspent_reason = (
+                "every candidate is finished: the sweep costs less than the budget"
+                if all(reached[r] >= sweep.max_resource[r] for r in reached) else
+                "the bracket reached its top rung with budget to spare (its resources are "
+                "planned for the costliest runs it could promote)")
         return state
 
 

@@ -47,6 +47,15 @@ def hindsight_loss(curves: Mapping[str, Curve], budget: float) -> float:
     return min(found) if found else float("nan")
 
 
+def compute_regret(curves: Mapping[str, Curve], loss: float, budget: float) -> float:
+    """Regret as compute: the share of ``budget`` that the hindsight-best run would not have
+    needed to reach ``loss`` (``1 - c / budget``, ``c`` the least compute at which any point
+    of the complete ``curves`` is at or below ``loss``); NaN where no point is."""
+    reached = [float(c.compute[c.loss <= loss].min()) for c in curves.values()
+               if np.any(c.loss <= loss)]
+    return 1.0 - min(reached) / budget if reached else float("nan")
+
+
 def frontier_points(observed: Mapping[str, Curve]) -> tuple[np.ndarray, np.ndarray]:
     """The loss-compute frontier of the pooled points: each point lower than every cheaper one."""
     compute = np.concatenate([c.compute for c in observed.values()] or [np.empty(0)])

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from scalekit.allocate import _metrics as metrics
+from scalekit.allocate._baselines import BASELINES, baseline_loop
+from scalekit.allocate._continuation import prefix_groups
 from scalekit.allocate._engine import Allocation, HalvingLoop, drive
 from scalekit.allocate._forecasters import make_forecaster
 from scalekit.allocate._policies import POLICIES, Policy, last_loss, rank
@@ -108,15 +110,20 @@ class ClairvoyantPolicy:
         return rank(scores, keep, context.rng, observed)
 
 
-#: Allocations only a replay can make: no promotion, or promotion that knows the future.
-REPLAY_POLICIES = POLICIES + ("clairvoyant",)
+#: Allocations only a replay can make: no promotion, promotion that knows the future, and
+#: the baselines of :mod:`scalekit.allocate._baselines`.
+REPLAY_POLICIES = POLICIES + ("clairvoyant",) + BASELINES
 
 
 def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequence[str] | None = None,
              eta: int = 3, min_resource: float | None = None, seed: int = 0,
-             policy_factory: Callable[[str], Policy] | None = None
+             policy_factory: Callable[[str], Policy] | None = None,
+             prefixes: dict[str, list[str]] | None = None
              ) -> tuple[Allocation, SuccessiveHalving | None]:
-    """Simulate one allocation of ``budget`` FLOPs over ``runs`` of a complete ``sweep``."""
+    """Simulate one allocation of ``budget`` FLOPs over ``runs`` of a complete ``sweep``;
+    ``commit`` continues the runs that ``prefixes`` relates
+    (:func:`~scalekit.allocate._continuation.prefix_groups`, read off the curves where None;
+    ``{}``: none)."""
     check_number("budget", budget, low=0, low_open=True)
     runs = list(runs if runs is not None else sweep.runs)
     name = policy if isinstance(policy, str) else policy.name
@@ -126,27 +133,34 @@ def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequenc
         return uniform_allocation(sweep, runs, budget), None
     if name == "exhaustive":
         return uniform_allocation(sweep, runs, sweep.subset(runs).total_compute()), None
+    if name in BASELINES:
+        return drive(baseline_loop(name, sweep, budget, runs, eta=eta, seed=seed),
+                     reveal(sweep)), None
     if name == "clairvoyant":
         policy = ClairvoyantPolicy(sweep)
     if isinstance(policy, str):
         from scalekit.allocate._policies import get_policy
         policy = (policy_factory or (lambda n: get_policy(n, seed=seed)))(policy)
+    if prefixes is None:
+        prefixes = prefix_groups(sweep, runs)
     loop, bracket = allocation_loop(sweep, policy, budget, runs=runs, eta=eta,
-                                    min_resource=min_resource, seed=seed)
+                                    min_resource=min_resource, seed=seed, prefixes=prefixes)
     return drive(loop.steps(), reveal(sweep)), bracket
 
 
 def allocation_loop(sweep: Sweep, policy, budget: float, *, runs: Sequence[str] | None = None,
-                    eta: int = 3, min_resource: float | None = None, seed: int = 0):
+                    eta: int = 3, min_resource: float | None = None, seed: int = 0,
+                    prefixes: dict[str, list[str]] | None = None):
     """The loop that spends ``budget`` with ``policy`` and its SH bracket: a
     :class:`~scalekit.allocate._commit.CommitLoop` (no bracket, None) for a
     :class:`~scalekit.allocate._commit.CommitPolicy`, else a
-    :class:`~scalekit.allocate._engine.HalvingLoop` on the bracket fitted to the budget."""
+    :class:`~scalekit.allocate._engine.HalvingLoop` on the bracket fitted to the budget;
+    ``commit`` continues the runs ``prefixes`` relates (none where None)."""
     from scalekit.allocate._commit import CommitLoop, CommitPolicy
 
     runs = list(runs if runs is not None else sweep.runs)
     if isinstance(policy, CommitPolicy):
-        return CommitLoop(sweep, policy, budget, runs=runs, seed=seed), None
+        return CommitLoop(sweep, policy, budget, runs=runs, seed=seed, prefixes=prefixes), None
     bracket = fit_bracket(sweep, runs, budget, eta=eta, min_resource=min_resource)
     return HalvingLoop(sweep, bracket, policy, budget, seed=seed, runs=runs), bracket
 
@@ -154,6 +168,8 @@ def allocation_loop(sweep: Sweep, policy, budget: float, *, runs: Sequence[str] 
 @dataclass(repr=False)
 class ReplayResult(ResultProtocol):
     """One row per (policy, budget, seed) in ``rows``; ``averages`` averages over seeds.
+    ``rows`` say why an allocation left more than a tenth of its budget unspent
+    (``unspent_reason``, empty where it did not), and :meth:`summary` counts them.
 
     ``examples`` maps ``(budget, policy)`` to the allocation and bracket of the
     first seed, and ``example_sweep`` is that seed's sweep (for plots); these
@@ -204,8 +220,22 @@ class ReplayResult(ResultProtocol):
         for budget, rows in self.averages.groupby("budget", sort=False):
             sections.append((f"Budget {format_number(budget)}", [
                 (row.policy, f"best loss {format_number(row.best_loss)}, compute used "
-                             f"{row.compute_fraction:.1%}") for row in rows.itertuples()]))
+                             f"{row.compute_fraction:.1%}" + self._unspent(budget, row.policy))
+                for row in rows.itertuples()]))
         return sections
+
+    def _unspent(self, budget, policy) -> str:
+        """``; budget left unspent on k of n seeds: <reasons>`` where some seed left more
+        than a tenth of the budget (with the reasons the allocations gave)."""
+        if "unspent_reason" not in self.rows:
+            return ""
+        rows = self.rows[(self.rows.budget == budget) & (self.rows.policy == policy)]
+        said = rows["unspent_reason"][rows["unspent_reason"].astype(bool)]
+        if not len(said):
+            return ""
+        reasons = "; ".join(f"{reason} ({count})" for reason, count in
+                            said.value_counts().items())
+        return f"; more than 10% of the budget left on {len(said)} of {len(rows)} seeds: {reasons}"
 
     def _repr_fields(self) -> dict:
         return {"policies": self.rows["policy"].nunique() if len(self.rows) else 0,
@@ -217,7 +247,8 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
            budgets: Sequence[float], seeds: Sequence[int] | int = 20, eta: int = 3,
            min_resource: float | None = None, n_candidates: int | None = None,
            frontier: bool = True, policy_factory: Callable[[str, int], Policy] | None = None,
-           completion: str | None = "joint", frontier_min_compute: float = 0.0) -> ReplayResult:
+           completion: str | None = "joint", frontier_min_compute: float = 0.0,
+           continuation: bool = True) -> ReplayResult:
     """Replay every policy at every budget and seed.
 
     Parameters
@@ -251,6 +282,11 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         Every frontier law (the reference and each allocation's) is fitted to the
         frontier points at this many FLOPs or more only; rows carry the reference's
         own miss at the largest compute (``reference_miss_at_max``).
+    continuation : bool
+        ``commit`` continues a run from the checkpoint of one it extends where the curves
+        show it is that run's prefix (:func:`~scalekit.allocate._continuation.prefix_groups`;
+        e.g. a constant learning rate); rows carry the FLOPs that saved as a share of the
+        budget (``continued_share``).
     """
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seeds:
@@ -263,6 +299,7 @@ def replay(sweeps: Callable[[int], Sweep] | Sweep, *, policies: Sequence[str | P
         setting = _Setting(
             seed=seed, eta=eta, min_resource=min_resource, frontier=frontier,
             completion=completion, frontier_min_compute=frontier_min_compute,
+            continuation=continuation,
             factory=(lambda n, s=seed: policy_factory(n, s)) if policy_factory else None)
         seed_rows, seed_examples = _replay_seed(sub, pool, policies, budgets, setting)
         rows += seed_rows
@@ -284,6 +321,7 @@ class _Setting:
     completion: str | None
     frontier_min_compute: float
     factory: Callable[[str], Policy] | None
+    continuation: bool = True
 
 
 def _candidates(sweep: Sweep, seed: int, n_candidates: int | None) -> tuple[Sweep, list[str]]:
@@ -306,6 +344,7 @@ def _replay_seed(sub: Sweep, pool: list[str], policies, budgets, setting: _Setti
     reference_miss = (metrics.frontier_miss(reference, sub.curves, largest) if setting.frontier
                       else np.nan)
     exhaustive_best = min(sub.final_loss(r) for r in pool)
+    prefixes = prefix_groups(sub, pool) if setting.continuation else {}
     rows, examples = [], {}
     for budget in budgets:
         flops = budget * total if budget <= 1 else float(budget)
@@ -314,7 +353,7 @@ def _replay_seed(sub: Sweep, pool: list[str], policies, budgets, setting: _Setti
             name = policy if isinstance(policy, str) else policy.name
             allocation, bracket = allocate(sub, policy, flops, runs=pool, eta=setting.eta,
                                            min_resource=setting.min_resource, seed=setting.seed,
-                                           policy_factory=setting.factory)
+                                           policy_factory=setting.factory, prefixes=prefixes)
             examples[(budget, name)] = (allocation, bracket)
             best = metrics.best_final_loss(allocation.observed)
             errors, completed, every = _frontier_errors(allocation, sub, pool, reference,
@@ -326,7 +365,11 @@ def _replay_seed(sub: Sweep, pool: list[str], policies, budgets, setting: _Setti
                 best_loss=best, exhaustive_best_loss=exhaustive_best, hindsight_loss=hindsight,
                 # the exhaustive reference spends the whole sweep, not the budget: no regret
                 regret=(best - hindsight) / hindsight if name != "exhaustive" else np.nan,
+                compute_regret=(metrics.compute_regret(sub.curves, best, flops)
+                                if name != "exhaustive" else np.nan),
                 spent=allocation.spent, compute_fraction=allocation.spent / total,
+                spent_share=allocation.spent / flops, unspent_reason=allocation.unspent_reason or "",
+                continued_share=allocation.continued / flops,
                 frontier_error_at_max=errors[0], frontier_error_at_10x=errors[1],
                 reference_miss_at_max=reference_miss,
                 completed_frontier_error_at_max=completed[0],
@@ -381,7 +424,9 @@ _MEDIANS = ("frontier_error_at_max", "frontier_error_at_10x", "reference_miss_at
 def _averages(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (budget, policy): means of the losses and compute, medians of the frontier errors."""
     means = ("budget_flops", "best_loss", "improvement_vs_uniform", "improvement_vs_sh",
-             "hindsight_loss", "regret", "compute_fraction", "forecast_covered_80",
+             "hindsight_loss", "regret", "compute_regret", "compute_fraction", "spent_share",
+             "continued_share",
+             "forecast_covered_80",
              "forecast_covered_95")
     return (frame.groupby(["budget", "policy"], sort=False)
             .agg(**{column: (column, "mean") for column in means if column in frame},

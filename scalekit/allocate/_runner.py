@@ -114,7 +114,8 @@ class AllocationRunResult(ResultProtocol):
                  [(f"rung {r.index}", f"{r.runs} runs to {format_number(r.resource)}")
                   for r in self.bracket.rungs])
         return [("Budget", [("budget (FLOPs)", a.budget), ("spent (FLOPs)", a.spent),
-                            ("budget exhausted", a.exhausted)]),
+                            ("budget exhausted", a.exhausted)]
+                 + ([("left unspent because", a.unspent_reason)] if a.unspent_reason else [])),
                 ("Decisions" if self.bracket is None else "Bracket", steps),
                 ("This invocation", [("advances trained", self.trained),
                                      ("advances reused", self.reused)]),

@@ -55,3 +55,33 @@ def early_leader_frame(*, seed: int = 0, sizes: int = 9, variants: int = 3,
 def early_leader_sweep(*, seed: int = 0, resource: str = "compute", **settings) -> Sweep:
     """:func:`early_leader_frame` as a :class:`Sweep` on the ``resource`` axis."""
     return sweep_from_frame(early_leader_frame(seed=seed, **settings), resource=resource)
+
+
+def ladder_frame(*, seed: int = 0, sizes: tuple[float, ...] = (1.9e8, 3.7e8, 7.6e8, 1.3e9),
+                 multiples: tuple[float, ...] = (1, 2, 5, 10), points: int = 60,
+                 noise: float = 0.003, plateau: float = 0.0) -> pd.DataFrame:
+    """Tidy frame of a model ladder: every size trained for each multiple of 20 tokens per
+    parameter (the compute-optimal ratio of Hoffmann et al. 2022) at a constant learning
+    rate, so a run is the prefix of the longer runs of its size; its loss the Chinchilla
+    law plus, with ``plateau`` > 0, a hump of that relative height over its first 10 tokens
+    per parameter that then drops (a plateau-then-drop curve), times log-normal noise
+    (the same draws for the shared prefix)."""
+    check_number("points", points, low=2, integer=True)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in sizes:
+        longest = 20.0 * max(multiples) * n
+        tokens = longest * np.arange(1, points + 1) / points
+        hump = 1 + plateau / (1 + np.exp((tokens / n - 10.0) / 2.0))
+        loss = chinchilla_loss(n, tokens) * hump * np.exp(rng.normal(0, noise, points))
+        for m in multiples:
+            keep = tokens <= 20.0 * m * n * (1 + 1e-9)
+            rows.append(pd.DataFrame({"run": f"n{n:.2g}-x{m:g}", "step": np.arange(keep.sum()) + 1,
+                                      "compute": 6.0 * n * tokens[keep], "tokens": tokens[keep],
+                                      "loss": loss[keep], "params": n}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def ladder_sweep(*, seed: int = 0, resource: str = "compute", **settings) -> Sweep:
+    """:func:`ladder_frame` as a :class:`Sweep` on the ``resource`` axis."""
+    return sweep_from_frame(ladder_frame(seed=seed, **settings), resource=resource)

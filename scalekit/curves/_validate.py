@@ -102,7 +102,7 @@ def to_float(values: pd.Series | np.ndarray, column: str, where: Locator, *,
     """
     raw = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
     if raw.dtype.kind in "fiu":
-        out = raw.astype(np.float64)
+        out = raw.astype(np.float64, copy=False)  # the frame made of it copies it
         nan = np.isnan(out)
         if nan.any() and missing == "error":
             row = int(np.flatnonzero(nan)[0])

@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 
 from scalekit.checks import check_choice, check_number, fail
-from scalekit.design._belief import belief, final_fit
+from scalekit.design._belief import belief, prediction_interval
+from scalekit.design._estimator import (DEFAULT_DELTA, DEFAULT_LOSS, DEFAULT_SCALE, Estimator,
+                                        final_fit)
 from scalekit.design._methods import (METHODS, SCORING, baseline_pick, greedy_batch,
                                       spread_pick, start_pick, with_discrepancy)
 from scalekit.design._pool import Pool, numbers
@@ -34,7 +36,8 @@ REASONS = {"random": "drawn at random among the affordable runs",
 
 
 def replay(law, pool: Pool, target: pd.DataFrame, *, budget: float, method: str = "ensemble",
-           batch: int | None = None, seed: int = 0) -> DesignResult:
+           batch: int | None = None, seed: int = 0, loss: str = DEFAULT_LOSS,
+           delta: float | None = DEFAULT_DELTA, scale: str = DEFAULT_SCALE) -> DesignResult:
     """Run the design on a pool whose losses are known, revealing each only when its run
     is chosen, until no affordable run is left within ``budget``.
 
@@ -52,25 +55,31 @@ def replay(law, pool: Pool, target: pd.DataFrame, *, budget: float, method: str 
     batch : int, optional
         Runs chosen per refit; by default a quarter of the runs observed so far (at least 1).
     seed : int
+    loss, delta, scale : the estimator of the criterion and of the final fit
+        (:func:`~scalekit.design.final_fit`): ``loss`` one of ``huber``, ``squared``,
+        ``soft_l1`` on the ``log`` values, or least squares on the ``raw`` values;
+        ``delta`` the threshold of ``huber`` and ``soft_l1`` (None: 1.345 robust standard
+        deviations of the residuals).
     """
     if pool.loss is None:
         raise fail("pool", "a pool without losses", "a pool with known losses for a replay")
     return _design(law, pool, target, budget=budget, method=method, batch=batch, seed=seed,
-                   observed=None, reveal=True)
+                   observed=None, reveal=True, estimator=Estimator(loss, delta, scale))
 
 
 def propose(law, pool: Pool, target: pd.DataFrame, *, budget: float, method: str = "ensemble",
             observed: tuple[pd.DataFrame, np.ndarray] | None = None, batch: int = 1,
-            seed: int = 0) -> DesignResult:
+            seed: int = 0, loss: str = DEFAULT_LOSS, delta: float | None = DEFAULT_DELTA,
+            scale: str = DEFAULT_SCALE) -> DesignResult:
     """The next ``batch`` runs from ``pool`` (within ``budget``) given the ``observed`` runs
     (a frame of law inputs and their losses); with too few observed to fit the law, a
-    starting design."""
+    starting design. ``loss``, ``delta``, ``scale`` as :func:`replay`."""
     batch = check_number("batch", batch, low=1, integer=True)
     return _design(law, pool, target, budget=budget, method=method, batch=batch, seed=seed,
-                   observed=observed, reveal=False)
+                   observed=observed, reveal=False, estimator=Estimator(loss, delta, scale))
 
 
-def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal):
+def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal, estimator):
     check_choice("method", method, METHODS)
     check_number("budget", budget, low=0, low_open=True)
     check_number("seed", seed, low=0, integer=True)
@@ -131,7 +140,8 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
             if scoring.discrepancy:
                 distance = _distance(X, law.inputs, pool.frame, target)
                 near = distance <= np.median(distance)
-            post = belief(law, X, y, ensemble=scoring.ensemble, warm=warm, rng=rng, near=near)
+            post = belief(law, X, y, ensemble=scoring.ensemble, warm=warm, rng=rng, near=near,
+                          estimator=estimator)
             if post is None:
                 picks.append((baseline_pick("random", pool.cost, affordable, rng),
                               "drawn at random: the law cannot be fitted to the runs yet", {}))
@@ -154,7 +164,7 @@ def _design(law, pool, target, *, budget, method, batch, seed, observed, reveal)
             if reveal:
                 entry["loss"] = float(pool.loss[row])
             chosen.append(entry)
-    return _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng)
+    return _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng, estimator)
 
 
 def _already_run(pool: Pool, X0: dict, inputs) -> np.ndarray:
@@ -172,7 +182,7 @@ def _model_picks(law, method, post, pool, Xt, affordable, money, k, features):
     X = {c: np.concatenate([Xt[c], pool.frame[c].to_numpy(float)[candidates]]) for c in law.inputs}
     F, A = post.factor(law, X)
     n_target = len(next(iter(Xt.values())))
-    noise = post.noise
+    noise = post.noise_at(law, {c: v[n_target:] for c, v in X.items()})
     if post.discrepancy > 0:
         F, A, own = with_discrepancy(F, A, features[1], features[0][candidates],
                                      post.discrepancy)
@@ -230,37 +240,70 @@ def _distance(X: dict, names, frame: pd.DataFrame, target: pd.DataFrame) -> np.n
     return np.linalg.norm(mine[:, None, :] - toward[None, :, :], axis=-1).min(axis=1)
 
 
-def _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng) -> DesignResult:
+def _result(law, pool, target, method, budget, reveal, chosen, X0, y0, rng, estimator
+            ) -> DesignResult:
     rows = np.array([c["row"] for c in chosen], dtype=int)
     plan_cost = float(pool.cost[rows].sum()) if len(rows) else 0.0
-    diagnostics = []
-    predictions, values = [], None
     X, y = _observed(law, pool, X0, y0, rows if reveal else rows[:0])
-    P = len(law.params)
-    if len(y) >= 2:
-        try:
-            fit = final_fit(law, X, y, seed=int(rng.integers(2**31)))
-        except InputError as error:
-            diagnostics.append(Diagnostic("not_converged", "warning", str(error)))
-            fit = None
-        if fit is not None:
-            Xt = {c: target[c].to_numpy(dtype=float) for c in law.inputs}
-            centre = fit.predict(Xt)
-            with np.errstate(invalid="ignore"):
-                lo, hi = fit.interval(Xt, level=0.95)
-            predictions = [{"inputs": {c: float(Xt[c][i]) for c in law.inputs},
-                            "prediction": float(centre[i]),
-                            "interval": [float(lo[i]), float(hi[i])]}
-                           for i in range(len(target))]
-            values = dict(fit.values)
-            diagnostics += [d for d in fit.diagnostics if d.severity != "info"]
-    if len(y) <= P and not predictions:
-        diagnostics.append(Diagnostic(
-            "few_points", "warning", f"{len(y)} runs observed for a law of {P} parameters: "
-            "the fit is not identified; observe the proposed runs and design again",
-            value=len(y)))
+    predictions, values, diagnostics = final_answer(
+        law, X, y, target, pool=pool.frame, loss=estimator.loss, delta=estimator.delta,
+        scale=estimator.scale, seed=int(rng.integers(2**31)))
     return DesignResult(method=method, law={"name": law.name, "formula": law.formula,
                                             "inputs": list(law.inputs)},
                         budget=float(budget), replay=reveal, chosen=chosen,
                         spent=plan_cost / float(pool.cost.sum()), plan_cost=plan_cost,
-                        predictions=predictions, fit=values, diagnostics=diagnostics)
+                        predictions=predictions, fit=values, diagnostics=diagnostics,
+                        estimator={"loss": estimator.loss, "delta": estimator.delta,
+                                   "scale": estimator.scale})
+
+
+def final_answer(law, X, y, target: pd.DataFrame, *, pool: pd.DataFrame,
+                 loss: str = DEFAULT_LOSS, delta: float | None = DEFAULT_DELTA,
+                 scale: str = DEFAULT_SCALE, seed: int = 0) -> tuple[list, dict | None, list]:
+    """What the runs ``(X, y)`` predict at the ``target`` rows: the final fit by ``loss``,
+    ``delta``, ``scale`` (:func:`~scalekit.design.final_fit`) and a 95% prediction interval for a new run
+    at each row (:func:`~scalekit.design._belief.prediction_interval`; the runs nearer
+    the target than their median, in the ``pool``'s standardised inputs, measure the
+    law's discrepancy). Returns the predictions, the fit's values and the diagnostics."""
+    estimator = Estimator(loss, delta, scale)
+    rng = np.random.default_rng(seed)
+    P = len(law.params)
+    diagnostics = []
+    if len(y) < 2:
+        return [], None, [_too_few(len(y), P)]
+    try:
+        fit = final_fit(law, X, y, loss=estimator.loss, delta=estimator.delta,
+                        scale=estimator.scale, seed=int(rng.integers(2**31)))
+    except InputError as error:
+        return [], None, [Diagnostic("not_converged", "warning", str(error))]
+    Xt = {c: target[c].to_numpy(dtype=float) for c in law.inputs}
+    centre = fit.predict(Xt)
+    distance = _distance(X, law.inputs, pool, target)
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo, hi, _ = prediction_interval(law, fit, X, y, Xt,
+                                                  near=distance <= np.median(distance),
+                                                  estimator=estimator, rng=rng)
+    diagnostics += [d for d in fit.diagnostics if d.severity != "info"]
+    if not np.isfinite(lo).all():
+        diagnostics.append(_too_few(_distinct(law, X), P, fitted=True))
+    predictions = [{"inputs": {c: float(Xt[c][i]) for c in law.inputs},
+                    "prediction": float(centre[i]),
+                    "interval": [float(lo[i]), float(hi[i])] if np.isfinite([lo[i], hi[i]]).all()
+                    else None}
+                   for i in range(len(target))]
+    return predictions, dict(fit.values), diagnostics
+
+
+def _distinct(law, X) -> int:
+    return len(np.unique(np.column_stack([np.asarray(X[c], float) for c in law.inputs]), axis=0))
+
+
+def _too_few(n: int, P: int, *, fitted: bool = False) -> Diagnostic:
+    """The runs a law of ``P`` parameters needs beyond ``n`` for a fit with an interval:
+    ``P + 1`` distinct runs (one degree of freedom for the noise)."""
+    more = max(P + 1 - n, 1)
+    what = ("the fit is the most probable law under a weak prior and states no interval"
+            if fitted else "the fit is not identified")
+    return Diagnostic("few_points", "warning", f"{n} distinct runs observed for a law of {P} "
+                      f"parameters: {what}; observe {more} more distinct run"
+                      f"{'s' if more > 1 else ''} for a prediction interval", value=n)

@@ -18,6 +18,7 @@ import numpy as np
 from scalekit.checks import check_number, fail
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
+from scalekit.fit._constrain import constrained_law
 from scalekit.laws import Law, get_law
 
 if TYPE_CHECKING:
@@ -60,13 +61,50 @@ class FitInput:
     runs: np.ndarray | None = None
 
 
-def resolve_law(spec: str) -> Law:
-    """A registered law by name, or a custom law from an expression string."""
-    if _LAW_NAME.match(spec):
-        return get_law(spec)
-    from scalekit.laws import law_from_expression
+def resolve_law(spec: str, *, columns=(), bounds=None) -> Law:
+    """A registered law by name, or a custom law from an expression string.
 
-    return law_from_expression(spec)
+    In an expression, a name that is one of the data's ``columns`` is an input read from
+    that column (``L + B*dense_parameter_count**-alpha``), besides ``N``, ``D``, ``C`` and
+    ``x``; every other name is a parameter. ``bounds`` (parameter name to (lower, upper),
+    natural units, None for an open end) set search ranges: an expression's parameter
+    takes the range as it is (a negative lower end makes it a parameter of either sign,
+    fitted as it is; two finite ends put its starts at the quartiles of the range, in
+    log for a positive one), a registered law's range is narrowed to it
+    (:func:`~scalekit.fit._constrain.constrained_law`).
+    """
+    if _LAW_NAME.match(spec):
+        law = get_law(spec)
+        return constrained_law(law, bounds=bounds) if bounds else law
+    from scalekit.laws import EXPRESSION_SYMBOLS, law_from_expression
+
+    names = [str(c) for c in columns
+             if _LAW_NAME.match(str(c)) and str(c) not in EXPRESSION_SYMBOLS]
+    if not bounds:
+        return law_from_expression(spec, inputs=names)
+    params = [n for n in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", spec))
+              if n not in names and n not in EXPRESSION_SYMBOLS and not re.search(
+                  rf"\b{n}\s*\(", spec)]
+    unknown = sorted(set(bounds) - set(params))
+    if unknown:
+        raise fail("bounds", unknown[0], f"a parameter of law {spec!r} ({', '.join(params)})")
+    return law_from_expression(spec, inputs=names,
+                               params={k: _range(k, v) for k, v in bounds.items()})
+
+
+def _range(name: str, pair) -> dict:
+    """An expression parameter's ``params`` entry for the range ``pair``."""
+    lower, upper = (None if v is None else float(v) for v in pair)
+    out = {k: v for k, v in (("lower", lower), ("upper", upper)) if v is not None}
+    if lower is not None and upper is not None and not lower < upper:
+        raise fail(f"bounds[{name!r}]", pair, "a range (lower < upper)")
+    if lower is not None and upper is not None and np.isfinite([lower, upper]).all():
+        log = lower > 0
+        a, b = (np.log(lower), np.log(upper)) if log else (lower, upper)
+        out.update(log=log, grid=(a + (b - a) / 4, a + 3 * (b - a) / 4))
+    elif lower is not None and lower < 0:
+        out["log"] = False
+    return out
 
 
 def choose_law(frame: pd.DataFrame, *, x: str | None = None) -> Law:
@@ -127,7 +165,8 @@ def prepare_fit(frame: Curves | pd.DataFrame, *, law: Law | str | None = None,
         raise fail("y", y, "a column of the data (" + ", ".join(map(str, frame.columns)) + ")")
     if x is not None and x not in frame:
         raise fail("x", x, "a column of the data (" + ", ".join(map(str, frame.columns)) + ")")
-    law = resolve_law(law) if isinstance(law, str) else law or choose_law(frame, x=x)
+    law = (resolve_law(law, columns=[c for c in frame.columns if c != y])
+           if isinstance(law, str) else law or choose_law(frame, x=x))
     notes = [f"law: {law.name}"]
     diagnostics = list(curves.diagnostics)
     rows = frame if all_points else last_points(frame)
@@ -204,6 +243,10 @@ def fit_frame(frame: Curves | pd.DataFrame, *, law: Law | str | None = None, x: 
     from scalekit.curves import Curves
     from scalekit.fit import fit_law
 
+    if isinstance(law, str) and not _LAW_NAME.match(law) and fit_options.get("bounds"):
+        # an expression's bounds set its parameters' ranges (resolve_law), signs included
+        columns = [c for c in Curves.of(frame).frame.columns if c != y]
+        law = resolve_law(law, columns=columns, bounds=fit_options.pop("bounds"))
     try:
         prepared = prepare_fit(frame, law=law, x=x, y=y, all_points=all_points,
                                drop_top=drop_top)

@@ -222,7 +222,8 @@ class MultiStartResult:
 def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, delta: float,
                rng: np.random.Generator | None = None, early_stop: bool = True,
                first_round: int = FIRST_ROUND,
-               basin_points: int | None = BASIN_POINTS, prior=None) -> MultiStartResult:
+               basin_points: int | None = BASIN_POINTS, prior=None,
+               weights: np.ndarray | None = None) -> MultiStartResult:
     """Minimise from the rows of ``grid``, in rounds, until the stopping rule holds.
 
     Parameters
@@ -242,12 +243,15 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
         docstring); None runs every round on all the points.
     prior : (mean, precision), optional
         A normal prior's penalty on every minimisation (:func:`minimize_batch`).
+    weights : ndarray (n,), optional
+        Point weights of every minimisation (:func:`minimize_batch`); 1 by default.
     """
     n_points = len(log_y)
-    full = (X, log_y)
+    full = (X, log_y, weights)
     if basin_points is not None and n_points > basin_points:
         keep = np.linspace(0, n_points - 1, basin_points).round().astype(int)
         X, log_y = {k: np.asarray(v)[keep] for k, v in X.items()}, np.asarray(log_y)[keep]
+        weights = None if weights is None else np.asarray(weights)[keep]
     S = len(grid)
     order = rng.permutation(S) if rng is not None and early_stop else np.arange(S)
     parts: list[BatchResult] = []
@@ -255,7 +259,7 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
     size = min(S, first_round) if early_stop else S
     while True:
         parts.append(minimize_batch(law, X, log_y, grid[order[done:size]], loss=loss,
-                                    delta=delta, prior=prior))
+                                    delta=delta, prior=prior, weights=weights))
         done = size
         batch = BatchResult(*(np.concatenate([getattr(part, name) for part in parts])
                               for name in ("z", "objective", "converged", "iterations")))
@@ -281,8 +285,8 @@ def multistart(law: Law, X, log_y: np.ndarray, grid: np.ndarray, *, loss: str, d
     if len(log_y) < n_points and np.isfinite(batch.objective).any():
         picks = distinct_optima(batch.z, batch.objective, REFINE_OPTIMA)
         picks = picks[batch.objective[picks] <= batch.objective[picks[0]] * (1 + REFINE_RTOL)]
-        batch = minimize_batch(law, *full, batch.z[picks], loss=loss, delta=delta,
-                               prior=prior)
+        batch = minimize_batch(law, *full[:2], batch.z[picks], loss=loss, delta=delta,
+                               prior=prior, weights=full[2])
         reason += (f"; the basins were found on {len(log_y):,} evenly spaced of the "
                    f"{n_points:,} points, and the best {_optima(len(picks))} refined on all")
     return MultiStartResult(grid[order[:done]], batch, S, w, p_unseen, reason, len(log_y))

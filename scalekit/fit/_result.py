@@ -131,7 +131,8 @@ class FitResult(ResultProtocol):
     def equation(self, digits: int = 4) -> str:
         """The fitted law written out with its numbers, the report's first line:
         ``L(N, D) = 1.817 + 477.8 / N^0.3473 + 2143 / D^0.3672``."""
-        return law_equation(self.law.formula, self.values, digits)
+        return law_equation(self.law.formula, self.values, digits,
+                            arguments=self.law.extra.get("arguments"))
 
     def to_frame(self):
         """The parameters as a tidy DataFrame: ``parameter``, ``value``, ``stderr``,
@@ -252,11 +253,15 @@ _FUNCTIONS = frozenset({"exp", "log", "log10", "log2", "sqrt", "abs", "tanh", "l
                         "minimum", "maximum"})
 
 
-def law_equation(formula: str, values: dict[str, float], digits: int = 4) -> str:
+def law_equation(formula: str, values: dict[str, float], digits: int = 4, *,
+                 arguments=None) -> str:
     """``formula`` with every parameter replaced by its value (:func:`format_number`, negative
-    ones in brackets) and the inputs it names as arguments: ``L(N, D) = 1.817 + …``."""
+    ones in brackets) and as arguments ``arguments`` (a law's ``extra["arguments"]``, where its
+    formula names auxiliary quantities too) or else the inputs it names:
+    ``L(N, D) = 1.817 + …``."""
     names = re.findall(r"[A-Za-z_]\w*", formula)
-    inputs = list(dict.fromkeys(n for n in names if n not in values and n not in _FUNCTIONS))
+    inputs = list(arguments) if arguments else list(dict.fromkeys(
+        n for n in names if n not in values and n not in _FUNCTIONS))
 
     def number(match: re.Match) -> str:
         name = match.group(0)

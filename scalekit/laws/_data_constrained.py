@@ -119,10 +119,12 @@ DATA_CONSTRAINED = register_law(Law(
             Param("beta", 0.0, np.inf, _EXPONENT_GRID),
             Param("rstar_d", 1e-3, 1e6, _LOG_RSTAR_GRID, log=True),
             Param("rstar_n", 1e-3, 1e6, _LOG_RSTAR_GRID, log=True)),
-    formula="E + A / N'^alpha + B / D'^beta, D' = U_D (1 + R*_D (1 - exp(-R_D / R*_D))), "
-            "N' likewise with R*_N",
+    formula="E + A / N'^alpha + B / D'^beta; D' = U_D (1 + rstar_d (1 - exp(-R_D / rstar_d))), "
+            "N' = U_N (1 + rstar_n (1 - exp(-R_N / rstar_n))); U_D = min(U, D), "
+            "R_D = D / U_D - 1, U_N = min(N, U_D / 19.6), R_N = N / U_N - 1",
     function=_function, log_function=_log_function,
     log_value_and_jacobian=_log_value_and_jacobian,
+    extra={"arguments": ("N", "D", "U")},
     description="Loss of N parameters trained on D tokens drawn from U unique ones, repeated "
                 "data and excess parameters decaying in value (Muennighoff et al. 2023)."))
 

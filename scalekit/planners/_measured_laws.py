@@ -22,6 +22,8 @@ diagnostic.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -32,6 +34,8 @@ from scalekit.errors import InputError
 from scalekit.fit import fit_frame, last_points
 from scalekit.laws import get_law
 from scalekit.laws import count_depth
+from scalekit.planners._asymptote import asymptote_checks
+from scalekit.planners._shape_test import depth_test, inference_k_test, slope_test
 
 
 def fit_depth_law(frame: Curves | pd.DataFrame, *, y: str = "loss",
@@ -66,8 +70,10 @@ def fit_depth_law(frame: Curves | pd.DataFrame, *, y: str = "loss",
     if keep_lowest is not None:
         check_number("keep_lowest", keep_lowest, low=1, high=len(rows), integer=True)
         drop_top = len(rows) - keep_lowest
-    return _fit(curves.with_frame(rows), "depth_width_data", y, source, drop_top=drop_top,
-                **fit_options)
+    result = _fit(curves.with_frame(rows), "depth_width_data", y, source, drop_top=drop_top,
+                  **fit_options)
+    _check_floor(result, "L0")
+    return result
 
 
 def fit_class_count_law(frame: Curves | pd.DataFrame, *, y: str = "error",
@@ -82,7 +88,14 @@ def fit_class_count_law(frame: Curves | pd.DataFrame, *, y: str = "error",
                  curves.source_lines)
     result = _fit(curves.with_frame(rows), "class_count", y, source, **fit_options)
     classes = result.points.X["classes"]
-    if result.derived.get("saturation_classes") is not None and not _inside(
+    test = _class_count_test(result)
+    result.derived["shape_p_value"] = test.p_value
+    if result.derived.get("saturation_classes") is not None and not test.rejected:
+        result.derived["saturation_classes"] = None
+        result.derived_ci.pop("saturation_classes", None)
+        result.diagnostics.append(_not_rising(test, "the class count where the error reaches "
+                                              "chance (`saturation_classes`)"))
+    elif result.derived.get("saturation_classes") is not None and not _inside(
             result, "saturation_classes", classes):
         result.derived["saturation_classes"] = None
         result.derived_ci.pop("saturation_classes", None)
@@ -109,6 +122,17 @@ def plan_depth_in_data(result, params_budget: float, tokens: float, **plan_optio
     plan = plan_depth(result.values, params_budget, tokens, depth_range=(low, high),
                       **plan_options)
     diagnostics = []
+    X = result.points.X
+    test = depth_test(X["width"], X["depth"], X["tokens"], result.points.y)
+    if not test.rejected:
+        plan = dataclasses.replace(plan, regime="none found: no depth term in the data",
+                                   regime_resolved=False)
+        diagnostics.append(Diagnostic(
+            "no_optimum", "warning", "the law without a depth term of its own (`c_l` = 0) fits "
+            f"the data as well (likelihood ratio {test.statistic:.3g}, p = {test.p_value:.3g} by "
+            f"parametric bootstrap, against the level {test.level:g}), so neither the regime of "
+            "`alpha_l` nor a loss-optimal depth is the data's: add runs that vary the depth at "
+            "fixed width", param="c_l", value=test.p_value))
     if high == low or np.isclose(plan.depth, low, rtol=1e-6) or np.isclose(plan.depth, high,
                                                                            rtol=1e-6):
         diagnostics.append(Diagnostic(
@@ -127,6 +151,9 @@ def plan_tree_in_data(result, classes: int):
 
     plan = plan_tree(classes, result.values)
     data = _points(result, "fit_class_count_law").X["classes"]
+    test = _class_count_test(result)
+    if not test.rejected:
+        return plan, [_not_rising(test, f"the critical degree {plan.critical_degree}")]
     if data.min() <= plan.critical_degree <= data.max():
         return plan, []
     return plan, [Diagnostic(
@@ -134,6 +161,23 @@ def plan_tree_in_data(result, classes: int):
         f"data's class counts ({data.min():g} to {data.max():g}), so it is the law carried "
         "beyond them, not a measured optimum: add runs with that many classes",
         param="critical_degree", value=plan.critical_degree)]
+
+
+def _class_count_test(result):
+    """Whether the error rises with the class count (``gamma > 0``) on the points the fitted
+    law puts below chance: the one-sided t-test of the log-log slope there."""
+    classes, error = result.points.X["classes"], result.points.y
+    below = result.predict({"classes": classes}) < (1.0 - 1.0 / classes) * (1 - 1e-9)
+    return slope_test(classes[below], error[below])
+
+
+def _not_rising(test, what) -> Diagnostic:
+    return Diagnostic("no_optimum", "warning", f"{what} is not stated as the data's: below "
+                      f"chance the error does not rise with the class count at the level "
+                      f"{test.level:g} (one-sided t-test of the log-log slope, t = "
+                      f"{test.statistic:.3g}, p = {test.p_value:.3g}), so with gamma = 0 the "
+                      "one-step answer is as good; add runs over more class counts",
+                      param="gamma", value=test.p_value)
 
 
 def _inside(result, name, data) -> bool:
@@ -160,16 +204,40 @@ def fit_inference_k_law(frame: Curves | pd.DataFrame, *, y: str = "error",
     _check_range(rows, "k", rows["k"] < 1, "at least 1", source, curves.source_lines)
     _check_range(rows, y, rows[y] <= 0, "positive", source, curves.source_lines)
     result = _fit(curves.with_frame(rows), "inference_k", y, source, **fit_options)
+    _check_floor(result, "E")
     k = result.points.X["k"]
-    if result.derived.get("shape") == "U-shaped" and not _inside(result, "k_opt", k):
-        result.derived.update(k_opt=None, error_at_opt=None,
-                              shape=f"monotone within the data (k ≤ {k.max():g}); no optimum found")
-        result.derived_ci.pop("k_opt", None)
-        result.derived_ci.pop("error_at_opt", None)
-        result.diagnostics.append(_no_optimum(
-            "the fitted curve's least error", "k", k, "`k_opt`", "add runs at larger k to "
-            "see whether the error turns up"))
+    test = inference_k_test(k, result.points.y, seed=fit_options.get("seed", 0))
+    result.derived["shape_p_value"] = test.p_value
+    if result.derived.get("k_opt") is None:
+        found = None
+    elif not test.rejected:
+        found = Diagnostic(
+            "no_optimum", "warning", f"the fitted curve's least error (`k_opt`) is not stated: "
+            f"the law held non-increasing over the data's k fits them as well as the turning "
+            f"one (likelihood ratio {test.statistic:.3g}, p = {test.p_value:.3g} by parametric "
+            f"bootstrap, against the level {test.level:g}); add runs at larger k, or more at "
+            "each k, to see whether the error turns up", param="k_opt", value=test.p_value)
+    elif not _inside(result, "k_opt", k):
+        found = _no_optimum("the fitted curve's least error", "k", k, "`k_opt`",
+                            "add runs at larger k to see whether the error turns up")
+    else:
+        return result
+    result.derived.update(k_opt=None, error_at_opt=None,
+                          shape=f"monotone within the data (k ≤ {k.max():g}); no optimum found")
+    result.derived_ci.pop("k_opt", None)
+    result.derived_ci.pop("error_at_opt", None)
+    result.diagnostics.extend([found] if found else [])
     return result
+
+
+def _check_floor(result, name: str) -> None:
+    """Add the asymptote ``name``'s diagnostics (:func:`asymptote_checks`) against the losses
+    fitted, but no second ``on_bound`` where the fit has one for it."""
+    flagged = {(d.code, d.param) for d in result.diagnostics}
+    result.diagnostics.extend(
+        d for d in asymptote_checks(result.values[name], result.points.y, name=name,
+                                    residual_scale=result.stats["residual_scale"])
+        if (d.code, d.param) not in flagged)
 
 
 def _points(result, fitter: str):

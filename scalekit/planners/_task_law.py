@@ -34,7 +34,8 @@ from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
 from scalekit.fit import fit_law
 from scalekit.fit import bootstrap_fits, resample_counts
-from scalekit.formatting import format_interval, format_number
+from scalekit.formatting import format_interval, format_number, format_with_interval
+from scalekit.planners._asymptote import asymptote_checks
 from scalekit.results import ResultProtocol
 
 #: Evaluations averaged for step 1 (the last ones of a run).
@@ -196,8 +197,10 @@ class TaskLawResult(ResultProtocol):
             if p.actual is not None:
                 line += f"; actual {format_number(p.actual)}, error {format_number(p.error)}"
             rows.append((p.task, line))
-        fits = [(p.task, f"step 1 alpha {format_number(p.step1['values']['alpha'])}, beta "
-                         f"{format_number(p.step1['values']['beta'])}; step 2 ({p.step2['law']}) "
+        fits = [(p.task, "step 1 " + ", ".join(
+                    f"{k} {format_with_interval(p.step1['values'][k], p.step1['ci'].get(k))}"
+                    for k in ("E", "alpha", "beta"))
+                 + f"; step 2 ({p.step2['law']}) "
                          + ", ".join(f"{k} {format_number(v)}"
                                      for k, v in p.step2["values"].items()))
                 for p in self.predictions]
@@ -287,13 +290,25 @@ def _data_dict(data: _TaskData) -> dict:
             "accuracy": [c[1].tolist() for c in data.curves]}
 
 
-def _step_dict(fit) -> dict:
-    return {"law": fit.law.name, "formula": fit.law.formula, "values": dict(fit.values),
-            "ci": {k: list(v) for k, v in fit.ci.items()}, "n_points": fit.stats["n_points"]}
+def _step_dict(fit, draws=None, level: float = 0.95) -> dict:
+    """A step's law, values and intervals: percentiles of ``draws`` (the chain bootstrap's
+    refits, natural units, (B, P)) where given, else the fit's own intervals."""
+    step = {"law": fit.law.name, "formula": fit.law.formula, "values": dict(fit.values),
+            "ci": {k: list(v) for k, v in fit.ci.items()}, "ci_method": fit.stats["ci_method"],
+            "n_points": fit.stats["n_points"], "residual_scale": fit.stats["residual_scale"],
+            "diagnostics": [d.to_dict() for d in fit.diagnostics]}
+    if draws is not None and len(draws) >= 2:
+        tail = (1 - level) / 2 * 100
+        ends = np.percentile(draws, [tail, 100 - tail], axis=0)
+        step["ci"] = {name: [float(ends[0, j]), float(ends[1, j])]
+                      for j, name in enumerate(fit.law.param_names)}
+        step["ci_method"] = f"bootstrap over runs, through both steps ({len(draws)} resamples)"
+    return step
 
 
 def _bootstrap_chain(data: _TaskData, step1, step2, target, bootstrap: int, rng, ideal: bool):
-    """Draws of a new run's intermediate metric and accuracy at ``target``.
+    """Draws of a new run's intermediate metric and accuracy at ``target``, and the
+    resamples' parameters of both steps (natural units).
 
     Each resample draws the runs with replacement (the engine's run bootstrap: one set
     of run counts weights both steps' points), refits both steps from the full fits'
@@ -302,7 +317,7 @@ def _bootstrap_chain(data: _TaskData, step1, step2, target, bootstrap: int, rng,
     evaluation's residual about step 2.
     """
     if not bootstrap:
-        return np.zeros(0), np.zeros(0)
+        return np.zeros(0), np.zeros(0), None, None
     n_runs = len(data.params)
     drawn = resample_counts(rng, n_runs, bootstrap)                       # (B, R)
     X1 = {"params": data.params, "tokens": data.tokens}
@@ -330,7 +345,7 @@ def _bootstrap_chain(data: _TaskData, step1, step2, target, bootstrap: int, rng,
     acc = np.diagonal(law2.function({"x": x_new}, law2.to_natural(z2)))
     acc = acc + res2[np.arange(bootstrap), pick2]
     ok = ok1 & ok2 & np.isfinite(x_new) & np.isfinite(acc)
-    return x_new[ok], acc[ok]
+    return x_new[ok], acc[ok], law1.to_natural(z1[ok]), law2.to_natural(z2[ok])
 
 
 def _refit(fit, X, log_y, counts):
@@ -358,7 +373,8 @@ def predict_task(runs: Sequence[Run], task: str, params: float, tokens: float, *
     intermediate = float(step1.predict(target)[0])
     accuracy = float(step2.predict({"x": np.array([intermediate])})[0])
     rng = np.random.default_rng(seed)
-    draws_x, draws_acc = _bootstrap_chain(data, step1, step2, target, bootstrap, rng, how.ideal)
+    draws_x, draws_acc, draws1, draws2 = _bootstrap_chain(data, step1, step2, target, bootstrap,
+                                                          rng, how.ideal)
     tail = (1 - ci_level) / 2 * 100
     if len(draws_x) >= 2:
         x_interval = tuple(float(v) for v in np.percentile(draws_x, [tail, 100 - tail]))
@@ -367,8 +383,9 @@ def predict_task(runs: Sequence[Run], task: str, params: float, tokens: float, *
         x_interval = acc_interval = (float("nan"), float("nan"))
     return TaskPrediction(task=spec.name, intermediate=intermediate,
                           intermediate_interval=x_interval, accuracy=accuracy,
-                          accuracy_interval=acc_interval, step1=_step_dict(step1),
-                          step2=_step_dict(step2), data=_data_dict(data))
+                          accuracy_interval=acc_interval,
+                          step1=_step_dict(step1, draws1, ci_level),
+                          step2=_step_dict(step2, draws2, ci_level), data=_data_dict(data))
 
 
 def predict_tasks(runs: Sequence[Run], params: float, tokens: float, *,
@@ -415,6 +432,9 @@ def predict_tasks(runs: Sequence[Run], params: float, tokens: float, *,
             p = TaskPrediction(**{**p.__dict__, "actual": float(data.curves[0][3][-1]),
                                   "actual_intermediate": float(data.curves[0][2][-1])})
         predictions.append(p)
+        diagnostics += asymptote_checks(
+            p.step1["values"]["E"], p.data["final"], residual_scale=p.step1["residual_scale"],
+            name="E", where=f"{p.task} step 1", target=p.actual_intermediate)
     largest = max(r.params for r in runs)
     if params > largest:
         diagnostics.append(Diagnostic(

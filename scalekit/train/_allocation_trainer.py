@@ -9,6 +9,7 @@ runs advance between evaluations and resume from their checkpoints.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,17 +48,24 @@ class TorchTaskTrainer:
     def _config(self, run: str):
         return {c.name: c for c in self.configs}[run]
 
-    def _measure(self, config) -> tuple[float, float]:
+    def _measure(self, config) -> tuple[float, float, float]:
         """Parameters outside the embeddings (``params``, as training stores it: N of
-        6·N·D) and counted FLOPs of one training step of ``config``, from one build of its
-        data and model (cached)."""
+        6·N·D), counted FLOPs of one training step and tokens of the whole run (D) of
+        ``config``, from one build of its data and model (cached)."""
         if config.name not in self._measured:
             from scalekit.train._loop import build_run
             from scalekit.train._models import count_parameters
 
-            _, model, flops = build_run(config)
-            self._measured[config.name] = (float(count_parameters(model)["params"]), flops)
+            data, model, flops = build_run(config)
+            self._measured[config.name] = (float(count_parameters(model)["params"]), flops,
+                                           float(config.steps * config.batch_size
+                                                 * data.tokens_per_sample))
         return self._measured[config.name]
+
+    def size(self, config) -> tuple[float, float]:
+        """N and D of ``config``: its parameters outside the embeddings and its tokens."""
+        params, _, tokens = self._measure(config)
+        return params, tokens
 
     def flops_per_step(self, config) -> float:
         """Counted FLOPs of one training step of ``config`` (cached)."""
@@ -66,7 +74,7 @@ class TorchTaskTrainer:
     def candidates(self) -> pd.DataFrame:
         rows = []
         for config in self.configs:
-            params, flops = self._measure(config)
+            params, flops, _ = self._measure(config)
             rows.append(dict(run=config.name, params=params, max_resource=float(config.steps),
                              flops_per_unit=flops))
         return pd.DataFrame(rows)
@@ -96,16 +104,30 @@ class TorchTaskTrainer:
                       if c in frame]]
 
 
-def task_trainer(task: str, *, seed: int = 0, store: str | Path | None = None
+def task_trainer(task: str, *, seed: int = 0, store: str | Path | None = None,
+                 lrs: Callable[[float, float], Sequence[float]] | None = None,
+                 widths: Sequence[int] = (8, 16, 32, 64, 128), steps: int = 600
                  ) -> TorchTaskTrainer:
-    """A width sweep (8 to 128, two seeds) of the bundled ``task``, checkpointed next to ``store``."""
+    """A width sweep of the bundled ``task`` (depth 2, ``steps`` steps), checkpointed next
+    to ``store``.
+
+    Each width's variants (the runs the ``commit`` allocator's guard tries) are two seeds at
+    learning rate 3e-3, or, given ``lrs``, the learning rates ``lrs(params, tokens)`` at the
+    width's N and D (:meth:`TorchTaskTrainer.size`), one seed: e.g. the ``lr_variants`` of
+    :func:`~scalekit.planners.recommend_hparams`.
+    """
     from scalekit.train.tasks import available_tasks
 
     check_choice("task", task, available_tasks())
     from scalekit.train import TrainConfig
 
-    configs = [TrainConfig(task=task, width=w, depth=2, steps=600, lr=3e-3, seed=s,
-                           data_seed=seed, evals=30, device="cpu")
-               for w in (8, 16, 32, 64, 128) for s in (seed, seed + 1)]
     directory = Path(store or ".").with_suffix(".checkpoints") / task
-    return TorchTaskTrainer(configs, str(directory))
+    base = [TrainConfig(task=task, width=w, depth=2, steps=steps, lr=3e-3, seed=seed,
+                        data_seed=seed, evals=min(30, steps), device="cpu") for w in widths]
+    if lrs is None:
+        configs = [c.replace(seed=s) for c in base for s in (seed, seed + 1)]
+        return TorchTaskTrainer(configs, str(directory))
+    trainer = TorchTaskTrainer([], str(directory))
+    variants = [c.replace(lr=float(lr)) for c in base for lr in lrs(*trainer.size(c))]
+    trainer.configs = list({c.name: c for c in variants}.values())  # rates equal to 6 digits once
+    return trainer

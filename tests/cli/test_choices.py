@@ -62,10 +62,12 @@ def _library_lists() -> dict:
     from scalekit.allocate._sweep import RESOURCES
     from scalekit.curves.readers import DUPLICATES, FORMATS
     from scalekit.curves._writers import TABLE_FORMATS
+    from scalekit.design._estimator import SCALES
     from scalekit.design._methods import METHODS as DESIGN_METHODS
     from scalekit.executors import EXECUTORS
     from scalekit.fit._engine import RESAMPLE
     from scalekit.fit._robust import LOSSES
+    from scalekit.isoflop import FRONTIER_LAWS
     from scalekit.isoflop._analysis import NAMES
     from scalekit.isoflop._approach2 import PROFILES
     from scalekit.isoflop._points import CONVENTIONS
@@ -84,13 +86,15 @@ def _library_lists() -> dict:
              ("forecast", "--reference"): METHODS,
              ("isoflop", "--approach"): (*NAMES, "all"), ("isoflop", "--in"): PROFILES,
              ("isoflop", "--convention"): CONVENTIONS,
+             ("compare", "--law"): FRONTIER_LAWS, ("compare", "--convention"): CONVENTIONS,
+             ("compare", "--variant-convention"): CONVENTIONS,
              ("store import", "--format"): FORMATS, ("store export", "--format"): TABLE_FORMATS,
              ("train", "task"): tuple(available_tasks()),
              ("train", "--dropout-schedules"): DROPOUT_SCHEDULES,
              ("train", "--lr-schedule"): LR_SCHEDULES, ("train", "--device"): DEVICES,
              ("train", "--executor"): EXECUTORS, ("train", "--precision"): PRECISIONS,
              ("design", "--submit"): EXECUTORS, ("design", "--task"): tuple(available_tasks()),
-             ("design", "--method"): DESIGN_METHODS,
+             ("design", "--method"): DESIGN_METHODS, ("design", "--scale"): SCALES,
              ("law hparams", "--surface"): HPARAMS_SURFACES,
              ("law hparams", "--lr-law"): HPARAMS_LAW_FORMS,
              ("law hparams", "--batch-law"): HPARAMS_LAW_FORMS}

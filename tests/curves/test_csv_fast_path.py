@@ -66,11 +66,17 @@ def test_an_error_names_the_line_the_row_reader_names(tmp_path, monkeypatch, tex
 
 def test_a_large_plain_file_takes_the_fast_path(tmp_path, monkeypatch):
     runs, steps = 50, 400
+    monkeypatch.setattr(csv_file, "_ROWS", 3000)  # read in chunks, joined column by column
+    step = np.tile(np.arange(steps), runs)
     frame = pd.DataFrame({"run": np.repeat([f"r{i}" for i in range(runs)], steps),
-                          "step": np.tile(np.arange(steps), runs),
+                          "step": step,   # whole numbers in the first chunks, then not
+                          "tokens": np.where(np.arange(step.size) < 10_000, 2 ** 20 * (step + 1),
+                                             2 ** 20 * (step + 1.5)),
                           "loss": np.linspace(3, 2, runs * steps)})
     path = tmp_path / "large.csv"
     frame.to_csv(path, index=False)
     curves = _read(path, monkeypatch, fast=True)
     np.testing.assert_array_equal(curves.frame["loss"], frame["loss"])
+    pd.testing.assert_frame_equal(curves.frame, _read(path, monkeypatch, fast=False).frame,
+                                  check_exact=True)
     assert curves.source_lines.line("r49", 399) == runs * steps + 1

@@ -46,8 +46,9 @@ def test_designed_runs_predict_the_target_better_than_random_runs_of_the_same_bu
     designed = replay(law, pool, TARGET, budget=budget, method="v_optimal", seed=0)
     assert designed.plan_cost <= budget
     # the target lies 10-100x beyond the pool's compute; random runs of the same budget
-    # err by 0.6-1.5% there, the designed ones by 0.03%
-    assert target_error(designed) < 0.2 * min(random), random
+    # err by 0.34-1.4% there, the designed ones by 0.09% (0.03% with Huber at delta 1e-3,
+    # the default before the leave-one-task-out choice of a threshold set from the noise)
+    assert target_error(designed) < 0.3 * min(random), random
 
 
 @pytest.mark.slow
@@ -97,7 +98,9 @@ def test_with_no_more_runs_than_parameters_the_answer_is_a_marked_prior_fit():
                      observed=(pool.frame.iloc[rows], pool.loss[rows]))
     assert result.diagnostics[0].code == "prior_fit"
     assert target_error(result) < 0.05
-    assert np.isnan([p["interval"] for p in result.predictions]).all()
+    assert all(p["interval"] is None for p in result.predictions)
+    assert any(d.code == "few_points" and "observe 1 more distinct run " in d.message
+               for d in result.diagnostics)
 
 
 def test_the_result_survives_its_json_round_trip():

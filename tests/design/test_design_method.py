@@ -14,10 +14,13 @@ import pytest
 
 from scalekit.design import Pool, grid_pool, propose, replay
 from scalekit.design._belief import extrapolation_error
+from scalekit.design._estimator import Estimator
 from scalekit.design._methods import greedy_batch, with_discrepancy
 from scalekit.laws import get_law
 
 TARGET = pd.DataFrame({"params": [5e9, 1e10], "tokens": [1e11, 2e11]})
+#: The estimator these tests were written for (Huber, delta 1e-3, on the log values).
+OLD = Estimator("huber", 1e-3, "log")
 
 
 def chinchilla(n, d):
@@ -76,13 +79,13 @@ def test_the_discrepancy_is_the_laws_error_where_it_extrapolates():
     near = n * d >= np.median(n * d)
     log_y = np.log(chinchilla(n, d))
     rng = np.random.default_rng(0)
-    exact = extrapolation_error(law, X, log_y, near, warm=None, rng=rng)
+    exact = extrapolation_error(law, X, log_y, near, warm=None, rng=rng, estimator=OLD)
     assert exact == 0.0                            # the law is the truth: no discrepancy
     noisy = log_y + np.random.default_rng(1).normal(0, 0.02, len(n))
     # errors of the size the noise explains are not discrepancy (raw mean square: 4e-4)
-    assert extrapolation_error(law, X, noisy, near, warm=None, rng=rng) < 1e-4
+    assert extrapolation_error(law, X, noisy, near, warm=None, rng=rng, estimator=OLD) < 1e-4
     shifted = log_y + 0.05 * near                  # the law misses a 5% rise near the target
-    assert extrapolation_error(law, X, shifted, near, warm=None, rng=rng) == pytest.approx(
+    assert extrapolation_error(law, X, shifted, near, warm=None, rng=rng, estimator=OLD) == pytest.approx(
         0.05 ** 2, rel=0.1)
 
 
@@ -157,7 +160,7 @@ def test_an_ensemble_pick_is_the_best_reduction_of_the_values_variance_per_cost(
     seen = np.arange(len(frame)) % 3 == 0
     X = {c: frame[c].to_numpy(float)[seen] for c in law.inputs}
     post = belief(law, X, pool.loss[seen], ensemble=False, warm=None,
-                  rng=np.random.default_rng(0))
+                  rng=np.random.default_rng(0), estimator=OLD)
     target = pd.DataFrame({"params": [3e7, 2e10], "tokens": [3e8, 4e11]})   # loss ~3.9, ~2.0
     Xt = {c: target[c].to_numpy(float) for c in law.inputs}
     [(row, _, extra)] = _model_picks(law, "ensemble", post, pool, Xt, ~seen, np.inf, 1,

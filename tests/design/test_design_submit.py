@@ -101,7 +101,9 @@ def test_unattended_loop_matches_the_hand_run_loop_and_resumes(files, capsys):
     assert _rounds(resumed) == by_hand[:1]
     log = resumed.with_name(resumed.name + ".design.jsonl")
     with log.open("a") as handle:
-        handle.write(json.dumps({"round": 1, "proposed": by_hand[1]}) + "\n")
+        handle.write(json.dumps({"round": 1, "proposed": by_hand[1], "runs": [
+            {**run, "params": _params(run["width"]), "tokens": 64 * run["steps"]}
+            for run in by_hand[1]]}) + "\n")
     assert main(_loop(tmp_path, "60%", resumed, "--quiet")) == 0
     assert _rounds(resumed) == by_hand
     assert _finals(resumed) == _finals(unattended)

@@ -178,3 +178,21 @@ def test_sigmoid_jacobian_matches_finite_differences():
     value, jacobian = law.log_value_and_jacobian(X, z[None])
     np.testing.assert_allclose(value[0], np.log(law.predict(X, z)), rtol=1e-12)
     assert_jacobian_matches_central_differences(law, X, z, jacobian)
+
+
+def test_the_equation_names_the_law_inputs_and_its_fitted_decay_constants():
+    """The header is L(N, D, U) (it printed `L(N, D, U_D, R, _D, R_D, likewise, with, _N)`,
+    the words of the formula) and R*_D, R*_N appear as their fitted values."""
+    from scalekit.fit import FitResult
+    from scalekit.laws import data_constrained_law
+
+    values = {"E": 1.87, "A": 521.0, "B": 1488.0, "alpha": 0.353, "beta": 0.353,
+              "rstar_d": 15.39, "rstar_n": 5.31}
+    for law in (data_constrained_law(), data_constrained_law({"A": 406.4, "B": 410.7,
+                                                             "alpha": 0.34, "beta": 0.28})):
+        result = FitResult(law, values, {k: 0.0 for k in values},
+                           {k: (v, v) for k, v in values.items()}, 0.95, {})
+        equation = result.equation()
+        assert equation.startswith("L(N, D, U) = 1.87 + 521 / N'^0.353")
+        assert "U_D (1 + 15.39 (1 - exp(-R_D / 15.39)))" in equation
+        assert "U_N (1 + 5.31 (1 - exp(-R_N / 5.31)))" in equation

@@ -97,3 +97,23 @@ def test_result_round_trips_through_strict_json(olmo):
         assert key in prediction
     assert result.summary().splitlines()[0].startswith("Task accuracy at N")
     assert "TaskLawResult(" in repr(result)
+
+
+def test_step1_asymptote_diagnostics_and_intervals_on_olmo(olmo):
+    """OLMo's ladder predicting 7B-4T: CommonsenseQA's step 1 puts E on its bound 0 (5.8e-19)
+    and says so (`on_bound`); ARC-Easy's E (0.558) lies above the 7B run's task loss (0.533):
+    `asymptote_above_data`. Step 1's intervals are the chain bootstrap's (finite; they were
+    null from a singular covariance) in the JSON."""
+    runs, target = olmo
+    result = predict_tasks(runs, 6.89e9, 3.95e12, tasks=["csqa_val_5shot", "arc_easy_test_5shot"],
+                           bootstrap=12, actual=target)
+    found = {(d.code, d.message.split(" ")[0]) for d in result.diagnostics}
+    assert ("on_bound", "csqa_val_5shot") in found
+    assert ("asymptote_above_data", "arc_easy_test_5shot") in found
+    arc = result.predictions[1]
+    assert arc.step1["values"]["E"] > arc.actual_intermediate
+    body = json.loads(serialise.dumps(result.to_dict()))
+    for p in body["predictions"]:
+        assert all(lo is not None and hi is not None and lo <= hi
+                   for lo, hi in p["step1"]["ci"].values())
+        assert p["step1"]["ci_method"].startswith("bootstrap over runs")

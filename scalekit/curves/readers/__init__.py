@@ -80,7 +80,9 @@ def read_curves(path: str | Path, *, format: str | None = None,
         keeping the first or last occurrence (the count dropped is noted).
     keep : sequence of str
         Further columns to keep as they are (numbers where every cell is one,
-        else text), e.g. an x column or a grouping column for ``scalekit fit``.
+        else text), e.g. an x column or a grouping column for ``scalekit fit``; a name
+        ending in ``?`` is kept where the table has that column and skipped otherwise
+        (the names of a law expression, some of which are columns).
     experiment : str, optional
         MLflow only: read this experiment (name or id) instead of all.
     study : str, optional

@@ -51,6 +51,9 @@ def read_csv_table(path: Path, *, text: Callable[[list[str]], Collection[str]] =
 _NOT_PLAIN = (b'"', b"'", b"\r")
 #: Bytes scanned at a time for them.
 _CHUNK = 1 << 24
+#: Rows parsed at a time: the columns are then joined one by one, so the peak memory is the
+#: table and one column, not the table and the reader's buffers of the whole file.
+_ROWS = 1 << 20
 
 
 def _read_plain(path: Path, text: Callable[[list[str]], Collection[str]],
@@ -75,25 +78,40 @@ def _read_plain(path: Path, text: Callable[[list[str]], Collection[str]],
         as_text = {name: str for name in text(header) if name in header}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            table = pd.read_csv(path, sep=delimiter, names=header, skiprows=1, na_filter=False,
-                                encoding="utf-8-sig", skip_blank_lines=False,
-                                engine="c", dtype=as_text)
+            chunks = list(pd.read_csv(path, sep=delimiter, names=header, skiprows=1,
+                                      na_filter=False, encoding="utf-8-sig",
+                                      skip_blank_lines=False, engine="c", dtype=as_text,
+                                      chunksize=_ROWS))
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError):
         return None
+    if not chunks or any((c.dtypes.map(lambda d: d.kind) == "b").any() for c in chunks):
+        return None  # True/False: text, as the row reader keeps it
+    table = _joined(chunks, header)
     rows = len(table)
     if not any(header) or lines != rows + 1 or delimiters != lines * (len(header) - 1):
         return None  # a blank line, a short row: the row reader says where
     _check_header(header, str(path))
     for name in header:
         column = table[name]
-        if column.dtype.kind == "b":  # True/False: text, as the row reader keeps it
-            return None
         if column.dtype.kind in "iu" and (np.abs(column.to_numpy(np.float64)) > 2 ** 53).any():
             table[name] = column.astype(np.float64)  # past 2**53, as float() reads it
     if rows and all(table[name].dtype.kind not in "iuf" for name in header) and \
             table.apply(lambda c: c.str.strip() == "").all(axis=1).any():
         return None  # a row of blank cells, which the row reader skips
     return table, np.arange(2, rows + 2, dtype=np.int64)
+
+
+def _joined(chunks: list[pd.DataFrame], header: list[str]) -> pd.DataFrame:
+    """The chunks as one table, joined a column at a time (each chunk's column let go as
+    soon as it is joined)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    columns = {}
+    for name in header:
+        columns[name] = pd.concat([chunk[name] for chunk in chunks], ignore_index=True)
+        for chunk in chunks:
+            del chunk[name]
+    return pd.DataFrame(columns, copy=False)
 
 
 def _read_rows(path: Path) -> tuple[pd.DataFrame, np.ndarray]:

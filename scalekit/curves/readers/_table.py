@@ -40,7 +40,8 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     notes: list[str] = [choice.note()] if choice.said else []
     out, metrics, config_columns, used = _columns(table, where, roles, metric, duplicates,
                                                   default_run, notes)
-    keep = list(dict.fromkeys(keep))
+    keep = [c.removesuffix("?") for c in dict.fromkeys(keep)
+            if not c.endswith("?") or c[:-1] in table.columns]
     for column in keep:
         if column in out:  # already a column of the frame, such as a role's
             continue
@@ -56,7 +57,8 @@ def tidy_from_table(table: pd.DataFrame, where: Locator, *, mapping: Mapping[str
     for column in INTEGER_RUN_COLUMNS:
         if column in frame and not frame[column].isna().any():
             frame[column] = frame[column].astype(np.int64)
-    frame = frame.iloc[order].reset_index(drop=True)
+    if not np.array_equal(order, np.arange(len(order))):  # rows already in order: no copy
+        frame = frame.iloc[order].reset_index(drop=True)
     lines = None if where.lines is None else SourceLines(
         frame["run"].to_numpy(), frame["step"].to_numpy(), where.lines[order])
     ordered = _ordered(frame.columns, metrics, config_columns)
@@ -185,7 +187,8 @@ def _run_names(table: pd.DataFrame, roles: dict, where: Locator, default_run: st
                 raise where.error("the run name is missing", int(np.flatnonzero(empty)[0]),
                                   column)
             names = text if names is None else names + "/" + text
-        return names.to_numpy(dtype=object)
+        codes, uniques = pd.factorize(names)  # one text object per run, not one per row
+        return np.asarray(uniques, dtype=object)[codes]
     if "step" in roles:
         notes.append(f"no run column: all rows are one run named {default_run!r}")
         return np.full(len(table), default_run, dtype=object)
