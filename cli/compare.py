@@ -58,7 +58,7 @@ def compare(
                                                                    "CONVENTIONS"),
                                                    "The variant's FLOPs when they differ from "
                                                    "the baseline's (refused without --to-6nd)."),
-    to_6nd: bool = typer.Option(False, "--to-6nd",
+    to_6nd: bool = typer.Option(False, "--to-6nd", metavar="",
                                 help="Put arms counted differently on one footing: recompute "
                                 "both as k·N·D."),
     flops_per_param_token: float = typer.Option(
