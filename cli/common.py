@@ -495,3 +495,21 @@ def law_columns(law: str | None) -> list[str]:
     if law is None or re.fullmatch(r"[A-Za-z_]\w*", law):
         return []
     return [f"{name}?" for name in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", law))]
+
+
+def parse_target(text: str, flag: str = "--predict") -> tuple[float, float]:
+    """``N=<params>,D=<tokens>`` as two positive numbers."""
+    from scalekit.errors import InputError
+
+    values = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        try:
+            values[key.strip()] = float(value) if sep else None
+        except ValueError:
+            values[key.strip()] = None
+    if set(values) != {"N", "D"} or any(v is None or not 0 < v < float("inf")
+                                         for v in values.values()):
+        raise InputError(f"The value of `{flag}` is {text!r}, but must be N=<params>,D=<tokens> "
+                         "with positive numbers (e.g. N=6.89e9,D=3.95e12).")
+    return values["N"], values["D"]

@@ -12,8 +12,8 @@ from pathlib import Path
 import typer
 
 from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
-                     json_option, open_curves, parse_mapping, print_renderable, quiet_option,
-                     seed_option, store_option)
+                     json_option, open_curves, parse_mapping, parse_target, print_renderable,
+                     quiet_option, seed_option, store_option)
 from .options import html_option, map_option
 
 
@@ -27,24 +27,6 @@ def _law_forms():
     from scalekit.planners import HPARAMS_LAW_FORMS
 
     return HPARAMS_LAW_FORMS
-
-
-def parse_target(text: str, flag: str = "--predict") -> tuple[float, float]:
-    """``N=<params>,D=<tokens>`` as two positive numbers."""
-    from scalekit.errors import InputError
-
-    values = {}
-    for item in text.split(","):
-        key, sep, value = item.partition("=")
-        try:
-            values[key.strip()] = float(value) if sep else None
-        except ValueError:
-            values[key.strip()] = None
-    if set(values) != {"N", "D"} or any(v is None or not 0 < v < float("inf")
-                                         for v in values.values()):
-        raise InputError(f"The value of `{flag}` is {text!r}, but must be N=<params>,D=<tokens> "
-                         "with positive numbers (e.g. N=1.07e9,D=1e11).")
-    return values["N"], values["D"]
 
 
 def _by(text: str) -> tuple[str, str]:

@@ -12,26 +12,10 @@ import typer
 
 from .options import html_option
 from .common import (bootstrap_option, checked_inputs, ci_level_option, display, json_option,
-                     plot_option,
-                     print_renderable, quiet_option, seed_option, store_option)
+                     parse_target, plot_option, print_renderable, quiet_option, seed_option,
+                     store_option)
 
 X_CHOICES = ("bpb", "c4", "ce")
-
-
-def _parse_target(text: str) -> tuple[float, float]:
-    from scalekit.errors import InputError
-
-    values = {}
-    for item in text.split(","):
-        key, sep, value = item.partition("=")
-        try:
-            values[key.strip()] = float(value) if sep else None
-        except ValueError:
-            values[key.strip()] = None
-    if set(values) != {"N", "D"} or any(v is None or not v > 0 for v in values.values()):
-        raise InputError(f"The value of `--predict` is {text!r}, but must be N=<params>,D=<tokens> "
-                         "with positive numbers (e.g. N=6.89e9,D=3.95e12).")
-    return values["N"], values["D"]
 
 
 def task(
@@ -88,7 +72,7 @@ def task(
                          "not both")
     if runs is None and (files or actual is not None):
         raise InputError("give `--runs TABLE`: the run table of the files")
-    target = None if predict is None else _parse_target(predict)
+    target = None if predict is None else parse_target(predict)
     if store is None:
         ladder = read_ladder(files, runs)
     else:

@@ -197,6 +197,24 @@ def test_a_killed_process_resumes_exactly(tmp_path):
     assert _decisions(path) == _decisions(whole)
 
 
+def _killed_part_way(tmp_path, executor: str, *, advances: int, seconds: float):
+    """An uninterrupted local run's store, and a store whose driver (on ``executor``) was killed
+    with its process group once ``advances`` advances were done; returns both and that count."""
+    import os
+    import signal
+
+    whole = tmp_path / "whole.db"
+    run_allocation(whole, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
+    path = tmp_path / "killed.db"
+    script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
+    process = subprocess.Popen([sys.executable, "-c", script, str(path), executor],
+                               start_new_session=True)
+    done = _advances_done(process, path, advances, seconds=seconds)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    return whole, path, done
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("ray")
 def test_a_killed_driver_on_ray_resumes_exactly(tmp_path):
@@ -204,20 +222,9 @@ def test_a_killed_driver_on_ray_resumes_exactly(tmp_path):
     # its cluster are killed together (SIGKILL to the process group) part-way, and a
     # resumed run on Ray writes the points an uninterrupted local run writes
     pytest.importorskip("ray")
-    import os
-    import signal
-
     from scalekit.executors import make_executor, running
 
-    whole = tmp_path / "whole.db"
-    run_allocation(whole, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
-    path = tmp_path / "killed.db"
-    script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
-    process = subprocess.Popen([sys.executable, "-c", script, str(path), "ray"],
-                               start_new_session=True)
-    done = _advances_done(process, path, 3, seconds=120)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    whole, path, done = _killed_part_way(tmp_path, "ray", advances=3, seconds=120)
     assert 3 <= done < 13  # it died in the middle
     with running(make_executor("ray", max_workers=1)) as pool:
         again = run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(),
@@ -234,20 +241,9 @@ def test_a_killed_driver_on_submitit_resumes_exactly(tmp_path):
     # and a resumed run through submitit writes the points and the decisions (ledger and
     # promotions) an uninterrupted local run writes
     pytest.importorskip("submitit")
-    import os
-    import signal
-
     from scalekit.executors import make_executor, running
 
-    whole = tmp_path / "whole.db"
-    run_allocation(whole, "toy", SyntheticTrainer(**TRAINER), LossPolicy(), budget=BUDGET, seed=0)
-    path = tmp_path / "killed.db"
-    script = KILLABLE.format(settings=TRAINER, budget=BUDGET)
-    process = subprocess.Popen([sys.executable, "-c", script, str(path), "submitit-local"],
-                               start_new_session=True)
-    done = _advances_done(process, path, 2, seconds=240)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    whole, path, done = _killed_part_way(tmp_path, "submitit-local", advances=2, seconds=240)
     assert 2 <= done < 13  # it died in the middle
     with running(make_executor("submitit-local", folder=tmp_path / "jobs")) as pool:
         again = run_allocation(path, "toy", SyntheticTrainer(**TRAINER), LossPolicy(),

@@ -1,20 +1,13 @@
 """The public sweep families the allocator is scored on (bench/sweep_families.py) load as the
 papers describe them."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from bench_module import load_bench
 
 
 @pytest.fixture(scope="module")
 def families():
-    spec = importlib.util.spec_from_file_location("sweep_families", ROOT / "bench" / "sweep_families.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("sweep_families")
 
 
 def test_pythia_parameter_counts_are_the_papers_table_1(families):

@@ -1,8 +1,5 @@
 """Syne Tune's schedulers, run for real through its simulator on our sweeps (bench/peers_allocate.py):
 the FLOPs read off its event log are the FLOPs its trials cost, and no budget is overspent."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,18 +7,16 @@ import pytest
 pytest.importorskip("syne_tune")
 pytest.importorskip("huggingface_hub")
 
+from bench_module import load_bench  # noqa: E402
+
 from scalekit.allocate._sweep import sweep_from_frame  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def peers():
-    spec = importlib.util.spec_from_file_location("peers_allocate", ROOT / "bench" / "peers_allocate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("peers_allocate")
 
 
 def _sweep():
