@@ -297,3 +297,30 @@ def test_a_weighted_candidate_that_forecasts_zero_for_one_run_does_not_take_the_
     median = int(np.flatnonzero(np.isclose(QUANTILES, 0.5))[0])
     np.testing.assert_allclose(out[0][:, median], 1.05 * _curve(tasks[0].x_target), rtol=1e-6)
     np.testing.assert_allclose(out[1][:, median], _curve(tasks[1].x_target), rtol=1e-6)
+
+
+def test_default_forecaster_equals_its_candidates_fitted_one_curve_at_a_time():
+    """The default stack fits every curve and every backtest prefix of a candidate in one
+    batch; the slow direct path (each candidate's estimator fitted to one curve or prefix
+    at a time) must give the same forecasts, to 1e-6 in log, and the same weights."""
+    from scalekit.surrogates._ensemble import ParametricEnsemble
+    from scalekit.surrogates._evaluate import estimator_method
+    from scalekit.surrogates._forecast import default_method
+    from scalekit.surrogates._paper_m4 import PaperM4
+
+    rng = np.random.default_rng(11)
+    x = np.arange(1, 31) * 10.0
+    xt = np.geomspace(330.0, 3000.0, 5)
+    tasks = []
+    for i, size in enumerate((30, 20)):   # prefixes of different lengths: padded batches
+        e, a, alpha = rng.uniform(1.5, 2.5), rng.uniform(2, 6), rng.uniform(0.3, 0.8)
+        y = (e + a * (x[:size] / 10) ** -alpha) * np.exp(rng.normal(0, 0.01, size))
+        tasks.append(Task(str(i), x[:size], y, xt, np.full(xt.size, np.nan)))
+    one_at_a_time = BacktestStacked({
+        "m4-paper": estimator_method(PaperM4),
+        "ensemble": estimator_method(ParametricEnsemble),
+        "average": estimator_method(lambda: ParametricEnsemble(weighting="equal"))})
+    batched = default_method()
+    for g, w in zip(batched(tasks), one_at_a_time(tasks), strict=True):
+        np.testing.assert_allclose(np.log(g), np.log(w), rtol=0, atol=1e-6)
+    assert batched.weights_[""] == pytest.approx(one_at_a_time.weights_[""], abs=1e-9)

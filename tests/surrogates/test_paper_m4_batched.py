@@ -30,3 +30,15 @@ def test_batched_fits_forecast_as_one_curve_at_a_time(published_data):
         np.testing.assert_allclose(np.log(quantiles),
                                    np.log(alone.predict_quantiles(task.x_target, QUANTILES)),
                                    rtol=0, atol=1e-6)
+
+
+def test_batches_cut_into_chunks_forecast_as_one_batch(published_data, monkeypatch):
+    """Problems are fitted at most ``CHUNK`` a batch; cut into chunks of 3 (several per
+    length group, the last one short), every task keeps its own forecast, bitwise."""
+    import scalekit.surrogates._paper_m4 as paper_m4
+
+    tasks = _tasks(published_data)
+    whole = paper_m4_method()(tasks)
+    monkeypatch.setattr(paper_m4, "CHUNK", 3)
+    for chunked, one in zip(paper_m4_method()(tasks), whole, strict=True):
+        np.testing.assert_array_equal(chunked, one)
