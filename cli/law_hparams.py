@@ -12,21 +12,13 @@ from pathlib import Path
 import typer
 
 from .common import (bootstrap_option, checked_number, choice_option, ci_level_option,
-                     json_option, open_curves, parse_mapping, parse_target, print_renderable,
-                     quiet_option, seed_option, store_option)
+                     json_option, library_choices, open_curves, parse_mapping, parse_target,
+                     print_renderable, quiet_option, seed_option, store_option)
 from .options import html_option, map_option
 
 
-def _surfaces():
-    from scalekit.planners import HPARAMS_SURFACES
-
-    return HPARAMS_SURFACES
-
-
-def _law_forms():
-    from scalekit.planners import HPARAMS_LAW_FORMS
-
-    return HPARAMS_LAW_FORMS
+_surfaces = library_choices("scalekit.planners", "HPARAMS_SURFACES")
+_law_forms = library_choices("scalekit.planners", "HPARAMS_LAW_FORMS")
 
 
 def _by(text: str) -> tuple[str, str]:
