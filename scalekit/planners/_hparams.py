@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scalekit.checks import check_number
+from scalekit.checks import check_choice, check_number
 from scalekit.curves import Curves
 from scalekit.diagnostics import Diagnostic
 from scalekit.errors import InputError
@@ -84,9 +84,9 @@ def fit_hparams(frame: Curves | pd.DataFrame, *, lr: str = "lr", batch: str = "b
     check_number("ci_level", ci_level, low=0.0, high=1.0)
     if sequence_length is not None:
         check_number("sequence_length", sequence_length, low=1.0)
-    _check_choice("surface", surface, HPARAMS_SURFACES)
-    _check_choice("lr_law", lr_law, HPARAMS_LAW_FORMS)
-    _check_choice("batch_law", batch_law, HPARAMS_LAW_FORMS)
+    check_choice("surface", surface, HPARAMS_SURFACES)
+    check_choice("lr_law", lr_law, HPARAMS_LAW_FORMS)
+    check_choice("batch_law", batch_law, HPARAMS_LAW_FORMS)
     cells = _cells(frame, lr, batch, by, y, source)
     scores = {name: _pooled_loo(cells, name, window) for name in SURFACES}
     form = min(scores, key=scores.get) if surface == "auto" else surface
@@ -191,12 +191,6 @@ def score_on_grid(lr: float, batch: float, grid: pd.DataFrame, *, lr_column: str
             "loss": float(near[y]), "best_loss": float(best[y]),
             "best_lr": float(best[lr_column]), "best_batch": float(best[batch_column]),
             "gap": float(near[y] / best[y] - 1.0)}
-
-
-def _check_choice(name, value, choices) -> None:
-    if value not in choices:
-        raise InputError(f"The value of `{name}` is {value!r}, but must be one of "
-                         f"{', '.join(choices)}.")
 
 
 def _cells(frame, lr, batch, by, y, source) -> list[tuple[float, float, pd.DataFrame]]:
