@@ -103,18 +103,10 @@ class HparamsFit(ResultProtocol):
                 terms = ", ".join(f"{k} = {format_number(v)}" for k, v in law["terms"].items())
                 rows.append((f"{name} ~ {law['form']}", f"{terms} ({law['cells']} cells)"))
         sections.append(("Laws", rows))
-        if self.published:
-            sections.append(("Published laws", [
-                (name, f"lr {format_number(p['lr_value'])}, batch "
-                 f"{format_number(p['batch_value'] if p['batch_value'] is not None else p['batch_tokens'])}"
-                 f"{'' if p['batch_value'] is not None else ' tokens'}")
-                for name, p in self.published.items()]))
-        if self.grid_scores:
-            sections.append(("On the measured grid", [
-                (name, f"lands on lr {format_number(s['lr'])}, batch {format_number(s['batch'])}: "
-                 f"loss {format_number(s['loss'], 5)}, {format_number(100 * s['gap'])}% above the "
-                 f"grid's best {format_number(s['best_loss'], 5)}")
-                for name, s in self.grid_scores.items()]))
+        for title, found, line in (("Published laws", self.published, _published_line),
+                                   ("On the measured grid", self.grid_scores, _score_line)):
+            if found:
+                sections.append((title, [(name, line(v)) for name, v in found.items()]))
         bracketed = sum(c["bracketed_lr"] and c["bracketed_batch"] for c in self.cells)
         sections.append(("Cells", [("cells", len(self.cells)), ("bracketed on both axes", bracketed),
                                    ("surface", self.surface["form"])]))
@@ -126,3 +118,15 @@ class HparamsFit(ResultProtocol):
         if self.recommendation is not None:
             fields.update(lr=self.recommendation["lr"], batch=self.recommendation["batch"])
         return fields
+
+
+def _published_line(p: dict) -> str:
+    batch = (format_number(p["batch_value"]) if p["batch_value"] is not None
+             else f"{format_number(p['batch_tokens'])} tokens")
+    return f"lr {format_number(p['lr_value'])}, batch {batch}"
+
+
+def _score_line(s: dict) -> str:
+    return (f"lands on lr {format_number(s['lr'])}, batch {format_number(s['batch'])}: "
+            f"loss {format_number(s['loss'], 5)}, {format_number(100 * s['gap'])}% above the "
+            f"grid's best {format_number(s['best_loss'], 5)}")
