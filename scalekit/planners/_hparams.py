@@ -172,8 +172,7 @@ def recommend_hparams(result: HparamsFit, params: float, tokens: float):
                                      else (interval[0], recommendation["lr"], interval[1]))
     published = published_at(params, tokens,
                               sequence_length=result.settings.get("sequence_length"))
-    table = pd.DataFrame(result.cells)
-    return recommendation, published, _extrapolation(table, (params, tokens))
+    return recommendation, published, _extrapolation(result.cells, (params, tokens))
 
 
 def score_on_grid(lr: float, batch: float, grid: pd.DataFrame, *, lr_column: str = "lr",
@@ -315,12 +314,12 @@ def _bootstrap(cells, laws, residuals, form, window, bootstrap, seed) -> dict[st
     return {name: values[np.all(np.isfinite(values), axis=1)] for name, values in draws.items()}
 
 
-def _extrapolation(table, target) -> list[Diagnostic]:
+def _extrapolation(cells, target) -> list[Diagnostic]:
     """A diagnostic where the target lies beyond the cells' N or D by more than
     ``EXTRAPOLATION_WARN``× (a warning) or at all (information)."""
     found = []
     for name, value in zip(("params", "tokens"), target, strict=True):
-        low, high = float(table[name].min()), float(table[name].max())
+        low, high = (float(f(c[name] for c in cells)) for f in (min, max))
         ratio = max(value / high, low / value)
         if ratio > 1.0:
             severity = "warning" if ratio > EXTRAPOLATION_WARN else "info"
