@@ -217,16 +217,10 @@ def print_hparams(found: dict) -> None:
 
 
 def _read_report(path: Path) -> dict:
-    import json
-
     from scalekit.errors import InputError
+    from scalekit.serialise import read_json
 
-    if not path.is_file():
-        raise InputError("no such file", source=str(path))
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a JSON file: {exc}", source=str(path)) from None
+    report = read_json(path)
     if not isinstance(report, dict) or not str(report.get("format", "")).startswith(
             "scalekit.law.hparams/") or "laws" not in report:
         raise InputError("not a scalekit hparams report (its format is not "
