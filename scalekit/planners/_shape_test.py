@@ -66,7 +66,8 @@ class ShapeTest:
 def _least_squares(X, Y, root):
     """Least residual of each row of ``Y`` (R, n) on non-negative combinations of the
     columns of ``X`` ((1 or R), G, n, c) at each of G settings: RSS (R, G) and the
-    coefficients (R, G, c) of the weighted problem with unit-norm columns. Exact: every
+    coefficients (R, G, c) of the weighted problem with unit-norm columns, and those
+    columns. Exact: every
     subset of the columns is solved and the feasible one of least residual kept."""
     Xw = X * root[:, None]
     norms = np.linalg.norm(Xw, axis=-2, keepdims=True)
@@ -90,7 +91,7 @@ def _least_squares(X, Y, root):
             full = np.zeros(XtY.shape)
             full[..., subset] = coef
             best_coef = np.where(better[..., None], full, best_coef)
-    return np.maximum(best, 0.0), best_coef, Xw, root
+    return np.maximum(best, 0.0), best_coef, Xw
 
 
 class _Law:
@@ -111,26 +112,25 @@ class _Law:
         (5 points a side each, 2.5 times narrower each time) around each row's best.
         Returns RSS (R,) and the fitted values (R, n)."""
         root = np.sqrt(weights)
-        rss, coef, Xw, _ = _least_squares(self.columns(self.grid)[None], Y, root)
+        rss = _least_squares(self.columns(self.grid)[None], Y, root)[0]
         g = np.argmin(rss, axis=1)
         exponents = self.grid[g]                                             # (R, q)
         q = exponents.shape[1]
         offsets = np.stack([o.ravel() for o in np.meshgrid(*(np.linspace(-1, 1, 5),) * q,
                                                            indexing="ij")], axis=-1)
-        step = self.step.copy()
         per = max(1, chunk // (offsets.shape[0] * Y.shape[1] * (q + 1)))
         best_rss, fitted = np.empty(Y.shape[0]), np.empty(Y.shape)
         for start in range(0, Y.shape[0], per):
             rows = slice(start, start + per)
-            e, h = exponents[rows], step.copy()
+            e, h = exponents[rows], self.step
             for _ in range(zooms):
                 local = np.clip(e[:, None, :] * np.exp(h * offsets), self.low, self.high)
-                r, cf, Xw, rt = _least_squares(self.columns(local), Y[rows], root)
+                r, cf, Xw = _least_squares(self.columns(local), Y[rows], root)
                 j = np.argmin(r, axis=1)
                 e, h = local[np.arange(e.shape[0]), j], h / 2.5
             pick = np.arange(e.shape[0])
             best_rss[rows] = r[pick, j]
-            fitted[rows] = np.einsum("rnc,rc->rn", Xw[pick, j], cf[pick, j]) / rt
+            fitted[rows] = np.einsum("rnc,rc->rn", Xw[pick, j], cf[pick, j]) / root
         return best_rss, fitted
 
 
