@@ -582,25 +582,16 @@ class _Frontier:
         """Chinchilla's L(N, D) fitted to every run by the shared engine, the replicates (run
         counts ``counts``, (B, n)) in one batched call; its frontier E + P·(C/6)^-gamma is
         kept as the saturating law's (E, P·6^gamma, gamma)."""
-        from scalekit.fit import fit_law, minimize_batch
+        from scalekit.fit import fit_law
 
         X = {"params": np.exp(arm.log_n), "tokens": np.exp(arm.log_d)}
         full = fit_law("chinchilla", X, arm.loss)
         names = full.law.param_names
-        z0 = full.law.to_fitting(np.array([full.values[p] for p in names]))
-        shifts = np.zeros((_FLOOR_STARTS.size, z0.size))
-        shifts[:, 0] = _FLOOR_STARTS
-        starts = np.tile(z0 + shifts, (len(counts), 1))
-        weights = np.repeat(counts, _FLOOR_STARTS.size, axis=0)
-        batch = minimize_batch(full.law, X, np.log(arm.loss), starts, loss="huber", delta=1e-3,
-                               weights=weights)
-        objective = np.where(np.isfinite(batch.objective), batch.objective, np.inf).reshape(
-            len(counts), _FLOOR_STARTS.size)
-        z = batch.z.reshape(len(counts), _FLOOR_STARTS.size, -1)[
-            np.arange(len(counts)), objective.argmin(1)]
-        boot = _chinchilla_frontier(np.array([full.law.to_natural(row) for row in z]))
-        boot[~np.isfinite(objective.min(1))] = np.nan
-        theta = _chinchilla_frontier(np.array([full.values[p] for p in names]))
+        natural = np.array([full.values[p] for p in names])
+        boot = _chinchilla_frontier(_best_of_starts(
+            full.law, X, np.log(arm.loss), natural, len(counts), loss="huber",
+            weights=np.repeat(counts, _FLOOR_STARTS.size, axis=0)))
+        theta = _chinchilla_frontier(natural)
         used = np.ones(arm.groups.sizes.size, bool)
         log_c = np.add.reduceat(arm.log_c, arm.groups.starts) / arm.groups.sizes
         log_l = np.log(np.minimum.reduceat(arm.loss, arm.groups.starts))
@@ -663,31 +654,39 @@ def _fit_law(law, log_c, log_l, boot_l) -> tuple[np.ndarray, np.ndarray]:
         icpt = both.mean(1) - slope * log_c.mean()
         theta = np.stack([icpt, -slope], -1)
         return theta[0], theta[1:]
-    from scalekit.fit import fit_law, minimize_batch
+    from scalekit.fit import fit_law
 
     compute = np.exp(log_c)
     full = fit_law("frontier", {"compute": compute}, np.exp(log_l), loss="squared")
     theta = np.array([full.values[p] for p in ("E", "A", "alpha")])
-    # every replicate at once (one data set per row) from the full fit's optimum and two
-    # starts with a lower and a higher floor; the best of each replicate's three is kept
-    z0 = full.law.to_fitting(theta)
-    shifts = np.zeros((_FLOOR_STARTS.size, z0.size))
-    shifts[:, 0] = _FLOOR_STARTS
-    starts = (z0 + shifts)[None, :, :].repeat(len(boot_l), 0).reshape(-1, z0.size)
+    # every replicate at once (one data set per row)
     rows = np.repeat(boot_l, _FLOOR_STARTS.size, axis=0)
-    batch = minimize_batch(full.law, {"compute": compute}, rows, starts, loss="squared",
-                           delta=1e-3)
-    objective = np.where(np.isfinite(batch.objective), batch.objective, np.inf).reshape(
-        len(boot_l), _FLOOR_STARTS.size)
-    best = objective.argmin(1)
-    z = batch.z.reshape(len(boot_l), _FLOOR_STARTS.size, -1)[np.arange(len(boot_l)), best]
-    boot = np.array([full.law.to_natural(row) for row in z])
-    boot[~np.isfinite(objective.min(1))] = np.nan
-    return theta, boot
+    return theta, _best_of_starts(full.law, {"compute": compute}, rows, theta, len(boot_l),
+                                  loss="squared")
 
 
 #: Starts of a replicate's saturating fit: the full fit's log E shifted by these.
 _FLOOR_STARTS = np.array([0.0, -1.0, 0.3])
+
+
+def _best_of_starts(law, X, y, theta, n_boot: int, **options) -> np.ndarray:
+    """Natural parameters (B, P) of ``n_boot`` replicates fitted in one batched call, each
+    from the full fit's ``theta`` and two starts with a lower and a higher floor
+    (:data:`_FLOOR_STARTS`); the best of each replicate's starts is kept, nan rows where
+    none converged. ``y`` and the ``weights`` in ``options`` hold a row per start."""
+    from scalekit.fit import minimize_batch
+
+    z0 = law.to_fitting(theta)
+    shifts = np.zeros((_FLOOR_STARTS.size, z0.size))
+    shifts[:, 0] = _FLOOR_STARTS
+    starts = np.tile(z0 + shifts, (n_boot, 1))
+    batch = minimize_batch(law, X, y, starts, delta=1e-3, **options)
+    objective = np.where(np.isfinite(batch.objective), batch.objective, np.inf).reshape(
+        n_boot, _FLOOR_STARTS.size)
+    z = batch.z.reshape(n_boot, _FLOOR_STARTS.size, -1)[np.arange(n_boot), objective.argmin(1)]
+    boot = np.array([law.to_natural(row) for row in z])
+    boot[~np.isfinite(objective.min(1))] = np.nan
+    return boot
 
 
 def _chinchilla_frontier(theta: np.ndarray) -> np.ndarray:
