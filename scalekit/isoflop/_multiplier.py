@@ -880,14 +880,9 @@ def _decide(fits, compute: float, level: float) -> list[dict]:
     def spread(extra) -> float:
         total = 0.0
         for a, fit in enumerate(fits):
-            jac, var = jacobians[a], variances[a].copy()
-            rows = [jac]
-            weights = [1 / np.maximum(var, 1e-12)]
-            for arm, where, factor in extra:
-                if arm != a:
-                    continue
-                if where is None:
-                    continue
+            var = variances[a]
+            rows, weights = [jacobians[a]], [1 / np.maximum(var, 1e-12)]
+            for where, factor in ((w, f) for arm, w, f in extra if arm == a):
                 if isinstance(where, int):
                     weights[0][where] *= factor
                 else:
