@@ -444,10 +444,14 @@ def _count_ratios(frame, given, points, k: float) -> dict | None:
     if all(c in frame for c in SHAPE_COLUMNS):
         from scalekit.flops import flops_per_token
 
-        shapes = frame[list(SHAPE_COLUMNS)].astype(int).to_numpy()
-        shapes = [dict(zip(SHAPE_COLUMNS, map(int, row), strict=True)) for row in shapes]
-        ratio = np.array([flops_per_token("chinchilla", **shape).flops_per_token
-                          / flops_per_token("6N", **shape).flops_per_token for shape in shapes])
+        rows = [tuple(r) for r in frame[list(SHAPE_COLUMNS)].astype(int).to_numpy().tolist()]
+        by_shape = {}   # a sweep's runs share few shapes: count each once
+        for row in rows:
+            if row not in by_shape:
+                shape = dict(zip(SHAPE_COLUMNS, row, strict=True))
+                by_shape[row] = (flops_per_token("chinchilla", **shape).flops_per_token
+                                 / flops_per_token("6N", **shape).flops_per_token)
+        ratio = np.array([by_shape[row] for row in rows])
         what = "Hoffmann et al.'s exact count over 6·N (from the shape columns)"
     elif given is not None and "params" in frame and "tokens" in frame:
         six = k * points["params"].to_numpy() * points["tokens"].to_numpy()
