@@ -927,32 +927,29 @@ def _decide(fits, compute: float, level: float) -> list[dict]:
 
 def _jacobian(fit: _Frontier, log_c: np.ndarray, step: float = 1e-6) -> np.ndarray:
     """d log L*(C) / d theta at ``log_c`` (K, P), by central differences."""
-    theta = fit.theta
+    return _central_difference(lambda theta: fit.log_loss(log_c, theta), fit.theta, step)
+
+
+def _gradient(fits, arm: int, log_c: float, step: float = 1e-6) -> np.ndarray:
+    """d log k / d theta of ``arm`` at ``log_c`` (P,), by central differences."""
+    def log_k(moved):
+        thetas = [fits[0].theta, fits[1].theta]
+        thetas[arm] = moved
+        return float(_log_multiplier(fits, log_c, thetas[0], thetas[1]))
+
+    return _central_difference(log_k, fits[arm].theta, step)
+
+
+def _central_difference(f, theta: np.ndarray, step: float) -> np.ndarray:
+    """d f / d theta (..., P) by central differences, each step relative to its parameter."""
     cols = []
     for p in range(theta.size):
         h = step * max(1.0, abs(theta[p]))
         up, down = theta.copy(), theta.copy()
         up[p] += h
         down[p] -= h
-        cols.append((fit.log_loss(log_c, up) - fit.log_loss(log_c, down)) / (2 * h))
+        cols.append((f(up) - f(down)) / (2 * h))
     return np.stack(cols, -1)
-
-
-def _gradient(fits, arm: int, log_c: float, step: float = 1e-6) -> np.ndarray:
-    """d log k / d theta of ``arm`` at ``log_c`` (P,), by central differences."""
-    theta = fits[arm].theta
-    out = np.empty(theta.size)
-    for p in range(theta.size):
-        h = step * max(1.0, abs(theta[p]))
-        values = []
-        for sign in (1, -1):
-            moved = theta.copy()
-            moved[p] += sign * h
-            thetas = [fits[0].theta, fits[1].theta]
-            thetas[arm] = moved
-            values.append(float(_log_multiplier(fits, log_c, thetas[0], thetas[1])))
-        out[p] = (values[0] - values[1]) / (2 * h)
-    return out
 
 
 def _z(level: float) -> float:
