@@ -69,6 +69,11 @@ class _Arm:
     def budgets(self) -> np.ndarray:
         return self.budget[self.groups.starts]
 
+    @property
+    def budget_log_c(self) -> np.ndarray:
+        """Mean log compute of each budget's points (K,)."""
+        return np.add.reduceat(self.log_c, self.groups.starts) / self.groups.sizes
+
 
 @dataclass(repr=False)
 class Comparison(ResultProtocol):
@@ -565,8 +570,7 @@ class _Frontier:
             arm.dropped.append({"budget": float(arm.budgets[k]), "runs": int(arm.groups.sizes[k]),
                                 "why": "its least loss lies at an edge of the sizes sampled"})
         arm.runs_used = int(arm.groups.sizes[used].sum())
-        log_c = np.add.reduceat(arm.log_c, arm.groups.starts) / arm.groups.sizes
-        log_c = log_c[used]
+        log_c = arm.budget_log_c[used]
         log_l = np.log(_minima(arm))[used]
         boot_l = np.log(np.stack([_minima(arm, i)[used] for i in index]))
         theta, boot = _fit_law(law, log_c, log_l, boot_l)
@@ -597,7 +601,7 @@ class _Frontier:
             weights=np.repeat(counts, _FLOOR_STARTS.size, axis=0)))
         theta = _chinchilla_frontier(natural)
         used = np.ones(arm.groups.sizes.size, bool)
-        log_c = np.add.reduceat(arm.log_c, arm.groups.starts) / arm.groups.sizes
+        log_c = arm.budget_log_c
         log_l = np.log(np.minimum.reduceat(arm.loss, arm.groups.starts))
         failed = int((~np.isfinite(boot).all(axis=1)).sum())
         fit = cls(arm, "saturating", log_c, log_l, theta, boot, used,
