@@ -101,18 +101,19 @@ def compare(
         frames.append(var)
         hashes.append(var_sha)
     conventions = None if variant_convention is None else (convention, variant_convention)
+    convert = "6ND" if to_6nd else None
     result = run_compare(
         frames[0], frames[1] if len(frames) > 1 else None, by=by,
         arms=None if arms is None else [a.strip() for a in arms.split(",")],
         target_compute=targets, law=law, convention=convention, conventions=conventions,
-        convert="6ND" if to_6nd else None, flops_per_param_token=flops_per_param_token, bootstrap=bootstrap,
+        convert=convert, flops_per_param_token=flops_per_param_token, bootstrap=bootstrap,
         ci_level=ci_level, seed=seed, figures=figures,
         source=str(baseline) if variant is None else None)
     for arm, digest in zip(result.arms, hashes * (2 if len(hashes) == 1 else 1), strict=True):
         arm["file_sha256"] = digest
     settings = {"by": by, "arms": arms, "target_compute": targets, "law": law,
                 "convention": convention, "variant_convention": variant_convention,
-                "convert": "6ND" if to_6nd else None, "flops_per_param_token": flops_per_param_token,
+                "convert": convert, "flops_per_param_token": flops_per_param_token,
                 "figures": figures, "bootstrap": bootstrap, "ci_level": ci_level}
     if not quiet:
         _show(result, fmt)

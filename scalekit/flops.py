@@ -24,7 +24,7 @@ not discounted (neither paper does). Torch-free; plain floats.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.results import FlatResult
@@ -71,11 +71,11 @@ class Shape:
     def params(self) -> dict:
         """Parameter counts: non-embedding (all experts and active ones), embeddings, total."""
         non_embedding = self.n_layers * self.layer_params(self.experts)
+        active = self.n_layers * self.layer_params(self.active)
         embedding = self.vocab * self.d_model * (1 if self.tied else 2)
-        return {"non_embedding": non_embedding,
-                "non_embedding_active": self.n_layers * self.layer_params(self.active),
+        return {"non_embedding": non_embedding, "non_embedding_active": active,
                 "embedding": embedding, "total": non_embedding + embedding,
-                "total_active": self.n_layers * self.layer_params(self.active) + embedding}
+                "total_active": active + embedding}
 
     def chinchilla_forward(self) -> dict:
         """Forward FLOPs per token by component (Hoffmann et al. 2022, appendix F)."""
@@ -202,9 +202,4 @@ def flops_per_token(convention: str, *, d_model: int, n_layers: int, n_ctx: int,
     forward = float(sum(terms.values()))
     return FlopCount(convention, _DESCRIPTIONS[convention], 3.0 * forward, forward,
                      float(params), kind, {k: float(v) for k, v in terms.items()},
-                     {k: float(v) for k, v in counts.items()},
-                     {"d_model": shape.d_model, "n_layers": shape.n_layers, "n_ctx": shape.n_ctx,
-                      "vocab": shape.vocab, "n_heads": shape.n_heads,
-                      "head_size": shape.head_size, "ffn_size": shape.ffn_size,
-                      "gated": shape.gated, "experts": shape.experts, "active": shape.active,
-                      "tied": shape.tied})
+                     {k: float(v) for k, v in counts.items()}, asdict(shape))

@@ -69,6 +69,11 @@ class _Arm:
     def budgets(self) -> np.ndarray:
         return self.budget[self.groups.starts]
 
+    @property
+    def budget_log_c(self) -> np.ndarray:
+        """Mean log compute of each budget's points (K,)."""
+        return np.add.reduceat(self.log_c, self.groups.starts) / self.groups.sizes
+
 
 @dataclass(repr=False)
 class Comparison(ResultProtocol):
@@ -444,10 +449,14 @@ def _count_ratios(frame, given, points, k: float) -> dict | None:
     if all(c in frame for c in SHAPE_COLUMNS):
         from scalekit.flops import flops_per_token
 
-        shapes = frame[list(SHAPE_COLUMNS)].astype(int).to_numpy()
-        shapes = [dict(zip(SHAPE_COLUMNS, map(int, row), strict=True)) for row in shapes]
-        ratio = np.array([flops_per_token("chinchilla", **shape).flops_per_token
-                          / flops_per_token("6N", **shape).flops_per_token for shape in shapes])
+        rows = [tuple(r) for r in frame[list(SHAPE_COLUMNS)].astype(int).to_numpy().tolist()]
+        by_shape = {}   # a sweep's runs share few shapes: count each once
+        for row in rows:
+            if row not in by_shape:
+                shape = dict(zip(SHAPE_COLUMNS, row, strict=True))
+                by_shape[row] = (flops_per_token("chinchilla", **shape).flops_per_token
+                                 / flops_per_token("6N", **shape).flops_per_token)
+        ratio = np.array([by_shape[row] for row in rows])
         what = "Hoffmann et al.'s exact count over 6·N (from the shape columns)"
     elif given is not None and "params" in frame and "tokens" in frame:
         six = k * points["params"].to_numpy() * points["tokens"].to_numpy()
@@ -561,8 +570,7 @@ class _Frontier:
             arm.dropped.append({"budget": float(arm.budgets[k]), "runs": int(arm.groups.sizes[k]),
                                 "why": "its least loss lies at an edge of the sizes sampled"})
         arm.runs_used = int(arm.groups.sizes[used].sum())
-        log_c = np.add.reduceat(arm.log_c, arm.groups.starts) / arm.groups.sizes
-        log_c = log_c[used]
+        log_c = arm.budget_log_c[used]
         log_l = np.log(_minima(arm))[used]
         boot_l = np.log(np.stack([_minima(arm, i)[used] for i in index]))
         theta, boot = _fit_law(law, log_c, log_l, boot_l)
@@ -582,27 +590,18 @@ class _Frontier:
         """Chinchilla's L(N, D) fitted to every run by the shared engine, the replicates (run
         counts ``counts``, (B, n)) in one batched call; its frontier E + P·(C/6)^-gamma is
         kept as the saturating law's (E, P·6^gamma, gamma)."""
-        from scalekit.fit import fit_law, minimize_batch
+        from scalekit.fit import fit_law
 
         X = {"params": np.exp(arm.log_n), "tokens": np.exp(arm.log_d)}
         full = fit_law("chinchilla", X, arm.loss)
         names = full.law.param_names
-        z0 = full.law.to_fitting(np.array([full.values[p] for p in names]))
-        shifts = np.zeros((_FLOOR_STARTS.size, z0.size))
-        shifts[:, 0] = _FLOOR_STARTS
-        starts = np.tile(z0 + shifts, (len(counts), 1))
-        weights = np.repeat(counts, _FLOOR_STARTS.size, axis=0)
-        batch = minimize_batch(full.law, X, np.log(arm.loss), starts, loss="huber", delta=1e-3,
-                               weights=weights)
-        objective = np.where(np.isfinite(batch.objective), batch.objective, np.inf).reshape(
-            len(counts), _FLOOR_STARTS.size)
-        z = batch.z.reshape(len(counts), _FLOOR_STARTS.size, -1)[
-            np.arange(len(counts)), objective.argmin(1)]
-        boot = _chinchilla_frontier(np.array([full.law.to_natural(row) for row in z]))
-        boot[~np.isfinite(objective.min(1))] = np.nan
-        theta = _chinchilla_frontier(np.array([full.values[p] for p in names]))
+        natural = np.array([full.values[p] for p in names])
+        boot = _chinchilla_frontier(_best_of_starts(
+            full.law, X, np.log(arm.loss), natural, len(counts), loss="huber",
+            weights=np.repeat(counts, _FLOOR_STARTS.size, axis=0)))
+        theta = _chinchilla_frontier(natural)
         used = np.ones(arm.groups.sizes.size, bool)
-        log_c = np.add.reduceat(arm.log_c, arm.groups.starts) / arm.groups.sizes
+        log_c = arm.budget_log_c
         log_l = np.log(np.minimum.reduceat(arm.loss, arm.groups.starts))
         failed = int((~np.isfinite(boot).all(axis=1)).sum())
         fit = cls(arm, "saturating", log_c, log_l, theta, boot, used,
@@ -663,31 +662,39 @@ def _fit_law(law, log_c, log_l, boot_l) -> tuple[np.ndarray, np.ndarray]:
         icpt = both.mean(1) - slope * log_c.mean()
         theta = np.stack([icpt, -slope], -1)
         return theta[0], theta[1:]
-    from scalekit.fit import fit_law, minimize_batch
+    from scalekit.fit import fit_law
 
     compute = np.exp(log_c)
     full = fit_law("frontier", {"compute": compute}, np.exp(log_l), loss="squared")
     theta = np.array([full.values[p] for p in ("E", "A", "alpha")])
-    # every replicate at once (one data set per row) from the full fit's optimum and two
-    # starts with a lower and a higher floor; the best of each replicate's three is kept
-    z0 = full.law.to_fitting(theta)
-    shifts = np.zeros((_FLOOR_STARTS.size, z0.size))
-    shifts[:, 0] = _FLOOR_STARTS
-    starts = (z0 + shifts)[None, :, :].repeat(len(boot_l), 0).reshape(-1, z0.size)
+    # every replicate at once (one data set per row)
     rows = np.repeat(boot_l, _FLOOR_STARTS.size, axis=0)
-    batch = minimize_batch(full.law, {"compute": compute}, rows, starts, loss="squared",
-                           delta=1e-3)
-    objective = np.where(np.isfinite(batch.objective), batch.objective, np.inf).reshape(
-        len(boot_l), _FLOOR_STARTS.size)
-    best = objective.argmin(1)
-    z = batch.z.reshape(len(boot_l), _FLOOR_STARTS.size, -1)[np.arange(len(boot_l)), best]
-    boot = np.array([full.law.to_natural(row) for row in z])
-    boot[~np.isfinite(objective.min(1))] = np.nan
-    return theta, boot
+    return theta, _best_of_starts(full.law, {"compute": compute}, rows, theta, len(boot_l),
+                                  loss="squared")
 
 
 #: Starts of a replicate's saturating fit: the full fit's log E shifted by these.
 _FLOOR_STARTS = np.array([0.0, -1.0, 0.3])
+
+
+def _best_of_starts(law, X, y, theta, n_boot: int, **options) -> np.ndarray:
+    """Natural parameters (B, P) of ``n_boot`` replicates fitted in one batched call, each
+    from the full fit's ``theta`` and two starts with a lower and a higher floor
+    (:data:`_FLOOR_STARTS`); the best of each replicate's starts is kept, nan rows where
+    none converged. ``y`` and the ``weights`` in ``options`` hold a row per start."""
+    from scalekit.fit import minimize_batch
+
+    z0 = law.to_fitting(theta)
+    shifts = np.zeros((_FLOOR_STARTS.size, z0.size))
+    shifts[:, 0] = _FLOOR_STARTS
+    starts = np.tile(z0 + shifts, (n_boot, 1))
+    batch = minimize_batch(law, X, y, starts, delta=1e-3, **options)
+    objective = np.where(np.isfinite(batch.objective), batch.objective, np.inf).reshape(
+        n_boot, _FLOOR_STARTS.size)
+    z = batch.z.reshape(n_boot, _FLOOR_STARTS.size, -1)[np.arange(n_boot), objective.argmin(1)]
+    boot = np.array([law.to_natural(row) for row in z])
+    boot[~np.isfinite(objective.min(1))] = np.nan
+    return boot
 
 
 def _chinchilla_frontier(theta: np.ndarray) -> np.ndarray:
@@ -881,14 +888,9 @@ def _decide(fits, compute: float, level: float) -> list[dict]:
     def spread(extra) -> float:
         total = 0.0
         for a, fit in enumerate(fits):
-            jac, var = jacobians[a], variances[a].copy()
-            rows = [jac]
-            weights = [1 / np.maximum(var, 1e-12)]
-            for arm, where, factor in extra:
-                if arm != a:
-                    continue
-                if where is None:
-                    continue
+            var = variances[a]
+            rows, weights = [jacobians[a]], [1 / np.maximum(var, 1e-12)]
+            for where, factor in ((w, f) for arm, w, f in extra if arm == a):
                 if isinstance(where, int):
                     weights[0][where] *= factor
                 else:
@@ -929,32 +931,29 @@ def _decide(fits, compute: float, level: float) -> list[dict]:
 
 def _jacobian(fit: _Frontier, log_c: np.ndarray, step: float = 1e-6) -> np.ndarray:
     """d log L*(C) / d theta at ``log_c`` (K, P), by central differences."""
-    theta = fit.theta
+    return _central_difference(lambda theta: fit.log_loss(log_c, theta), fit.theta, step)
+
+
+def _gradient(fits, arm: int, log_c: float, step: float = 1e-6) -> np.ndarray:
+    """d log k / d theta of ``arm`` at ``log_c`` (P,), by central differences."""
+    def log_k(moved):
+        thetas = [fits[0].theta, fits[1].theta]
+        thetas[arm] = moved
+        return float(_log_multiplier(fits, log_c, thetas[0], thetas[1]))
+
+    return _central_difference(log_k, fits[arm].theta, step)
+
+
+def _central_difference(f, theta: np.ndarray, step: float) -> np.ndarray:
+    """d f / d theta (..., P) by central differences, each step relative to its parameter."""
     cols = []
     for p in range(theta.size):
         h = step * max(1.0, abs(theta[p]))
         up, down = theta.copy(), theta.copy()
         up[p] += h
         down[p] -= h
-        cols.append((fit.log_loss(log_c, up) - fit.log_loss(log_c, down)) / (2 * h))
+        cols.append((f(up) - f(down)) / (2 * h))
     return np.stack(cols, -1)
-
-
-def _gradient(fits, arm: int, log_c: float, step: float = 1e-6) -> np.ndarray:
-    """d log k / d theta of ``arm`` at ``log_c`` (P,), by central differences."""
-    theta = fits[arm].theta
-    out = np.empty(theta.size)
-    for p in range(theta.size):
-        h = step * max(1.0, abs(theta[p]))
-        values = []
-        for sign in (1, -1):
-            moved = theta.copy()
-            moved[p] += sign * h
-            thetas = [fits[0].theta, fits[1].theta]
-            thetas[arm] = moved
-            values.append(float(_log_multiplier(fits, log_c, thetas[0], thetas[1])))
-        out[p] = (values[0] - values[1]) / (2 * h)
-    return out
 
 
 def _z(level: float) -> float:

@@ -46,9 +46,16 @@ class SyntheticPair:
         return 6 * (gap / p) ** (-1 / gamma) / compute
 
 
+def _optimum_constant(law: dict) -> float:
+    """G of the optimal allocation N_opt = G·(C/6)^(beta/(alpha+beta)) (Hoffmann et al. 2022,
+    eq. 4)."""
+    a, b = law["alpha"], law["beta"]
+    return (a * law["A"] / (b * law["B"])) ** (1 / (a + b))
+
+
 def _frontier_constants(law: dict) -> tuple[float, float]:
     a, b = law["alpha"], law["beta"]
-    g = (a * law["A"] / (b * law["B"])) ** (1 / (a + b))
+    g = _optimum_constant(law)
     return law["A"] * g ** -a + law["B"] * g ** b, a * b / (a + b)
 
 
@@ -64,7 +71,7 @@ def isoflop_pair(*, scale: float = 1.2, seed: int = 0, noise: float = 0.01,
     base = dict(_CHINCHILLA, **({} if floor is None else {"E": floor}))
     var = dict(base, **({} if variant_beta is None else {"beta": variant_beta}))
     a, b = base["alpha"], base["beta"]
-    g = (a * base["A"] / (b * base["B"])) ** (1 / (a + b))
+    g = _optimum_constant(base)
     frames = []
     for law, s in ((base, 1.0), (var, scale)):
         rows = []
