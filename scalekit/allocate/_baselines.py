@@ -17,7 +17,7 @@ from collections.abc import Generator, Mapping
 
 import numpy as np
 
-from scalekit.allocate._engine import Advance, Allocation, HalvingLoop
+from scalekit.allocate._engine import Advance, Allocation, HalvingLoop, _join
 from scalekit.allocate._policies import LossPolicy
 from scalekit.allocate._sweep import Curve, Sweep
 
@@ -50,9 +50,7 @@ def _train(state: Allocation, sweep: Sweep, run: str, rung: int):
     state.spent = min(state.spent + cost, state.budget)
     state.reached[run] = stop
     got = (yield [advance]).get(run, _EMPTY)
-    old = state.observed[run]
-    state.observed[run] = Curve(*(np.concatenate([getattr(old, k), getattr(got, k)])
-                                  for k in ("resource", "compute", "loss")))
+    state.observed[run] = _join(state.observed[run], got)
     state.advances.append(advance)
     state.promotions.append([run])
 

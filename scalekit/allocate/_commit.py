@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalekit.allocate._engine import Advance, Allocation
+from scalekit.allocate._engine import Advance, Allocation, _join
 from scalekit.allocate._sweep import Curve, Sweep
 from scalekit.checks import check_choice, check_number
 
@@ -491,10 +491,7 @@ class CommitLoop:
         if batch:
             results = yield batch
             for a in batch:
-                got = results.get(a.run, _EMPTY)
-                old = state.observed[a.run]
-                state.observed[a.run] = Curve(*(np.concatenate([getattr(old, k), getattr(got, k)])
-                                                for k in ("resource", "compute", "loss")))
+                state.observed[a.run] = _join(state.observed[a.run], results.get(a.run, _EMPTY))
             state.advances.extend(batch)
 
     # -- decisions ----------------------------------------------------------------------
@@ -788,10 +785,9 @@ class CommitLoop:
         if start <= self.state.reached[run]:
             return
         donor = max(self.related[run], key=lambda r: (self.state.reached[r], r))
-        old = self.state.observed[run]
-        got = self.state.observed[donor].until(start, self.state.reached[run])
-        self.state.observed[run] = Curve(*(np.concatenate([getattr(old, k), getattr(got, k)])
-                                           for k in ("resource", "compute", "loss")))
+        self.state.observed[run] = _join(self.state.observed[run],
+                                         self.state.observed[donor].until(start,
+                                                                          self.state.reached[run]))
         self.state.continued += self.sweep.cost(run, self.state.reached[run], start)
         self.state.reached[run] = start
 
