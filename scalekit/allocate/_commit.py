@@ -828,7 +828,8 @@ class CommitLoop:
         below the frontier's reach carries nothing on, however much is left."""
         reach = self._reach()
         stop = {r: min(self._compute(r) + left, self.end[r]) for r in self.runs}
-        runs = [r for r in self.runs if r not in self._finished() and r not in self.dropped
+        finished = self._finished()
+        runs = [r for r in self.runs if r not in finished and r not in self.dropped
                 and stop[r] >= reach * (1 - 1e-9)]
         if not runs:
             return None
