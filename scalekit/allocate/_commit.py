@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalekit.allocate._engine import Advance, Allocation, _join
+from scalekit.allocate._engine import UNSPENT, Advance, Allocation, _join
 from scalekit.allocate._sweep import Curve, Sweep
 from scalekit.checks import check_choice, check_number
 
@@ -77,8 +77,6 @@ _EXPONENTS = np.geomspace(0.05, 1.5, 24)
 PRIOR_ALPHA, PRIOR_BETA = 0.34, 0.28
 #: Levels of the prediction intervals stated with every forecast.
 LEVELS = (0.8, 0.95)
-#: Share of the budget left unspent above which the allocation says why.
-UNSPENT = 0.1
 #: How the law's choice must separate from the robust rule's (:class:`CommitPolicy`).
 SEPARATIONS = ("none", "point", "interval")
 
