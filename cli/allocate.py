@@ -429,8 +429,6 @@ def _run(task, store, budget, policy, eta, min_resource, surrogate, seed, worker
                  "run the same command again to resume")
     pool = None
     if executor != "local":  # the trainer calls go elsewhere; results come back to this process
-        jobs = {"partition": None, "time": 60, "gpus": None, "folder": None, "ray_address": None,
-                **(jobs or {})}
         pool = job_executor(executor, workers=workers,
                             default_folder=Path(f"{store}.jobs" if isinstance(store, Path)
                                                 else f"{task}.jobs"), **jobs)

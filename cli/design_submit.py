@@ -187,7 +187,7 @@ def _train(proposals: list[dict], base: dict[str, Any], store: Any,
     from scalekit.train import run_sweep
 
     from .common import job_executor
-    from .train import _checkpoints_of
+    from .train import _checkpoints_of, _jobs_of
 
     configs = _configs(proposals, base)
     checkpoints = _checkpoints_of(store)
@@ -195,8 +195,7 @@ def _train(proposals: list[dict], base: dict[str, Any], store: Any,
     if executor["kind"] == "local":
         workers, _ = worker_count(workers, len(configs))
     pool = job_executor(executor["kind"], workers=workers, ray_address=executor["ray_address"],
-                        default_folder=checkpoints.with_name(
-                            checkpoints.name.removesuffix(".checkpoints") + ".jobs"),
+                        default_folder=_jobs_of(checkpoints),
                         partition=executor["partition"], time=executor["time"],
                         gpus=executor["gpus"], folder=executor["folder"])
     with running(pool) as pool:

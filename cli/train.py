@@ -171,8 +171,7 @@ def train(
             "checkpoints": not checkpoint_dir.exists()}
     try:
         pool = job_executor(executor, workers=workers, ray_address=ray_address,
-                            default_folder=checkpoint_dir.with_name(
-                                checkpoint_dir.name.removesuffix(".checkpoints") + ".jobs"),
+                            default_folder=_jobs_of(checkpoint_dir),
                             partition=slurm_partition, time=slurm_time, gpus=slurm_gpus,
                             folder=jobs_folder)
         with running(pool) as pool:
@@ -218,6 +217,12 @@ def _checkpoints_of(store) -> Path:
     from urllib.parse import urlsplit
 
     return Path(urlsplit(store).path.strip("/") + ".checkpoints")
+
+
+def _jobs_of(checkpoints: Path) -> Path:
+    """The default jobs folder of submitit beside a checkpoint folder (``X.checkpoints``
+    -> ``X.jobs``)."""
+    return checkpoints.with_name(checkpoints.name.removesuffix(".checkpoints") + ".jobs")
 
 
 def _table(result) -> dict:

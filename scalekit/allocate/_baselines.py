@@ -17,7 +17,7 @@ from collections.abc import Generator, Mapping
 
 import numpy as np
 
-from scalekit.allocate._engine import Advance, Allocation, HalvingLoop
+from scalekit.allocate._engine import UNSPENT, Advance, Allocation, HalvingLoop, _join
 from scalekit.allocate._policies import LossPolicy
 from scalekit.allocate._sweep import Curve, Sweep
 
@@ -50,9 +50,7 @@ def _train(state: Allocation, sweep: Sweep, run: str, rung: int):
     state.spent = min(state.spent + cost, state.budget)
     state.reached[run] = stop
     got = (yield [advance]).get(run, _EMPTY)
-    old = state.observed[run]
-    state.observed[run] = Curve(*(np.concatenate([getattr(old, k), getattr(got, k)])
-                                  for k in ("resource", "compute", "loss")))
+    state.observed[run] = _join(state.observed[run], got)
     state.advances.append(advance)
     state.promotions.append([run])
 
@@ -76,7 +74,7 @@ def largest_steps(sweep: Sweep, budget: float, runs: list[str]
         pick = min(runs, key=lambda r: (near[r] if np.isfinite(near[r]) else 0.0,
                                         _score(sweep, r)))
         yield from _train(state, sweep, pick, rung)
-    if state.budget - state.spent > 0.1 * state.budget:
+    if state.budget - state.spent > UNSPENT * state.budget:
         state.unspent_reason = ("no unfinished candidate can be finished with what is left"
                                 if any(state.reached[r] < sweep.max_resource[r] for r in runs)
                                 else "every candidate is finished: the sweep costs less "
@@ -102,7 +100,7 @@ def sh_finish_steps(sweep: Sweep, budget: float, runs: list[str], *, eta: int = 
         survivor = min(seen, key=lambda r: (float(state.observed[r].loss[-1]), r))
         yield from _train(state, sweep, survivor, rung)
         rung += 1
-    if state.budget - state.spent > 0.1 * state.budget:
+    if state.budget - state.spent > UNSPENT * state.budget:
         state.unspent_reason = "every run Successive Halving trained is finished"
     return state
 

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scalekit.allocate._engine import Advance, Allocation
+from scalekit.allocate._engine import UNSPENT, Advance, Allocation, _join
 from scalekit.allocate._sweep import Curve, Sweep
 from scalekit.checks import check_choice, check_number
 
@@ -77,8 +77,6 @@ _EXPONENTS = np.geomspace(0.05, 1.5, 24)
 PRIOR_ALPHA, PRIOR_BETA = 0.34, 0.28
 #: Levels of the prediction intervals stated with every forecast.
 LEVELS = (0.8, 0.95)
-#: Share of the budget left unspent above which the allocation says why.
-UNSPENT = 0.1
 #: How the law's choice must separate from the robust rule's (:class:`CommitPolicy`).
 SEPARATIONS = ("none", "point", "interval")
 
@@ -491,10 +489,7 @@ class CommitLoop:
         if batch:
             results = yield batch
             for a in batch:
-                got = results.get(a.run, _EMPTY)
-                old = state.observed[a.run]
-                state.observed[a.run] = Curve(*(np.concatenate([getattr(old, k), getattr(got, k)])
-                                                for k in ("resource", "compute", "loss")))
+                state.observed[a.run] = _join(state.observed[a.run], results.get(a.run, _EMPTY))
             state.advances.extend(batch)
 
     # -- decisions ----------------------------------------------------------------------
@@ -788,10 +783,9 @@ class CommitLoop:
         if start <= self.state.reached[run]:
             return
         donor = max(self.related[run], key=lambda r: (self.state.reached[r], r))
-        old = self.state.observed[run]
-        got = self.state.observed[donor].until(start, self.state.reached[run])
-        self.state.observed[run] = Curve(*(np.concatenate([getattr(old, k), getattr(got, k)])
-                                           for k in ("resource", "compute", "loss")))
+        self.state.observed[run] = _join(self.state.observed[run],
+                                         self.state.observed[donor].until(start,
+                                                                          self.state.reached[run]))
         self.state.continued += self.sweep.cost(run, self.state.reached[run], start)
         self.state.reached[run] = start
 
@@ -832,7 +826,8 @@ class CommitLoop:
         below the frontier's reach carries nothing on, however much is left."""
         reach = self._reach()
         stop = {r: min(self._compute(r) + left, self.end[r]) for r in self.runs}
-        runs = [r for r in self.runs if r not in self._finished() and r not in self.dropped
+        finished = self._finished()
+        runs = [r for r in self.runs if r not in finished and r not in self.dropped
                 and stop[r] >= reach * (1 - 1e-9)]
         if not runs:
             return None

@@ -92,6 +92,10 @@ class Allocation:
                    float(data.get("continued", 0.0)))
 
 
+#: Share of the budget left unspent above which an allocation says why (``unspent_reason``).
+UNSPENT = 0.1
+
+
 def _join(a: Curve, b: Curve) -> Curve:
     return Curve(np.concatenate([a.resource, b.resource]), np.concatenate([a.compute, b.compute]),
                  np.concatenate([a.loss, b.loss]))
@@ -190,7 +194,7 @@ class HalvingLoop:
                 state.advances.extend(batch)
             if state.exhausted:
                 break
-        if state.budget - state.spent > 0.1 * state.budget:
+        if state.budget - state.spent > UNSPENT * state.budget:
             state.unspent_reason = (
                 "every candidate is finished: the sweep costs less than the budget"
                 if all(reached[r] >= sweep.max_resource[r] for r in reached) else

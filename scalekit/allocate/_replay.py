@@ -141,7 +141,9 @@ def allocate(sweep: Sweep, policy: str | Policy, budget: float, *, runs: Sequenc
     if isinstance(policy, str):
         from scalekit.allocate._policies import get_policy
         policy = (policy_factory or (lambda n: get_policy(n, seed=seed)))(policy)
-    if prefixes is None:
+    from scalekit.allocate._commit import CommitPolicy
+
+    if prefixes is None and isinstance(policy, CommitPolicy):  # only commit continues runs
         prefixes = prefix_groups(sweep, runs)
     loop, bracket = allocation_loop(sweep, policy, budget, runs=runs, eta=eta,
                                     min_resource=min_resource, seed=seed, prefixes=prefixes)
