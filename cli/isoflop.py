@@ -259,10 +259,6 @@ def _tables(report, target, level) -> list[dict]:
     from scalekit.formatting import MISSING, format_number
     from scalekit.report import Estimate
 
-    def g(value, digits: int = 3):
-        """A number, shown with 4 digits in a table and in full in TSV and JSON."""
-        return value
-
     def ci(value, pair, digits: int = 3):
         return Estimate(value, *pair, digits=digits)
 
@@ -274,7 +270,7 @@ def _tables(report, target, level) -> list[dict]:
     rows = []
     for r in report.body["comparison"]:
         row = [r["approach"], ci(r["a"], (r["a_lo"], r["a_hi"])),
-               ci(r["b"], (r["b_lo"], r["b_hi"])), g(r["k_N"]), g(r["k_D"])]
+               ci(r["b"], (r["b_lo"], r["b_hi"])), r["k_N"], r["k_D"]]
         if target is not None:
             row += [ci(r["params"], (r["params_lo"], r["params_hi"])),
                     ci(r["tokens"], (r["tokens_lo"], r["tokens_hi"]))]
@@ -283,9 +279,9 @@ def _tables(report, target, level) -> list[dict]:
     if "2" in report.fitted:
         m = report.fitted["2"]
         var = m.profile
-        budget_rows = [[g(r["budget"]), f"{r['n_points']}/{r['n_sampled']}",
+        budget_rows = [[r["budget"], f"{r['n_points']}/{r['n_sampled']}",
                         ci(r[f"{var}_opt"], (r.get(f"{var}_lo"), r.get(f"{var}_hi"))),
-                        g(r["loss_opt"], 4), g(r["offset"], 2), g(r["misfit_p"], 2),
+                        r["loss_opt"], r["offset"], r["misfit_p"],
                         r["flags"] or "-"]
                        for _, r in m.budgets_.iterrows()]
         out.append({"title": f"Approach 2 budgets ({m.budgeting_}); vertex in log {var}; "
@@ -302,8 +298,8 @@ def _tables(report, target, level) -> list[dict]:
                              "warning (refit without the flagged budgets)",
                     "columns": ["warning", "budgets", "a without", "a spread explained",
                                 "b without", "b spread explained"],
-                    "rows": [[flag, str(e["budgets"]), g(e["a_without"]),
-                              share(e["a_spread_explained"]), g(e["b_without"]),
+                    "rows": [[flag, str(e["budgets"]), e["a_without"],
+                              share(e["a_spread_explained"]), e["b_without"],
                               share(e["b_spread_explained"])] for flag, e in explained.items()]})
     return out
 

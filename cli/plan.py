@@ -285,19 +285,19 @@ def _print(body: dict, level: float, fmt: str, verbose: bool) -> None:
     rows = []
     if "by_compute" in body:
         p = body["by_compute"]
-        rows.append(["compute", _g(p["compute"]), _ci(p.get("params"), p.get("params_ci")),
+        rows.append(["compute", p["compute"], _ci(p.get("params"), p.get("params_ci")),
                      _ci(p.get("tokens"), p.get("tokens_ci")),
                      _ci(p.get("tokens_per_param"), p.get("tokens_per_param_ci")),
                      _ci(p["loss"], p.get("loss_pi"), 4)])
     if "by_loss" in body:
         p = body["by_loss"]
-        rows.append(["loss", _ci(p["compute"], p.get("compute_ci")), _g(p["params"]),
-                     _g(p["tokens"]), _g(p["tokens_per_param"]), _g(p["target_loss"], 4)])
+        rows.append(["loss", _ci(p["compute"], p.get("compute_ci")), p["params"],
+                     p["tokens"], p["tokens_per_param"], p["target_loss"]])
     if "compare" in body:
         p = body["compare"]
-        rows.append(["optimum for compared run", _g(p["optimal_compute"]),
-                     _g(p["optimal_params"]), _g(p["optimal_tokens"]),
-                     _g(p["optimal_tokens"] / p["optimal_params"]), _g(p["loss"], 4)])
+        rows.append(["optimum for compared run", p["optimal_compute"],
+                     p["optimal_params"], p["optimal_tokens"],
+                     p["optimal_tokens"] / p["optimal_params"], p["loss"]])
     table = table_data(f"Plan from the {body['law']['name']} law (intervals: {100 * level:g}%; "
                        "loss: prediction interval)",
                        ["by", "compute (FLOPs)", "N*", "D*", "D*/N*", "loss"], rows)
@@ -310,11 +310,6 @@ def _print(body: dict, level: float, fmt: str, verbose: bool) -> None:
     lines.append(body["verdict"])
     print_tables([table], fmt, title="Compute plan", header=[f"FLOPs: {body['convention']}"],
                  lines=lines)
-
-
-def _g(value, digits: int = 3):
-    """A number as a cell: formatted when shown in a table, in full in TSV and JSON."""
-    return value
 
 
 def _ci(value, ci, digits: int = 3):

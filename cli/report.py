@@ -229,9 +229,9 @@ def report(
 
     if out is None:
         raise InputError("give the page to write with -o OUT.html")
-    from scalekit.serialise import report_kind
+    from scalekit.serialise import read_json, report_kind
 
-    data = _read(result)
+    data = read_json(result, what="JSON report")
     kind = report_kind(data, source=result)
     key = "allocate replay" if kind == "allocate" and data.get("mode") == "replay" else kind
     if key == "forecast" and "evaluation" in data:
@@ -275,14 +275,6 @@ def _builders() -> dict:
             "task_law": (TaskLawResult, task_page),
             "plan --schedule-search": (ScheduleSearch, search_page),
             **{f"law.{name}": (FitResult, law_page) for name in ("depth", "classes", "inference_k")}}
-
-
-def _read(path: Path) -> dict:
-    from scalekit.serialise import read_json, report_kind
-
-    data = read_json(path, what="JSON report")
-    report_kind(data, source=path)
-    return data
 
 
 def register(app: typer.Typer) -> None:

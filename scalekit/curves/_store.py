@@ -50,6 +50,12 @@ class ImportSummary:
 _DAMAGE = ("malformed", "not a database", "disk i/o error", "database or disk is full")
 
 
+def _not_written(path, exc) -> InputError:
+    """The error of a write the store's device refused (full, or a disk I/O error)."""
+    return InputError(write_failed(path, exc) + "; free some space (the store is as it was)",
+                      source=str(path))
+
+
 def _file_named(method):
     """A store method whose SQLite damage or full-disk error becomes an :class:`InputError`
     naming the store file; a writing one first checks the file once (:meth:`_check_intact`)."""
@@ -67,8 +73,7 @@ def _file_named(method):
                 raise
             exc = str(exc).rsplit("': ", 1)[-1]      # pandas puts the query first
             if "full" in text or (writes and "disk i/o error" in text):
-                raise InputError(write_failed(self.path, exc) + "; free some space (the store "
-                                 "is as it was)", source=str(self.path)) from None
+                raise _not_written(self.path, exc) from None
             raise InputError(f"the store file is damaged ({exc}); restore it from a copy, or "
                              "import the curves into a new store", source=str(self.path)) from None
     return wrapper
@@ -109,8 +114,7 @@ class CurveStore:
             text = str(exc).lower()
             if "full" not in text and "disk i/o error" not in text:
                 raise
-            raise InputError(write_failed(self.path, exc) + "; free some space (the store "
-                             "is as it was)", source=str(self.path)) from None
+            raise _not_written(self.path, exc) from None
 
     def _snapshot(self):
         """A read transaction, so that several queries see one state of the file."""

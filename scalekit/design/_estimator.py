@@ -119,9 +119,7 @@ def final_fit(law, X, y, *, loss: str = DEFAULT_LOSS, delta: float | None = DEFA
     than the law has parameters, the most probable law under a weak prior
     (:func:`scalekit.fit.fit_with_prior`, marked ``prior_fit``)."""
     estimator = Estimator(loss, delta, scale)
-    distinct = len(np.unique(np.column_stack([np.asarray(X[c], float) for c in law.inputs]),
-                             axis=0))
-    if distinct <= len(law.params):
+    if distinct_runs(law, X) <= len(law.params):
         return fit_with_prior(law, X, y, seed=seed)
     if estimator.scale == "raw":
         return _raw_fit(law, X, np.asarray(y, dtype=float), estimator, seed)
@@ -132,6 +130,11 @@ def final_fit(law, X, y, *, loss: str = DEFAULT_LOSS, delta: float | None = DEFA
     threshold = estimator.threshold(law, {c: np.asarray(X[c], float) for c in law.inputs},
                                     np.log(np.asarray(y, float)), z)
     return fit_law(law, X, y, loss=loss, delta=threshold, starts=z[None], seed=seed)
+
+
+def distinct_runs(law, X) -> int:
+    """How many distinct rows of the law's inputs ``X`` holds."""
+    return len(np.unique(np.column_stack([np.asarray(X[c], float) for c in law.inputs]), axis=0))
 
 
 def _raw_fit(law, X, y, estimator, seed):

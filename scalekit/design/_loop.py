@@ -10,7 +10,7 @@ import pandas as pd
 from scalekit.checks import check_choice, check_number, fail
 from scalekit.design._belief import belief, prediction_interval
 from scalekit.design._estimator import (DEFAULT_DELTA, DEFAULT_LOSS, DEFAULT_SCALE, Estimator,
-                                        final_fit)
+                                        distinct_runs, final_fit)
 from scalekit.design._methods import (METHODS, SCORING, baseline_pick, greedy_batch,
                                       spread_pick, start_pick, with_discrepancy)
 from scalekit.design._pool import Pool, numbers
@@ -285,17 +285,13 @@ def final_answer(law, X, y, target: pd.DataFrame, *, pool: pd.DataFrame,
                                                   estimator=estimator, rng=rng)
     diagnostics += [d for d in fit.diagnostics if d.severity != "info"]
     if not np.isfinite(lo).all():
-        diagnostics.append(_too_few(_distinct(law, X), P, fitted=True))
+        diagnostics.append(_too_few(distinct_runs(law, X), P, fitted=True))
     predictions = [{"inputs": {c: float(Xt[c][i]) for c in law.inputs},
                     "prediction": float(centre[i]),
                     "interval": [float(lo[i]), float(hi[i])] if np.isfinite([lo[i], hi[i]]).all()
                     else None}
                    for i in range(len(target))]
     return predictions, dict(fit.values), diagnostics
-
-
-def _distinct(law, X) -> int:
-    return len(np.unique(np.column_stack([np.asarray(X[c], float) for c in law.inputs]), axis=0))
 
 
 def _too_few(n: int, P: int, *, fitted: bool = False) -> Diagnostic:

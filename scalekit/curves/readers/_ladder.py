@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scalekit.checks import check_local_input
 from scalekit.curves._curve_set import Curves
 from scalekit.errors import InputError
 
@@ -95,8 +96,6 @@ def _number(value) -> float:
 def _read_table(path: Path, what: str) -> pd.DataFrame:
     """The CSV at ``path`` (the run table or a run's evaluation file, ``what``), refused in
     one line where it is not a regular file, not UTF-8 CSV text, or empty."""
-    from scalekit.curves.readers import check_local_input
-
     path = check_local_input(path)
     if path.is_dir():
         raise InputError(f"is a folder, but the {what} must be a CSV file", source=str(path))
